@@ -1,0 +1,121 @@
+"""The one place the application is assembled: route tables, middleware, error handlers, lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.auth import TokenAuthMiddleware
+from api.cors import CorsMiddleware, CorsPolicy
+from api.openapi import build_openapi
+from api.operations import Operation
+from api.problems import handle_http_exception, handle_service_error, handle_unexpected
+from desktop.errors import ServiceError
+from desktop.options import StartOptions
+from desktop.runtime import Desktop
+
+logger = logging.getLogger("sandbox_desktop.api")
+
+VERSION = "0.1.0"
+
+# Route modules, in the order their operations appear in the OpenAPI document.
+ROUTE_MODULES = (
+    "api.routes.health",
+    "api.routes.desktop",
+    "api.routes.windows",
+    "api.routes.processes",
+    "api.routes.fs",
+)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the server was started with that the app needs."""
+
+    token: str | None = None
+    cors: CorsPolicy = field(default_factory=CorsPolicy)
+    state_dir: Path | None = None
+    start_desktop: StartOptions | None = None
+    """Start a desktop with these options when the server starts."""
+
+
+def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
+    """Every module's OPERATIONS table; a module not written yet is skipped with a log line."""
+    operations: list[Operation] = []
+    for name in modules:
+        try:
+            module = import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            logger.debug("route module %s not present", name)
+            continue
+        operations.extend(module.OPERATIONS)
+    return operations
+
+
+def build_routes(operations: Sequence[Operation]) -> list[Route]:
+    """One Starlette route per path, dispatching on method (so a wrong method is a 405 with Allow)."""
+    by_path: dict[str, dict[str, Operation]] = {}
+    for op in operations:
+        by_path.setdefault(op.path, {})[op.method] = op
+    return [Route(path, _dispatcher(methods), methods=list(methods)) for path, methods in by_path.items()]
+
+
+def _dispatcher(methods: dict[str, Operation]) -> Callable[[Request], Awaitable[Response]]:
+    if len(methods) == 1:
+        return next(iter(methods.values())).endpoint
+
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await methods[method].endpoint(request)
+
+    return dispatch
+
+
+def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlette:
+    """Build the ASGI app around a Desktop (a new one unless given)."""
+    desktop = desktop or Desktop(state_dir=config.state_dir)
+    operations = collect_operations()
+    openapi = build_openapi(operations, VERSION)
+
+    async def openapi_document(request: Request) -> Response:
+        return Response(openapi, media_type="application/json")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if config.start_desktop is not None:
+            await desktop.start(config.start_desktop)
+        try:
+            yield
+        finally:
+            await desktop.shutdown()
+
+    app = Starlette(
+        routes=[*build_routes(operations), Route("/v1/openapi.json", openapi_document, methods=["GET"])],
+        middleware=[
+            Middleware(CorsMiddleware, policy=config.cors),
+            Middleware(TokenAuthMiddleware, token=config.token),
+        ],
+        exception_handlers={
+            ServiceError: handle_service_error,
+            HTTPException: handle_http_exception,
+            Exception: handle_unexpected,
+        },
+        lifespan=lifespan,
+    )
+    app.state.desktop = desktop
+    app.state.config = config
+    app.state.version = VERSION
+    return app

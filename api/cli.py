@@ -1,0 +1,113 @@
+"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from api.cors import CorsPolicy
+from desktop import installer
+
+TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit():
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1440x900, got {text!r}")
+    return int(width), int(height)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sandbox-desktop", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    server = commands.add_parser("server", help="run the HTTP server")
+    server.add_argument("-H", "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    server.add_argument("-p", "--port", type=int, default=2468, help="port to bind (default 2468)")
+    server.add_argument("-t", "--token", default=os.environ.get(TOKEN_ENV) or None,
+                        help=f"bearer token required on /v1 (default: ${TOKEN_ENV})")
+    server.add_argument("-n", "--no-token", action="store_true",
+                        help="run without a token, even on a non-loopback address")
+    server.add_argument("-O", "--cors-allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="allow this browser origin (repeatable; `*` for any)")
+    server.add_argument("-M", "--cors-allow-method", action="append", default=[], metavar="METHOD",
+                        help="allowed CORS method (repeatable; default any)")
+    server.add_argument("-A", "--cors-allow-header", action="append", default=[], metavar="HEADER",
+                        help="allowed CORS request header (repeatable; default any)")
+    server.add_argument("-C", "--cors-allow-credentials", action="store_true",
+                        help="allow credentialed CORS requests")
+    server.add_argument("--state-dir", type=Path, default=None,
+                        help="where desktops keep home/, recordings/ and logs "
+                             "(default $XDG_STATE_HOME/sandbox-desktop/desktop)")
+    server.add_argument("--log-level", default="info",
+                        choices=["critical", "error", "warning", "info", "debug"])
+    server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
+    server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
+                        help="size of the desktop started by --start-desktop (default 1440x900)")
+
+    install = commands.add_parser("install", help="install system packages")
+    targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
+    installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
+    return parser
+
+
+def run_server(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import ServerConfig, create_app
+    from desktop.options import StartOptions
+
+    token = None if args.no_token else args.token
+    if token is None and not args.no_token and not is_loopback(args.host):
+        print(f"refusing to listen on {args.host} without a token: pass --token (or set {TOKEN_ENV}), "
+              "or --no-token to run unprotected", file=sys.stderr)
+        return 2
+    cors = CorsPolicy(
+        origins=tuple(args.cors_allow_origin),
+        methods=tuple(m.upper() for m in args.cors_allow_method) or ("*",),
+        headers=tuple(args.cors_allow_header) or ("*",),
+        credentials=args.cors_allow_credentials,
+    )
+    start = None
+    if args.start_desktop:
+        width, height = args.desktop_size
+        start = StartOptions(width=width, height=height)
+    state_dir = args.state_dir.expanduser().resolve() if args.state_dir else None
+    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(config)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"sandbox-desktop: serving http://{host}:{args.port}/  (API document: /v1/openapi.json"
+          f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on",
+                timeout_graceful_shutdown=4)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "server":
+        return run_server(args)
+    if args.command == "install":
+        return installer.run(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

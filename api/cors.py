@@ -1,0 +1,83 @@
+"""CORS as in contract §8, without the reference's startup crash on `--cors-allow-credentials`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+VARY = "origin, access-control-request-method, access-control-request-headers"
+
+
+@dataclass(frozen=True)
+class CorsPolicy:
+    """Allowed origins (none: every origin refused), methods and headers (`*` by default)."""
+
+    origins: tuple[str, ...] = ()
+    methods: tuple[str, ...] = field(default=("*",))
+    headers: tuple[str, ...] = field(default=("*",))
+    credentials: bool = False
+
+    def allows_origin(self, origin: str) -> bool:
+        return "*" in self.origins or origin in self.origins
+
+    def origin_value(self, origin: str) -> str:
+        # With credentials a literal `*` is invalid for browsers, so the origin is echoed instead.
+        return "*" if "*" in self.origins and not self.credentials else origin
+
+    def methods_value(self, requested: str | None) -> str:
+        if "*" in self.methods:
+            return (requested or "GET") if self.credentials else "*"
+        return ", ".join(self.methods)
+
+    def headers_value(self, requested: str | None) -> str | None:
+        if "*" in self.headers:
+            return (requested or None) if self.credentials else "*"
+        return ", ".join(self.headers)
+
+
+class CorsMiddleware:
+    """Answers preflights itself and decorates simple responses; always sends `Vary`."""
+
+    def __init__(self, app: ASGIApp, policy: CorsPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if scope["method"] == "OPTIONS" and origin and "access-control-request-method" in headers:
+            await self.preflight(origin, headers)(scope, receive, send)
+            return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                out = MutableHeaders(scope=message)
+                out.append("vary", VARY)
+                if origin and self.policy.allows_origin(origin):
+                    out["access-control-allow-origin"] = self.policy.origin_value(origin)
+                    if self.policy.credentials:
+                        out["access-control-allow-credentials"] = "true"
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+    def preflight(self, origin: str, headers: Headers) -> Response:
+        """A 200 preflight answer; without an allowed origin it simply carries no allow headers."""
+        out = {"vary": VARY}
+        if self.policy.allows_origin(origin):
+            out["access-control-allow-origin"] = self.policy.origin_value(origin)
+            out["access-control-allow-methods"] = self.policy.methods_value(
+                headers.get("access-control-request-method"))
+            allowed_headers = self.policy.headers_value(headers.get("access-control-request-headers"))
+            if allowed_headers:
+                out["access-control-allow-headers"] = allowed_headers
+            if self.policy.credentials:
+                out["access-control-allow-credentials"] = "true"
+            out["access-control-max-age"] = "600"
+        return Response(status_code=200, headers=out)

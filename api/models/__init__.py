@@ -1,0 +1,1 @@
+"""Wire models (pydantic) for requests and responses."""

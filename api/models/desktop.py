@@ -1,0 +1,80 @@
+"""Wire models of the desktop lifecycle and status (contract §3.2, §4.1, §4.5)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from api.models.base import WireModel
+from api.models.windows import DesktopWindowInfo
+
+DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed"]
+
+
+class DesktopStartRequest(WireModel):
+    """Every field optional; `{}` starts a 1440x900 desktop at 96 dpi."""
+
+    width: int | None = Field(None, description="Screen width in pixels (64-8192, default 1440)")
+    height: int | None = Field(None, description="Screen height in pixels (64-8192, default 900)")
+    dpi: int | None = Field(None, description="Screen dpi (1-1000, default 96)")
+    display_num: int | None = Field(None, description="First X display number to try (default 99); "
+                                    "the next free one of the following ten is taken")
+    state_dir: str | None = Field(None, description="Absolute directory for home/, recordings/ and logs "
+                                  "(default: the server's --state-dir)")
+    stream_video_codec: str | None = Field(None, description="vp8 (default), h264 or vp9")
+    stream_audio_codec: str | None = Field(None, description="opus (default) or g722")
+    stream_frame_rate: int | None = Field(None, description="Live view frame rate, 1-60 (default 30)")
+    webrtc_port_range: str | None = Field(None, description="UDP ports for WebRTC, e.g. 59050-59070")
+    recording_fps: int | None = Field(None, description="Default recording fps, 1-60 (default 30)")
+
+
+class DesktopResolution(WireModel):
+    width: int
+    height: int
+    dpi: int | None = None
+
+
+class DesktopErrorInfo(WireModel):
+    code: str
+    message: str
+
+
+class DesktopProcessInfo(WireModel):
+    name: str
+    pid: int | None = None
+    running: bool
+    log_path: str | None = None
+    process_id: str | None = Field(None, description="Id of this process in /v1/processes")
+
+
+class DesktopExitInfo(WireModel):
+    """How a supervised child last ended (it was restarted)."""
+
+    process: str
+    pid: int
+    exit_code: int | None = None
+    signal: int | None = None
+    at: str
+
+
+class DesktopStatusResponse(WireModel):
+    state: DesktopState
+    display: str | None = None
+    resolution: DesktopResolution | None = None
+    started_at: str | None = None
+    last_error: DesktopErrorInfo | None = None
+    missing_dependencies: list[str]
+    missing_optional_dependencies: list[str] | None = None
+    install_command: str | None = None
+    processes: list[DesktopProcessInfo]
+    runtime_log_path: str
+    state_dir: str | None = None
+    windows: list[DesktopWindowInfo] | None = None
+    restart_count: int | None = None
+    last_exit: DesktopExitInfo | None = None
+
+
+class DesktopDisplayInfoResponse(WireModel):
+    display: str
+    resolution: DesktopResolution

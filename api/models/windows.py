@@ -1,0 +1,42 @@
+"""Wire models of the window endpoints (contract §4.5)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from api.models.base import WireModel
+
+
+class DesktopRect(WireModel):
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+class DesktopWindowInfo(WireModel):
+    """x, y, width, height: the client area in screen pixels; `frame` includes the decorations."""
+
+    id: str = Field(description="Decimal X window id")
+    title: str
+    x: int
+    y: int
+    width: int
+    height: int
+    is_active: bool
+    frame: DesktopRect | None = None
+    pid: int | None = None
+
+
+class DesktopWindowListResponse(WireModel):
+    windows: list[DesktopWindowInfo]
+
+
+class WindowMoveRequest(WireModel):
+    x: int = Field(description="Client area left edge in screen pixels")
+    y: int = Field(description="Client area top edge in screen pixels")
+
+
+class WindowResizeRequest(WireModel):
+    width: int = Field(description="Client area width (the app may round it, e.g. terminals)")
+    height: int = Field(description="Client area height")

@@ -1,0 +1,148 @@
+"""Operations: one table row per HTTP endpoint, with the models that parse and document it.
+
+A route module declares `OPERATIONS = [Operation(...), ...]`; `api/app.py` turns the table into
+Starlette routes and `api/openapi.py` into the OpenAPI document, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.models.base import WireModel
+from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
+
+M = TypeVar("M", bound=BaseModel)
+
+Handler = Callable[..., Awaitable[Any]]
+
+# A JSON body larger than this is refused before it is parsed (413).
+MAX_JSON_BODY_BYTES = 64 * 1024 * 1024
+
+# pydantic error types that mean "the JSON has the wrong shape" (422) rather than
+# "a value is out of range" (400): the split the reference's clients already expect.
+_SHAPE_ERRORS = ("missing", "_type", "enum", "literal_error", "json_invalid", "model_attributes_type",
+                 "is_instance_of", "union_tag", "dict_type", "list_type")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One endpoint: method, path, handler and the models that describe it."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    body: type[BaseModel] | None = None
+    """Model of the JSON request body; the handler receives it as `body=`."""
+    query: type[BaseModel] | None = None
+    """Model of the query string; the handler receives it as `query=`."""
+    response: type[BaseModel] | None = None
+    """Model of a 200 JSON response; a handler returning a model gets it serialised."""
+    media_type: str = "application/json"
+    """Media type of a non-JSON success response (images, video, event streams)."""
+    status: int = 200
+    errors: tuple[int, ...] = ()
+    """Error statuses worth documenting besides 401 and the validation ones."""
+    invalid_code: str = "invalid_request"
+    """Problem code for out-of-range values (desktop routes use `desktop_invalid_action`)."""
+    body_required: bool = False
+    """Whether an empty body is an error; otherwise it reads as `{}`."""
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    async def endpoint(self, request: Request) -> Response:
+        """The Starlette endpoint: parse inputs, call the handler, serialise the result."""
+        kwargs: dict[str, Any] = {}
+        if self.query is not None:
+            kwargs["query"] = parse_query(request, self.query, self.invalid_code)
+        if self.body is not None:
+            kwargs["body"] = await parse_body(request, self.body, self.invalid_code, self.body_required)
+        result = await self.handler(request, **kwargs)
+        if isinstance(result, Response):
+            return result
+        if isinstance(result, WireModel):
+            return Response(result.to_json(), status_code=self.status, media_type="application/json")
+        if result is None:
+            return Response(status_code=204)
+        raise TypeError(f"{self.handler.__name__} returned {type(result).__name__}")
+
+
+def field_errors(exc: ValidationError, location: str, model: type[BaseModel]) -> list[dict[str, str]]:
+    """Turn pydantic errors into `[{location, field, message, type}]` with wire field names."""
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"]]
+        message = err["msg"]
+        if err["type"] == "missing":
+            message = "field required"
+        out.append({
+            "location": location,
+            "field": ".".join(loc) or location,
+            "message": message,
+            "type": err["type"],
+        })
+    return out
+
+
+def _is_shape_error(exc: ValidationError) -> bool:
+    return any(any(s in e["type"] for s in _SHAPE_ERRORS) for e in exc.errors())
+
+
+def validation_problem(exc: ValidationError, location: str, model: type[BaseModel], invalid_code: str) -> FieldError:
+    """422 for a body of the wrong shape, 400 (with the route's code) for bad values."""
+    errors = field_errors(exc, location, model)
+    if location == "body" and _is_shape_error(exc):
+        return FieldError(errors, status=422, code="invalid_request")
+    kind = invalid_code if invalid_code != "invalid_request" else None
+    return FieldError(errors, status=400, code=invalid_code, kind=kind)
+
+
+async def read_raw_json(request: Request, required: bool) -> bytes:
+    """The request body bytes, enforcing the content type and a size limit; empty reads as `{}`."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_JSON_BODY_BYTES:
+        raise PayloadTooLarge(f"request body exceeds {MAX_JSON_BODY_BYTES} bytes")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_JSON_BODY_BYTES:
+            raise PayloadTooLarge(f"request body exceeds {MAX_JSON_BODY_BYTES} bytes")
+    if not raw.strip():
+        if required:
+            raise FieldError([{"location": "body", "field": "body", "message": "a JSON body is required",
+                               "type": "missing"}], status=422)
+        return b"{}"
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"expected Content-Type: application/json, got {content_type or 'none'}"
+        )
+    return raw
+
+
+async def parse_body(request: Request, model: type[M], invalid_code: str, required: bool = False) -> M:
+    """Parse and validate a JSON body strictly (no "5" for 5, no 1.5 for an integer)."""
+    raw = await read_raw_json(request, required)
+    try:
+        return model.model_validate_json(raw, strict=True)
+    except ValidationError as exc:
+        bad_json = [e for e in exc.errors() if e["type"] == "json_invalid"]
+        if bad_json:
+            message = f"malformed JSON: {bad_json[0]['msg']}"
+            raise FieldError([{"location": "body", "field": "body", "message": message,
+                               "type": "json_invalid"}], status=400) from None
+        raise validation_problem(exc, "body", model, invalid_code) from None
+
+
+def parse_query(request: Request, model: type[M], invalid_code: str) -> M:
+    """Parse query parameters (strings coerced to the declared types); the last value wins."""
+    params: dict[str, Any] = dict(request.query_params.items())
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise validation_problem(exc, "query", model, invalid_code) from None

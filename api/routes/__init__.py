@@ -1,0 +1,1 @@
+"""Route tables: one module per API area, each exposing OPERATIONS."""

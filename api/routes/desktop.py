@@ -1,0 +1,104 @@
+"""`/v1/desktop` lifecycle and status: translates HTTP to calls of `desktop.runtime.Desktop`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from starlette.requests import Request
+
+from api.models.desktop import (
+    DesktopDisplayInfoResponse,
+    DesktopErrorInfo,
+    DesktopExitInfo,
+    DesktopProcessInfo,
+    DesktopResolution,
+    DesktopStartRequest,
+    DesktopStatusResponse,
+)
+from api.operations import Operation
+from api.routes.windows import window_model
+from desktop.options import StartOptions, parse_port_range
+from desktop.runtime import Desktop, DesktopSnapshot
+
+INVALID = "desktop_invalid_action"
+READY_ERRORS = (409, 503)
+
+
+def desktop_of(request: Request) -> Desktop:
+    desktop: Desktop = request.app.state.desktop
+    return desktop
+
+
+def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:
+    exit_info = None
+    if s.last_exit is not None:
+        e = s.last_exit
+        exit_info = DesktopExitInfo(process=e.name, pid=e.pid, exit_code=e.exit_code, signal=e.signal,
+                                    at=datetime.fromtimestamp(e.at, UTC).isoformat())
+    return DesktopStatusResponse(
+        state=s.state,  # type: ignore[arg-type]
+        display=s.display,
+        resolution=DesktopResolution(width=s.width, height=s.height, dpi=s.dpi)
+        if s.width is not None and s.height is not None else None,
+        started_at=s.started_at,
+        last_error=DesktopErrorInfo(code=s.last_error[0], message=s.last_error[1]) if s.last_error else None,
+        missing_dependencies=list(s.missing_dependencies),
+        missing_optional_dependencies=list(s.missing_optional) or None,
+        install_command=s.install_command,
+        processes=[DesktopProcessInfo(name=c.name, pid=c.pid if c.running else None, running=c.running,
+                                      log_path=c.log_path, process_id=c.process_id) for c in s.processes],
+        runtime_log_path=s.runtime_log_path,
+        state_dir=s.state_dir,
+        windows=[window_model(w) for w in s.windows] or None,
+        restart_count=s.restart_count if s.display else None,
+        last_exit=exit_info,
+    )
+
+
+def start_options(body: DesktopStartRequest) -> StartOptions:
+    """Request fields over defaults; unset and null fields keep the default."""
+    fields = {name: value for name, value in body.model_dump().items() if value is not None}
+    if "state_dir" in fields:
+        fields["state_dir"] = Path(fields["state_dir"]).expanduser()
+    if "webrtc_port_range" in fields:
+        fields["webrtc_port_range"] = parse_port_range(fields["webrtc_port_range"])
+    return StartOptions(**fields)
+
+
+async def start(request: Request, body: DesktopStartRequest) -> DesktopStatusResponse:
+    requested = {name for name, value in body.model_dump().items() if value is not None}
+    snapshot = await desktop_of(request).start(start_options(body), requested)
+    return status_model(snapshot)
+
+
+async def stop(request: Request) -> DesktopStatusResponse:
+    return status_model(await desktop_of(request).stop())
+
+
+async def status(request: Request) -> DesktopStatusResponse:
+    return status_model(await desktop_of(request).snapshot())
+
+
+async def display_info(request: Request) -> DesktopDisplayInfoResponse:
+    desktop = desktop_of(request)
+    supervisor = desktop.require_active()
+    options = desktop.options
+    assert options is not None
+    return DesktopDisplayInfoResponse(
+        display=supervisor.display,
+        resolution=DesktopResolution(width=options.width, height=options.height, dpi=options.dpi),
+    )
+
+
+OPERATIONS = [
+    Operation("GET", "/v1/desktop/status", status, "Desktop state, display, processes and windows",
+              response=DesktopStatusResponse, tags=("desktop",)),
+    Operation("POST", "/v1/desktop/start", start, "Start the desktop (idempotent while active)",
+              body=DesktopStartRequest, response=DesktopStatusResponse, invalid_code=INVALID,
+              errors=(400, 409, 501, 503), tags=("desktop",)),
+    Operation("POST", "/v1/desktop/stop", stop, "Stop the desktop and everything it started",
+              response=DesktopStatusResponse, errors=(409,), tags=("desktop",)),
+    Operation("GET", "/v1/desktop/display/info", display_info, "Display name and resolution",
+              response=DesktopDisplayInfoResponse, errors=READY_ERRORS, tags=("desktop",)),
+]

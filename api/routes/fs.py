@@ -1,0 +1,170 @@
+"""`/v1/fs`: the file API, translating HTTP to `desktop.files.Files` calls.
+
+File bodies are streamed both ways in chunks (never held whole in memory). Paths, fields and
+response shapes are the reference's (`router.rs`, `router/types.rs`); see docs/files.md.
+"""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import anyio
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from api.models.fs import (
+    FsActionResponse,
+    FsDeleteQuery,
+    FsEntriesQuery,
+    FsEntry,
+    FsEntryList,
+    FsMoveRequest,
+    FsMoveResponse,
+    FsPathQuery,
+    FsStat,
+    FsUploadBatchQuery,
+    FsUploadBatchResponse,
+    FsWriteResponse,
+)
+from api.operations import Operation
+from desktop.errors import InvalidRequest, UnsupportedMediaType
+from desktop.file_errors import lossy
+from desktop.files import Entry, Files, ReadHandle
+from desktop.tar_upload import upload_tar
+
+TAR_MEDIA_TYPES = frozenset({
+    "application/x-tar", "application/tar", "application/x-gtar", "application/gzip",
+    "application/x-gzip", "application/x-compressed-tar",
+})
+DEFAULT_FILES = Files()
+
+
+def files_of(request: Request) -> Files:
+    """The app's Files (`app.state.files`, e.g. with a fixed home), else the server user's home."""
+    files: Files | None = getattr(request.app.state, "files", None)
+    return files or DEFAULT_FILES
+
+
+class FileStreamResponse(Response):
+    """Streams an open file with an exact content-length; stops reading if the client goes away."""
+
+    media_type = "application/octet-stream"
+
+    def __init__(self, handle: ReadHandle) -> None:
+        self.handle = handle
+        super().__init__(headers={"content-length": str(handle.size),
+                                  "last-modified": _http_date(handle.modified_ns)})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": self.status_code,
+                        "headers": self.raw_headers})
+            if scope["method"] != "HEAD":
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                    async for chunk in self.handle.chunks():
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    group.cancel_scope.cancel()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.handle.close()
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    # The server drops writes to a closed connection silently; without this a gone client
+    # would still have the whole file read for it.
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+def _http_date(ns: int) -> str:
+    return formatdate(ns / 1e9, usegmt=True)
+
+
+def _entry(e: Entry) -> FsEntry:
+    return FsEntry(name=e.name, path=e.path, entry_type=e.entry_type, size=e.size, modified=e.modified,
+                   is_symlink=e.is_symlink or None)
+
+
+def _content_length(request: Request) -> int | None:
+    value = request.headers.get("content-length", "")
+    return int(value) if value.isdigit() else None
+
+
+async def list_entries(request: Request, *, query: FsEntriesQuery) -> Response:
+    entries = await files_of(request).entries(query.path)
+    body = FsEntryList([_entry(e) for e in entries]).model_dump_json(by_alias=True, exclude_none=True)
+    return Response(body, media_type="application/json")
+
+
+async def read_file(request: Request, *, query: FsPathQuery) -> Response:
+    return FileStreamResponse(await files_of(request).open(query.path))
+
+
+async def write_file(request: Request, *, query: FsPathQuery) -> FsWriteResponse:
+    try:
+        result = await files_of(request).write(query.path, request.stream(), _content_length(request))
+    except ClientDisconnect:
+        raise InvalidRequest("upload interrupted: the client disconnected before the body ended; "
+                             "the existing file was left unchanged") from None
+    return FsWriteResponse(path=result.path, bytes_written=result.bytes_written)
+
+
+async def delete_entry(request: Request, *, query: FsDeleteQuery) -> FsActionResponse:
+    path = await files_of(request).delete(query.path, bool(query.recursive))
+    return FsActionResponse(path=lossy(path))
+
+
+async def make_directory(request: Request, *, query: FsPathQuery) -> FsActionResponse:
+    return FsActionResponse(path=lossy(await files_of(request).mkdir(query.path)))
+
+
+async def move(request: Request, *, body: FsMoveRequest) -> FsMoveResponse:
+    source, dest = await files_of(request).move(body.from_, body.to, bool(body.overwrite))
+    return FsMoveResponse.model_validate({"from": lossy(source), "to": lossy(dest)})
+
+
+async def stat(request: Request, *, query: FsPathQuery) -> FsStat:
+    e = await files_of(request).stat(query.path)
+    return FsStat(path=e.path, entry_type=e.entry_type, size=e.size, modified=e.modified,
+                  is_symlink=e.is_symlink or None)
+
+
+async def upload_batch(request: Request, *, query: FsUploadBatchQuery) -> FsUploadBatchResponse:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in TAR_MEDIA_TYPES:
+        raise UnsupportedMediaType(
+            f"expected Content-Type: application/x-tar (or application/gzip), got {media_type or 'none'}"
+        )
+    try:
+        result = await upload_tar(files_of(request), query.path, request.stream())
+    except ClientDisconnect:
+        raise InvalidRequest("upload interrupted: the client disconnected before the body ended; "
+                             "nothing was written") from None
+    return FsUploadBatchResponse(paths=result.paths, truncated=result.truncated)
+
+
+_TAGS = ("fs",)
+OPERATIONS = [
+    Operation("GET", "/v1/fs/entries", list_entries, "List a directory (default: the home directory)",
+              query=FsEntriesQuery, response=FsEntryList, errors=(403, 404), tags=_TAGS),
+    Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed)",
+              query=FsPathQuery, media_type="application/octet-stream", errors=(403, 404), tags=_TAGS),
+    Operation("PUT", "/v1/fs/file", write_file, "Upload a file (raw body, streamed; replaces atomically)",
+              query=FsPathQuery, response=FsWriteResponse, errors=(403, 409, 413), tags=_TAGS),
+    Operation("DELETE", "/v1/fs/entry", delete_entry, "Delete a file, link or directory",
+              query=FsDeleteQuery, response=FsActionResponse, errors=(403, 404, 409), tags=_TAGS),
+    Operation("POST", "/v1/fs/mkdir", make_directory, "Create a directory and its parents",
+              query=FsPathQuery, response=FsActionResponse, errors=(403, 409), tags=_TAGS),
+    Operation("POST", "/v1/fs/move", move, "Move or rename a file or directory",
+              body=FsMoveRequest, body_required=True, response=FsMoveResponse, errors=(403, 404, 409),
+              tags=_TAGS),
+    Operation("GET", "/v1/fs/stat", stat, "Type, size and modification time of a path",
+              query=FsPathQuery, response=FsStat, errors=(403, 404), tags=_TAGS),
+    Operation("POST", "/v1/fs/upload-batch", upload_batch,
+              "Extract a tar (optionally gzip) into a directory, all or nothing",
+              query=FsUploadBatchQuery, response=FsUploadBatchResponse, errors=(403, 409, 413, 415),
+              tags=_TAGS),
+]

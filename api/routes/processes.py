@@ -1,0 +1,235 @@
+"""`/v1/processes`: translates HTTP to calls of `desktop.processes.ProcessManager`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from api.models.processes import (
+    KillQuery,
+    ProcessConfigModel,
+    ProcessCreateRequest,
+    ProcessInfo,
+    ProcessInputRequest,
+    ProcessInputResponse,
+    ProcessListQuery,
+    ProcessListResponse,
+    ProcessLogEntry,
+    ProcessLogsQuery,
+    ProcessLogsResponse,
+    ProcessRunRequest,
+    ProcessRunResponse,
+    ProcessTerminalResizeRequest,
+    ProcessTerminalResizeResponse,
+    StopQuery,
+)
+from api.operations import Operation
+from desktop.errors import FieldError, PayloadTooLarge
+from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
+from desktop.runtime import Desktop
+
+KEEPALIVE_S = 15.0
+INPUT_ENCODINGS = ("base64", "utf8", "text")
+TAGS = ("processes",)
+
+
+def manager_of(request: Request) -> ProcessManager:
+    desktop: Desktop = request.app.state.desktop
+    return desktop.processes
+
+
+def process_of(request: Request) -> ManagedProcess:
+    return manager_of(request).get(request.path_params["id"])
+
+
+def process_env(request: Request, extra: dict[str, str] | None) -> dict[str, str]:
+    """The server's environment, the desktop's variables while it is active, then the request's."""
+    desktop: Desktop = request.app.state.desktop
+    return desktop.process_env(extra)
+
+
+def info_model(process: ManagedProcess) -> ProcessInfo:
+    return ProcessInfo.model_validate(process.info())
+
+
+def config_model(config: ProcessConfig) -> ProcessConfigModel:
+    return ProcessConfigModel.model_validate(vars(config))
+
+
+def _field_error(location: str, field: str, message: str) -> FieldError:
+    return FieldError([{"location": location, "field": field, "message": message, "type": "value_error"}])
+
+
+# -- list, create, run, config -----------------------------------------------------------------
+
+
+async def list_processes(request: Request, *, query: ProcessListQuery) -> ProcessListResponse:
+    processes = manager_of(request).list(query.owner)
+    return ProcessListResponse(processes=[info_model(p) for p in processes])
+
+
+async def create_process(request: Request, *, body: ProcessCreateRequest) -> ProcessInfo:
+    process = await manager_of(request).spawn(
+        body.command, body.args or (), cwd=body.cwd, env=process_env(request, body.env),
+        tty=bool(body.tty), interactive=bool(body.interactive),
+    )
+    return info_model(process)
+
+
+async def run_process(request: Request, *, body: ProcessRunRequest) -> ProcessRunResponse:
+    result = await manager_of(request).run(
+        body.command, body.args or (), cwd=body.cwd, env=process_env(request, body.env),
+        timeout_ms=body.timeout_ms, max_output_bytes=body.max_output_bytes,
+    )
+    return ProcessRunResponse(
+        exit_code=result.exit_code, exit_signal=result.exit_signal, timed_out=result.timed_out,
+        stdout=result.stdout.decode("utf-8", errors="replace"),
+        stderr=result.stderr.decode("utf-8", errors="replace"),
+        stdout_truncated=result.stdout_truncated, stderr_truncated=result.stderr_truncated,
+        duration_ms=result.duration_ms,
+    )
+
+
+async def get_config(request: Request) -> ProcessConfigModel:
+    return config_model(manager_of(request).config)
+
+
+async def set_config(request: Request, *, body: ProcessConfigModel) -> ProcessConfigModel:
+    manager = manager_of(request)
+    values = body.model_dump(exclude_none=True)
+    values.setdefault("max_exited_processes", manager.config.max_exited_processes)
+    return config_model(manager.configure(ProcessConfig(**values)))
+
+
+# -- one process -------------------------------------------------------------------------------
+
+
+async def get_process(request: Request) -> ProcessInfo:
+    return info_model(process_of(request))
+
+
+async def stop_process(request: Request, *, query: StopQuery) -> ProcessInfo:
+    process = process_of(request)
+    process.refuse_if_protected("stop")
+    await process.stop(query.wait_ms)
+    return info_model(process)
+
+
+async def kill_process(request: Request, *, query: KillQuery) -> ProcessInfo:
+    process = process_of(request)
+    process.refuse_if_protected("kill")
+    await process.kill(query.wait_ms)
+    return info_model(process)
+
+
+async def delete_process(request: Request) -> None:
+    process = process_of(request)
+    process.refuse_if_protected("delete")
+    manager_of(request).delete(process.id)
+
+
+async def process_logs(request: Request, *, query: ProcessLogsQuery) -> Response | ProcessLogsResponse:
+    process = process_of(request)
+    stream = query.stream or ("pty" if process.tty else "combined")
+    streams = STREAM_FILTERS[stream]
+    since = max(query.since or 0, _last_event_id(request))
+    if query.follow:
+        return StreamingResponse(
+            _events(process.logs, streams, since, query.tail), media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+    entries = process.logs.entries(streams=streams, since=since, tail=query.tail)
+    return ProcessLogsResponse(process_id=process.id, stream=stream,
+                               entries=[ProcessLogEntry.model_validate(e.to_wire()) for e in entries])
+
+
+async def write_input(request: Request, *, body: ProcessInputRequest) -> ProcessInputResponse:
+    process = process_of(request)
+    data = _decode_input(body)
+    limit = manager_of(request).config.max_input_bytes_per_request
+    if len(data) > limit:
+        raise PayloadTooLarge(f"input payload is {len(data)} bytes, over maxInputBytesPerRequest ({limit}); "
+                              "send it in smaller requests")
+    return ProcessInputResponse(bytes_written=await process.write_input(data))
+
+
+async def resize_terminal(
+    request: Request, *, body: ProcessTerminalResizeRequest
+) -> ProcessTerminalResizeResponse:
+    process_of(request).resize(body.cols, body.rows)
+    return ProcessTerminalResizeResponse(cols=body.cols, rows=body.rows)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _last_event_id(request: Request) -> int:
+    """The SSE `Last-Event-ID` header (a log sequence), 0 if absent."""
+    raw = request.headers.get("last-event-id")
+    if raw is None or not raw.strip():
+        return 0
+    if not raw.strip().isdigit():
+        raise _field_error("header", "Last-Event-ID", f"must be a log sequence number, got {raw!r}")
+    return int(raw)
+
+
+async def _events(
+    logs: LogBuffer, streams: frozenset[Stream], since: int, tail: int | None
+) -> AsyncIterator[bytes]:
+    """The SSE body: `event: log` per entry, a keep-alive comment every 15 s of silence."""
+    async for entry in logs.follow(streams=streams, since=since, tail=tail, heartbeat_s=KEEPALIVE_S):
+        if entry is None:
+            yield b": keep-alive\n\n"
+            continue
+        data = json.dumps(entry.to_wire(), separators=(",", ":"))
+        yield f"event: log\nid: {entry.sequence}\ndata: {data}\n\n".encode()
+
+
+def _decode_input(body: ProcessInputRequest) -> bytes:
+    encoding = body.encoding or "base64"
+    if encoding not in INPUT_ENCODINGS:
+        allowed = ", ".join(INPUT_ENCODINGS)
+        raise _field_error("body", "encoding", f"must be one of {allowed}, got {encoding!r}")
+    if encoding != "base64":
+        return body.data.encode("utf-8")
+    try:
+        return base64.b64decode(body.data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _field_error("body", "data", f"invalid base64: {exc}") from None
+
+
+PROCESS = "/v1/processes/{id}"
+
+OPERATIONS = [
+    Operation("GET", "/v1/processes", list_processes, "List processes", query=ProcessListQuery,
+              response=ProcessListResponse, tags=TAGS),
+    Operation("POST", "/v1/processes", create_process, "Start a process", body=ProcessCreateRequest,
+              response=ProcessInfo, body_required=True, errors=(409, 502), tags=TAGS),
+    Operation("POST", "/v1/processes/run", run_process, "Run a command to completion",
+              body=ProcessRunRequest, response=ProcessRunResponse, body_required=True, errors=(502,),
+              tags=TAGS),
+    Operation("GET", "/v1/processes/config", get_config, "Process API limits",
+              response=ProcessConfigModel, tags=TAGS),
+    Operation("POST", "/v1/processes/config", set_config, "Replace the process API limits",
+              body=ProcessConfigModel, response=ProcessConfigModel, body_required=True, tags=TAGS),
+    Operation("GET", PROCESS, get_process, "A process", response=ProcessInfo, errors=(404,), tags=TAGS),
+    Operation("DELETE", PROCESS, delete_process, "Forget an exited process", status=204,
+              errors=(404, 409), tags=TAGS),
+    Operation("POST", PROCESS + "/stop", stop_process, "SIGTERM a process group and wait",
+              query=StopQuery, response=ProcessInfo, errors=(404, 409), tags=TAGS),
+    Operation("POST", PROCESS + "/kill", kill_process, "SIGKILL a process group and wait",
+              query=KillQuery, response=ProcessInfo, errors=(404, 409), tags=TAGS),
+    Operation("GET", PROCESS + "/logs", process_logs, "Process output (follow=true: server-sent events)",
+              query=ProcessLogsQuery, response=ProcessLogsResponse, errors=(404,), tags=TAGS),
+    Operation("POST", PROCESS + "/input", write_input, "Write to a process's stdin or terminal",
+              body=ProcessInputRequest, response=ProcessInputResponse, body_required=True,
+              errors=(404, 409, 413, 504), tags=TAGS),
+    Operation("POST", PROCESS + "/terminal/resize", resize_terminal, "Resize a process's terminal",
+              body=ProcessTerminalResizeRequest, response=ProcessTerminalResizeResponse,
+              body_required=True, errors=(404, 409), tags=TAGS),
+]

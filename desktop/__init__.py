@@ -1,0 +1,1 @@
+"""The desktop: supervised Xvfb + openbox, processes, capture, input, windows, clipboard, apps."""

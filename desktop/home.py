@@ -1,0 +1,107 @@
+"""The desktop HOME: default openbox configuration and the environment desktop processes get."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# One desktop, no root-window mouse bindings: openbox's defaults switch desktops when the wheel
+# turns over the root window, after which every window vanishes from per-desktop views.
+DEFAULT_RC_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by sandbox-desktop because none was here; edit freely, it is never overwritten. -->
+<openbox_config xmlns="http://openbox.org/3.4/rc">
+  <resistance><strength>0</strength><screen_edge_strength>0</screen_edge_strength></resistance>
+  <focus>
+    <focusNew>yes</focusNew>
+    <followMouse>no</followMouse>
+  </focus>
+  <placement><policy>Smart</policy><center>yes</center></placement>
+  <theme>
+    <name>Clearlooks</name>
+    <titleLayout>NLIMC</titleLayout>
+    <keepBorder>yes</keepBorder>
+    <animateIconify>no</animateIconify>
+  </theme>
+  <desktops>
+    <number>1</number>
+    <firstdesk>1</firstdesk>
+    <names><name>desktop</name></names>
+    <popupTime>0</popupTime>
+  </desktops>
+  <resize><drawContents>yes</drawContents></resize>
+  <applications/>
+  <keyboard/>
+  <mouse>
+    <dragThreshold>1</dragThreshold>
+    <doubleClickTime>500</doubleClickTime>
+    <context name="Frame">
+      <mousebind button="A-Left" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
+      <mousebind button="A-Left" action="Drag"><action name="Move"/></mousebind>
+    </context>
+    <context name="Titlebar">
+      <mousebind button="Left" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
+      <mousebind button="Left" action="Drag"><action name="Move"/></mousebind>
+      <mousebind button="Left" action="DoubleClick"><action name="ToggleMaximize"/></mousebind>
+    </context>
+    <context name="Top"><mousebind button="Left" action="Drag"><action name="Resize"><edge>top</edge></action></mousebind></context>
+    <context name="Left"><mousebind button="Left" action="Drag"><action name="Resize"><edge>left</edge></action></mousebind></context>
+    <context name="Right"><mousebind button="Left" action="Drag"><action name="Resize"><edge>right</edge></action></mousebind></context>
+    <context name="Bottom"><mousebind button="Left" action="Drag"><action name="Resize"><edge>bottom</edge></action></mousebind></context>
+    <context name="BLCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
+    <context name="BRCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
+    <context name="TLCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
+    <context name="TRCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
+    <context name="Client">
+      <mousebind button="Left" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
+      <mousebind button="Middle" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
+      <mousebind button="Right" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
+    </context>
+    <context name="Close"><mousebind button="Left" action="Click"><action name="Close"/></mousebind></context>
+    <context name="Maximize"><mousebind button="Left" action="Click"><action name="ToggleMaximize"/></mousebind></context>
+    <context name="Iconify"><mousebind button="Left" action="Click"><action name="Iconify"/></mousebind></context>
+    <context name="Root"/>
+  </mouse>
+  <menu><hideDelay>200</hideDelay></menu>
+</openbox_config>
+"""
+
+
+def prepare_home(home: Path) -> Path:
+    """Create HOME and write the default `rc.xml` unless the user put their own there."""
+    config = home / ".config" / "openbox"
+    config.mkdir(parents=True, exist_ok=True)
+    for sub in (".cache", ".local/share", ".local/share/fonts"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    rc = config / "rc.xml"
+    if not rc.exists():
+        tmp = rc.with_suffix(".xml.tmp")
+        tmp.write_text(DEFAULT_RC_XML)
+        tmp.replace(rc)
+    return rc
+
+
+def autostart_script(home: Path) -> Path | None:
+    """The user's `~/.config/openbox/autostart`, run once per desktop start, if it exists."""
+    path = home / ".config" / "openbox" / "autostart"
+    return path if path.is_file() else None
+
+
+def desktop_environment(base: dict[str, str], home: Path, display: str, marker: str) -> dict[str, str]:
+    """The environment of every desktop process: ours on top of the server's.
+
+    `SANDBOX_DESKTOP_INSTANCE` is inherited by every descendant, so stopping the desktop can find
+    (and stop) processes that double-forked away from their process group.
+    """
+    env = dict(base)
+    for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XAUTHORITY", "WAYLAND_DISPLAY"):
+        env.pop(key, None)
+    env.update({
+        "DISPLAY": display,
+        "HOME": str(home),
+        "USER": base.get("USER") or "sandbox-desktop",
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_SESSION_TYPE": "x11",
+        "SANDBOX_DESKTOP_INSTANCE": marker,
+    })
+    return env

@@ -1,0 +1,109 @@
+"""Desktop start options: defaults, validation and the state-directory layout."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from desktop.errors import DesktopError
+
+DEFAULT_WIDTH = 1440
+DEFAULT_HEIGHT = 900
+DEFAULT_DPI = 96
+DEFAULT_DISPLAY_NUM = 99
+# Xvfb refuses screens beyond its framebuffer limit; 8K is far past any agent's needs.
+MAX_DIMENSION = 8192
+STREAM_VIDEO_CODECS = ("vp8", "h264", "vp9")
+STREAM_AUDIO_CODECS = ("opus", "g722")
+
+
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/sandbox-desktop/desktop`, else `~/.local/state/sandbox-desktop/desktop`."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "sandbox-desktop" / "desktop"
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """What a desktop is started with; every field validated by `validate()`."""
+
+    width: int = DEFAULT_WIDTH
+    height: int = DEFAULT_HEIGHT
+    dpi: int = DEFAULT_DPI
+    display_num: int = DEFAULT_DISPLAY_NUM
+    state_dir: Path | None = None
+    stream_video_codec: str = "vp8"
+    stream_audio_codec: str = "opus"
+    stream_frame_rate: int = 30
+    webrtc_port_range: tuple[int, int] = (59050, 59070)
+    recording_fps: int | None = None
+
+    def validate(self) -> None:
+        """Raise a 400 `desktop_invalid_action` naming the first bad field and its allowed range."""
+        for name, value in (("width", self.width), ("height", self.height)):
+            if value <= 0:
+                _invalid("Desktop width and height must be greater than 0", name)
+            if not 64 <= value <= MAX_DIMENSION:
+                _invalid(f"Desktop {name} must be between 64 and {MAX_DIMENSION} pixels", name)
+        if not 0 < self.dpi <= 1000:
+            _invalid("Desktop dpi must be between 1 and 1000", "dpi")
+        if self.display_num <= 0:
+            _invalid("displayNum must be > 0", "displayNum")
+        if self.display_num >= 65000:
+            _invalid("displayNum must be < 65000", "displayNum")
+        if self.stream_video_codec not in STREAM_VIDEO_CODECS:
+            _invalid(f"streamVideoCodec must be one of {', '.join(STREAM_VIDEO_CODECS)}", "streamVideoCodec")
+        if self.stream_audio_codec not in STREAM_AUDIO_CODECS:
+            _invalid(f"streamAudioCodec must be one of {', '.join(STREAM_AUDIO_CODECS)}", "streamAudioCodec")
+        if not 1 <= self.stream_frame_rate <= 60:
+            _invalid("streamFrameRate must be between 1 and 60", "streamFrameRate")
+        if self.recording_fps is not None and not 1 <= self.recording_fps <= 60:
+            _invalid("recordingFps must be between 1 and 60", "recordingFps")
+        low, high = self.webrtc_port_range
+        if not 1024 <= low <= high <= 65535:
+            _invalid("webrtcPortRange must be 'LOW-HIGH' with 1024 <= LOW <= HIGH <= 65535", "webrtcPortRange")
+        if self.state_dir is not None and not self.state_dir.is_absolute():
+            _invalid("stateDir must be an absolute path", "stateDir")
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """`"59050-59070"` → (59050, 59070); a malformed range is a 400 naming the field."""
+    low, sep, high = text.partition("-")
+    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
+        _invalid("webrtcPortRange must look like '59050-59070'", "webrtcPortRange")
+    return int(low), int(high)
+
+
+def _invalid(message: str, field: str) -> NoReturn:
+    raise DesktopError("desktop_invalid_action", message,
+                       errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Where a desktop keeps its files under its state directory."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def recordings(self) -> Path:
+        return self.root / "recordings"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def runtime_log(self) -> Path:
+        return self.root / "desktop-runtime.log"
+
+    def create(self) -> None:
+        """Create the directories (blocking: call off the event loop)."""
+        for path in (self.root, self.home, self.recordings, self.logs):
+            path.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,225 @@
+"""The process registry behind /v1/processes: ids, limits, pruning, one-shot runs and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.errors import Conflict, InvalidRequest, NotFound
+from desktop.processes.child import Child, start_child
+from desktop.processes.logs import LogBuffer, now_ms
+from desktop.processes.managed import ManagedProcess, Owner, ProcessOutput
+from desktop.processes.runner import RunResult, run_once
+
+logger = logging.getLogger("sandbox_desktop.processes")
+
+DEFAULT_TERM = "xterm-256color"
+"""TERM of a tty process whose environment has none."""
+
+SHUTDOWN_GRACE_S = 2.0
+"""How long children get to exit after SIGTERM at shutdown before SIGKILL."""
+
+
+@dataclass
+class ProcessConfig:
+    """Limits of the process API (wire names are the camelCase of each field)."""
+
+    max_concurrent_processes: int = 64
+    """Running processes with owner "user" at most; desktop and system ones do not count."""
+    default_run_timeout_ms: int = 30_000
+    """Timeout of a run that asks for none (clamped to `max_run_timeout_ms`)."""
+    max_run_timeout_ms: int = 300_000
+    """Largest timeout a run may ask for; larger requests are clamped."""
+    max_output_bytes: int = 1_048_576
+    """Per stream, the most a run captures; larger requests are clamped."""
+    max_log_bytes_per_process: int = 10_485_760
+    """Log buffer of each process (oldest output dropped first); applies to processes started later."""
+    max_input_bytes_per_request: int = 65_536
+    """Largest decoded input one request may write."""
+    max_exited_processes: int = 100
+    """Exited processes kept in the registry; the oldest exits are pruned first."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{f.name} must be an integer greater than 0, got {value!r}")
+        self.default_run_timeout_ms = min(self.default_run_timeout_ms, self.max_run_timeout_ms)
+
+
+class ProcessManager:
+    """Every process the server started: user ones from the API, and the desktop's own."""
+
+    def __init__(self, config: ProcessConfig | None = None) -> None:
+        self._config = config or ProcessConfig()
+        self._processes: dict[str, ManagedProcess] = {}
+        self._exited: dict[str, None] = {}  # ids in exit order (an ordered set)
+        self._runs: set[Child] = set()
+        self._last_id = 0
+        self._starting_user = 0
+
+    @property
+    def config(self) -> ProcessConfig:
+        return dataclasses.replace(self._config)
+
+    def configure(self, config: ProcessConfig) -> ProcessConfig:
+        """Replace the limits; returns them as applied (the default timeout clamped)."""
+        self._config = dataclasses.replace(config)
+        self._prune()
+        return self.config
+
+    # -- registry ------------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        owner: Owner = "user",
+        tty: bool = False,
+        interactive: bool = False,
+        log_path: Path | None = None,
+        protected: bool = False,
+        pass_fds: Sequence[int] = (),
+    ) -> ManagedProcess:
+        """Start a process in its own session and register it.
+
+        `env` is the complete environment (None: the server's). Raises Conflict at the
+        concurrency limit and StreamError if the command cannot be started.
+        """
+        if not command.strip():
+            raise InvalidRequest("command must not be empty")
+        if owner == "user":
+            self._check_capacity()
+        if tty:
+            base = os.environ if env is None else env
+            if "TERM" not in base:
+                env = {**base, "TERM": DEFAULT_TERM}
+        output = ProcessOutput(LogBuffer(self._config.max_log_bytes_per_process), log_path)
+        created_at_ms = now_ms()
+        self._starting_user += owner == "user"
+        try:
+            child = await start_child(command, args, sink=output.write, cwd=cwd, env=env, tty=tty,
+                                      stdin=interactive, pass_fds=pass_fds)
+        except BaseException:
+            output.close()
+            raise
+        finally:
+            self._starting_user -= owner == "user"
+        # The id is taken only now, so a failed spawn leaves no gap in the numbering.
+        self._last_id += 1
+        process = ManagedProcess(
+            f"proc_{self._last_id}", child, output, command=command, args=args, cwd=cwd, owner=owner,
+            tty=tty, interactive=interactive, protected=protected, log_path=log_path,
+            created_at_ms=created_at_ms,
+        )
+        self._processes[process.id] = process
+        process.add_exit_callback(self._on_exit)
+        logger.info("%s started: %s %s (pid %d, owner %s)", process.id, command, list(args), child.pid, owner)
+        return process
+
+    def get(self, process_id: str) -> ManagedProcess:
+        """The process with this id; NotFound if unknown (or pruned)."""
+        try:
+            return self._processes[process_id]
+        except KeyError:
+            raise NotFound("process", process_id) from None
+
+    def list(self, owner: Owner | None = None) -> list[ManagedProcess]:
+        """Processes in numeric id order (`proc_2` before `proc_10`), optionally of one owner."""
+        found = [p for p in self._processes.values() if owner is None or p.owner == owner]
+        return sorted(found, key=lambda p: int(p.id.removeprefix("proc_")))
+
+    def delete(self, process_id: str) -> None:
+        """Forget an exited process and release its output pipes."""
+        process = self.get(process_id)
+        if process.running:
+            raise Conflict("process is still running; stop or kill it before delete")
+        self._forget(process)
+
+    # -- one-shot runs -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+        max_output_bytes: int | None = None,
+    ) -> RunResult:
+        """Run to completion. A missing or 0 timeout means the default; both limits are clamped."""
+        if not command.strip():
+            raise InvalidRequest("command must not be empty")
+        config = self._config
+        timeout = min(timeout_ms or config.default_run_timeout_ms, config.max_run_timeout_ms)
+        cap = min(config.max_output_bytes if max_output_bytes is None else max_output_bytes,
+                  config.max_output_bytes)
+        return await run_once(command, args, cwd=cwd, env=env, timeout_ms=timeout,
+                              max_output_bytes=cap, active=self._runs)
+
+    # -- shutdown ------------------------------------------------------------------------------
+
+    async def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """SIGTERM every process group, SIGKILL what is left after `grace_s`, release everything.
+
+        Groups of exited processes are signalled too, for the background jobs they left.
+        """
+        processes = list(self._processes.values())
+        running = [p for p in processes if p.running]
+        for process in processes:
+            await process.stop(0)
+        for child in self._runs:
+            child.signal_group(signal.SIGKILL)
+        await _wait_exits(running, grace_s)
+        for process in processes:
+            if process.running:
+                logger.warning("%s (%s) ignored SIGTERM; killing it", process.id, process.command)
+            await process.kill(0)
+        await _wait_exits(running, 1.0)
+        for process in processes:
+            process.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                await asyncio.gather(*(p.finished() for p in processes))
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _check_capacity(self) -> None:
+        limit = self._config.max_concurrent_processes
+        running = sum(1 for p in self._processes.values() if p.owner == "user" and p.running)
+        if running + self._starting_user >= limit:
+            raise Conflict(f"max concurrent process limit reached ({limit}); stop or kill a running "
+                           "process, or raise maxConcurrentProcesses with POST /v1/processes/config")
+
+    def _on_exit(self, process: ManagedProcess) -> None:
+        if process.id in self._processes:
+            self._exited[process.id] = None
+            self._prune()
+
+    def _prune(self) -> None:
+        """Keep the newest `max_exited_processes` exited processes; running ones are never pruned."""
+        excess = len(self._exited) - self._config.max_exited_processes
+        for process_id in list(self._exited)[:max(0, excess)]:
+            self._forget(self._processes[process_id])
+
+    def _forget(self, process: ManagedProcess) -> None:
+        self._processes.pop(process.id, None)
+        self._exited.pop(process.id, None)
+        process.close()
+
+
+async def _wait_exits(processes: Sequence[ManagedProcess], timeout_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await asyncio.gather(*(p.wait() for p in processes))

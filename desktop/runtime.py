@@ -1,0 +1,325 @@
+"""The Desktop: one object that owns the desktop session, its state machine and its processes.
+
+State changes happen in `_set_state` only; status is computed from that state plus the
+supervisor's live view, so a status call during a start or a restart answers at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from desktop.dependencies import DependencyChecker
+from desktop.errors import Conflict, DesktopError
+from desktop.home import desktop_environment, prepare_home
+from desktop.options import StartOptions, StateLayout, default_state_dir
+from desktop.processes import ProcessManager
+from desktop.reaper import kill_marked
+from desktop.session import Session
+from desktop.supervisor import ChildExit, Supervisor
+from desktop.windows import WindowInfo, list_windows
+from desktop.xthread import XThread
+
+logger = logging.getLogger("sandbox_desktop.runtime")
+
+StopHook = Callable[[], Awaitable[None]]
+
+
+def rfc3339_ns(epoch_ns: int) -> str:
+    """`2026-11-29T07:35:48.247140610+00:00`: RFC 3339 in UTC with nanoseconds, as the reference."""
+    seconds, nanos = divmod(epoch_ns, 1_000_000_000)
+    base = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{nanos:09d}+00:00"
+
+
+@dataclass(frozen=True)
+class ChildStatus:
+    name: str
+    pid: int | None
+    running: bool
+    log_path: str | None
+    process_id: str | None
+
+
+@dataclass(frozen=True)
+class DesktopSnapshot:
+    """Everything `GET /v1/desktop/status` reports."""
+
+    state: str
+    missing_dependencies: tuple[str, ...]
+    runtime_log_path: str
+    processes: tuple[ChildStatus, ...] = ()
+    display: str | None = None
+    width: int | None = None
+    height: int | None = None
+    dpi: int | None = None
+    started_at: str | None = None
+    last_error: tuple[str, str] | None = None
+    install_command: str | None = None
+    windows: tuple[WindowInfo, ...] = ()
+    restart_count: int = 0
+    last_exit: ChildExit | None = None
+    state_dir: str | None = None
+    missing_optional: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Desktop:
+    """The desktop session: start/stop, status, supervision and the process registry."""
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        processes: ProcessManager | None = None,
+        dependencies: DependencyChecker | None = None,
+    ) -> None:
+        self.default_state_dir = state_dir or default_state_dir()
+        self.processes = processes or ProcessManager()
+        self.dependencies = dependencies or DependencyChecker()
+        self.layout = StateLayout(self.default_state_dir)
+        self.options: StartOptions | None = None
+        self.supervisor: Supervisor | None = None
+        self.x: XThread | None = None
+        self._state = "inactive"
+        self._last_error: tuple[str, str] | None = None
+        self._started_ns: int | None = None
+        self._marker = ""
+        self._stop_hooks: list[StopHook] = []
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, error: tuple[str, str] | None = None) -> None:
+        if state != self._state:
+            logger.info("desktop %s -> %s", self._state, state)
+        self._state = state
+        self._last_error = error
+
+    @property
+    def state(self) -> str:
+        """The state as on the wire, folding in missing dependencies and supervisor health."""
+        if self._state in ("starting", "stopping"):
+            return self._state
+        if self.dependencies.report().missing:
+            return "install_required"
+        if self._state == "active" and self.supervisor is not None:
+            if self.supervisor.failure is not None:
+                return "failed"
+            if self.supervisor.recovering:
+                return "starting"
+        return self._state
+
+    def last_error(self) -> tuple[str, str] | None:
+        report = self.dependencies.report()
+        if report.missing and self._state not in ("starting", "stopping"):
+            return ("desktop_dependencies_missing", report.message())
+        if self.supervisor is not None and self.supervisor.failure is not None:
+            return ("desktop_runtime_failed", self.supervisor.failure)
+        return self._last_error
+
+    def log(self, message: str) -> None:
+        """Append one line to the runtime log: `<RFC 3339> <message>`."""
+        line = f"{rfc3339_ns(time.time_ns())} {message}\n"
+        try:
+            with open(self.layout.runtime_log, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError as exc:
+            logger.warning("cannot write runtime log %s: %s", self.layout.runtime_log, exc)
+
+    def add_stop_hook(self, hook: StopHook) -> None:
+        """Run `hook` when the desktop stops (recording and streaming finalise themselves here)."""
+        self._stop_hooks.append(hook)
+
+    # -- guards for actions --------------------------------------------------------------------
+
+    def require_active(self) -> Supervisor:
+        """The running session, or the problem that explains why there is none."""
+        report = self.dependencies.report()
+        if report.missing:
+            raise DesktopError("desktop_dependencies_missing", report.message(),
+                               missingDependencies=list(report.missing), installCommand=report.install_command)
+        if self._state == "inactive":
+            raise DesktopError("desktop_runtime_inactive", "Desktop runtime has not been started")
+        if self._state in ("starting", "stopping"):
+            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
+        supervisor = self.supervisor
+        if self._state == "failed" or supervisor is None or supervisor.failure is not None:
+            message = (self.last_error() or ("", "Desktop runtime failed"))[1]
+            raise DesktopError("desktop_runtime_failed", message)
+        if supervisor.recovering:
+            cause = supervisor.last_exit.describe() if supervisor.last_exit else "a crash"
+            raise DesktopError("desktop_runtime_failed", f"Desktop is restarting after {cause}; retry shortly",
+                               headers={"Retry-After": "1"})
+        return supervisor
+
+    def session(self) -> Session:
+        """The running desktop for an action, or the ready error explaining why there is none."""
+        supervisor = self.require_active()
+        assert self.x is not None and self.options is not None
+        return Session(display=supervisor.display, width=self.options.width, height=self.options.height,
+                       x=self.x, env=supervisor.env(), home=str(self.layout.home))
+
+    def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for a user process: the server's, plus the desktop's when active."""
+        env = dict(os.environ)
+        if self._state == "active" and self.supervisor is not None:
+            env.update(self.supervisor.env())
+            # User processes are the user's: the desktop's stop must not find and end them.
+            env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+        env.update(extra or {})
+        return env
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
+        """Start the desktop, or return the running one if the request agrees with it."""
+        if not sys.platform.startswith("linux"):
+            self._set_state("failed", ("desktop_unsupported_platform", "Desktop is only supported on Linux"))
+            raise DesktopError("desktop_unsupported_platform", "Desktop is only supported on Linux")
+        if self._state in ("starting", "stopping"):
+            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
+        options.validate()
+        report = self.dependencies.report(fresh=True)
+        if report.missing:
+            raise DesktopError("desktop_dependencies_missing", report.message(),
+                               missingDependencies=list(report.missing), installCommand=report.install_command)
+        healthy = self.supervisor is not None and self.supervisor.failure is None
+        if self._state == "active" and healthy and self.options is not None:
+            self._check_compatible(options, set(requested))
+            return await self.snapshot()
+        if self.supervisor is not None:  # a failed session: clear it away first
+            await self._teardown()
+        self._set_state("starting")
+        try:
+            await self._bring_up(options)
+        except BaseException as exc:
+            message = exc.message if isinstance(exc, DesktopError) else str(exc)
+            self.log("desktop runtime startup failed; cleaning up")
+            self.log(f"desktop_runtime_failed: {message}")
+            await self._teardown()
+            self._set_state("failed", ("desktop_runtime_failed", message))
+            raise
+        return await self.snapshot()
+
+    def _check_compatible(self, options: StartOptions, requested: set[str]) -> None:
+        current = self.options
+        assert current is not None
+        for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir")):
+            if name in requested and getattr(options, name) != getattr(current, name):
+                raise Conflict(
+                    f"the desktop is already active with {wire}={getattr(current, name)}; "
+                    f"POST /v1/desktop/stop first to start it with {wire}={getattr(options, name)}",
+                    code="desktop_already_active",
+                )
+
+    async def _bring_up(self, options: StartOptions) -> None:
+        layout = StateLayout(options.state_dir or self.default_state_dir)
+        await asyncio.to_thread(layout.create)
+        await asyncio.to_thread(prepare_home, layout.home)
+        self.layout = layout
+        self.options = options
+        self._marker = uuid.uuid4().hex
+        self.log("starting desktop runtime")
+        base = dict(os.environ)
+        supervisor = Supervisor(
+            self.processes, options, layout,
+            environment=lambda display: desktop_environment(base, layout.home, display, self._marker),
+            log=self.log, on_change=lambda: None,
+        )
+        self.supervisor = supervisor
+        await supervisor.start(exact_display=False)
+        self.x = XThread(supervisor.display, "desktop")
+        self._started_ns = time.time_ns()
+        self._set_state("active")
+        size = f"{options.width}x{options.height}, dpi {options.dpi}"
+        self.log(f"desktop runtime active on {supervisor.display} ({size})")
+
+    async def stop(self) -> DesktopSnapshot:
+        """Stop everything the desktop started; a stop while inactive is a no-op."""
+        if self._state in ("starting", "stopping"):
+            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
+        if self._state == "inactive" and self.supervisor is None:
+            return await self.snapshot()
+        self._set_state("stopping")
+        self.log("stopping desktop runtime")
+        try:
+            await self._teardown()
+        finally:
+            self._set_state("inactive")
+        return await self.snapshot()
+
+    async def _teardown(self) -> None:
+        for hook in self._stop_hooks:
+            try:
+                await hook()
+            except Exception:
+                logger.exception("desktop stop hook failed")
+        if self.x is not None:
+            await self.x.close()
+            self.x = None
+        # Launched apps first, while the X server is still there for them to exit cleanly.
+        apps = [p for p in self.processes.list("desktop") if p.running and not p.protected]
+        await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
+        if self.supervisor is not None:
+            await self.supervisor.stop()
+        if self._marker:
+            await asyncio.to_thread(kill_marked, self._marker)
+        self.supervisor = None
+        self.options = None
+        self._started_ns = None
+
+    async def shutdown(self) -> None:
+        """Server exit: stop the desktop and every remaining child."""
+        if self._state not in ("inactive", "stopping") or self.supervisor is not None:
+            self._set_state("stopping")
+            await self._teardown()
+            self._set_state("inactive")
+        await self.processes.shutdown()
+
+    # -- status --------------------------------------------------------------------------------
+
+    async def snapshot(self) -> DesktopSnapshot:
+        """The status document; never blocks on a transition."""
+        report = self.dependencies.report()
+        state = self.state
+        sup = self.supervisor
+        options = self.options
+        windows: tuple[WindowInfo, ...] = ()
+        if state == "active" and self.x is not None:
+            try:
+                windows = tuple(await self.x.call(list_windows))
+            except DesktopError:
+                windows = ()
+        started = sup is not None and options is not None and sup.display_num is not None
+        return DesktopSnapshot(
+            state=state,
+            missing_dependencies=report.missing,
+            missing_optional=report.missing_optional,
+            install_command=report.install_command,
+            runtime_log_path=str(self.layout.runtime_log),
+            processes=self._child_statuses(),
+            display=sup.display if started and sup else None,
+            width=options.width if started and options else None,
+            height=options.height if started and options else None,
+            dpi=options.dpi if started and options else None,
+            started_at=rfc3339_ns(self._started_ns) if self._started_ns else None,
+            last_error=self.last_error() if state in ("failed", "install_required") else None,
+            windows=windows,
+            restart_count=sup.restart_count if sup else 0,
+            last_exit=sup.last_exit if sup else None,
+            state_dir=str(self.layout.root),
+        )
+
+    def _child_statuses(self) -> tuple[ChildStatus, ...]:
+        if self.supervisor is None:
+            return ()
+        return tuple(
+            ChildStatus(name, proc.pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
+            for name, proc in self.supervisor.children.items()
+        )

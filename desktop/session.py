@@ -1,0 +1,23 @@
+"""What an action needs to know about the running desktop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from desktop.xthread import XThread
+
+
+@dataclass(frozen=True)
+class Session:
+    """The running desktop as actions see it; obtained from `Desktop.session()`."""
+
+    display: str
+    """The X display name, e.g. `":99"`."""
+    width: int
+    height: int
+    x: XThread
+    """The input thread: every mouse, keyboard and window action runs here, in arrival order."""
+    env: dict[str, str]
+    """The environment of desktop processes (DISPLAY, HOME, session bus...)."""
+    home: str
+    """The desktop HOME directory."""

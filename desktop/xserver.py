@@ -1,0 +1,134 @@
+"""Start Xvfb on a free display without races, and know when it is ready.
+
+Xvfb takes its display's lock file atomically and exits at once when the display is taken, so
+"try N, then N+1" is race-free; `-displayfd` tells us the moment it accepts connections, and a
+real X connection confirms it (design §3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from desktop.errors import DesktopError
+from desktop.processes import ManagedProcess, ProcessManager
+from desktop.xthread import open_display
+
+READY_TIMEOUT_S = 15.0
+DISPLAY_ATTEMPTS = 10
+
+
+def display_in_use(num: int) -> bool:
+    """A cheap pre-check: a lock file whose owner is alive means the display is taken."""
+    lock = Path(f"/tmp/.X{num}-lock")
+    try:
+        pid = int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def xvfb_args(num: int, width: int, height: int, dpi: int, displayfd: int) -> list[str]:
+    # -noreset: keep server state when the last client disconnects (e.g. while openbox restarts).
+    return [f":{num}", "-screen", "0", f"{width}x{height}x24", "-dpi", str(dpi), "-nolisten", "tcp",
+            "-noreset", "-displayfd", str(displayfd)]
+
+
+async def await_announcement(read_fd: int, proc: ManagedProcess, timeout: float) -> bytes | None:
+    """What a child writes to `read_fd` once it is ready (Xvfb's display, dbus's address); None if it exits first."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[bytes] = loop.create_future()
+    received = bytearray()
+
+    def on_readable() -> None:
+        # Read up to the newline: Xvfb writes the number and "\n" separately, and dies of EPIPE
+        # if we close the pipe in between.
+        if ready.done():
+            return
+        try:
+            chunk = os.read(read_fd, 256)
+        except OSError as exc:
+            ready.set_exception(exc)
+            return
+        received.extend(chunk)
+        if not chunk or b"\n" in received:
+            ready.set_result(bytes(received))
+
+    loop.add_reader(read_fd, on_readable)
+    exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
+    try:
+        waiting: set[asyncio.Future[object]] = {ready, exited}  # type: ignore[arg-type]
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if ready in done and ready.result().strip():
+            return ready.result()
+        if not done:
+            raise DesktopError("desktop_runtime_failed",
+                               f"{proc.command} did not become ready within {timeout:.0f} s")
+        return None
+    finally:
+        loop.remove_reader(read_fd)
+        exited.cancel()
+
+
+async def wait_for_x_connection(display: str, timeout: float = 5.0) -> None:
+    """Readiness is a successful X connection, not the existence of a socket file."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            conn = await asyncio.to_thread(open_display, display)
+            await asyncio.to_thread(conn.close)
+            return
+        except Exception as exc:
+            if asyncio.get_running_loop().time() > deadline:
+                raise DesktopError("desktop_runtime_failed", f"cannot connect to X display {display}: {exc}") from exc
+            await asyncio.sleep(0.02)
+
+
+async def launch_xvfb(
+    processes: ProcessManager,
+    *,
+    first_display: int,
+    width: int,
+    height: int,
+    dpi: int,
+    env: Mapping[str, str],
+    log_path: Path,
+    exact: bool = False,
+) -> tuple[ManagedProcess, int]:
+    """Start Xvfb on the first free display from `first_display` (only that one if `exact`)."""
+    candidates = [first_display] if exact else list(range(first_display, first_display + DISPLAY_ATTEMPTS))
+    for num in candidates:
+        if display_in_use(num) and not exact:
+            continue
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await processes.spawn(
+                "Xvfb", xvfb_args(num, width, height, dpi, write_fd), env=env, owner="desktop",
+                log_path=log_path, protected=True, pass_fds=(write_fd,),
+            )
+        finally:
+            os.close(write_fd)
+        try:
+            ready = await await_announcement(read_fd, proc, READY_TIMEOUT_S)
+        except BaseException:
+            await proc.kill(500)
+            raise
+        finally:
+            os.close(read_fd)
+        if ready:
+            try:
+                await wait_for_x_connection(f":{num}")
+            except BaseException:
+                await proc.kill(500)
+                raise
+            return proc, num
+    tried = ", ".join(f":{n}" for n in candidates)
+    raise DesktopError("desktop_runtime_failed", f"unable to find an available X display (tried {tried})")

@@ -1,0 +1,1 @@
+"""MP4 recording of the desktop through PyAV, and the catalog of recordings."""

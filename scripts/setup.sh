@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs everything sandbox-desktop needs on a fresh Debian/Ubuntu (or Fedora/Alpine) machine,
+# then either serves a desktop or runs the tests:
+#   bash scripts/setup.sh serve [server flags...]   install, then run the server with a desktop
+#   bash scripts/setup.sh test  [pytest args...]    install (with test tools), then run the tests
+#   bash scripts/setup.sh install                   install only
+# Python packages go into .venv beside this repository; system packages come from the project's
+# own installer (`sandbox-desktop install desktop`). Re-running is cheap: installed parts are skipped.
+set -euo pipefail
+
+mode=${1:-install}
+[ $# -gt 0 ] && shift
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$repo/.venv"
+python=${PYTHON:-python3}
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root (or sudo) to run: $*" >&2; exit 1; fi
+}
+
+apt_updated=""
+apt_install() {
+  # Installs only what is missing, so a machine that already has everything makes no apt call.
+  local missing=()
+  for pkg in "$@"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  say "apt-get install ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+make_venv() {
+  if [ ! -x "$venv/bin/python" ]; then
+    say "creating $venv"
+    if ! "$python" -m venv "$venv" 2>/dev/null; then
+      # Debian's python3 ships without ensurepip until python3-venv is installed.
+      command -v apt-get >/dev/null && apt_install python3-venv
+      rm -rf "$venv"; "$python" -m venv "$venv"
+    fi
+  fi
+  local extras=$1
+  say "installing the Python package (${extras:-runtime})"
+  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  "$venv/bin/python" -m pip install -q -e "$repo${extras:+[$extras]}"
+}
+
+install_system() {
+  say "installing the desktop's system packages"
+  "$venv/bin/sandbox-desktop" install desktop --yes
+}
+
+install_test_tools() {
+  # Independent X clients and media tools the tests use to check effects from outside the service.
+  if command -v apt-get >/dev/null; then
+    apt_install xterm x11-utils xclip xdotool ffmpeg procps
+  else
+    echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe) must be installed by hand" >&2
+  fi
+}
+
+case "$mode" in
+  install)
+    make_venv ""
+    install_system
+    ;;
+  serve)
+    make_venv ""
+    install_system
+    say "starting the server with a desktop: http://127.0.0.1:2468/ (status: /v1/desktop/status)"
+    exec "$venv/bin/sandbox-desktop" server --start-desktop "$@"
+    ;;
+  test)
+    make_venv test
+    install_system
+    install_test_tools
+    say "running the tests"
+    cd "$repo"
+    exec "$venv/bin/python" -m pytest "$@"
+    ;;
+  *)
+    echo "usage: bash scripts/setup.sh serve|test|install [args...]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,1 @@
+"""Tests run against a real Xvfb, real processes and a real server."""

@@ -1,0 +1,134 @@
+"""Shared fixtures: a real `sandbox-desktop server` subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """A running server: its URL, token, state directory and process."""
+
+    url: str
+    token: str | None
+    state_dir: Path
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    args: list[str] = field(default_factory=list)
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 10) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str, str] | None = None,
+                  wait: bool = True) -> ServerProcess:
+    """Start a server; `token=""` makes a random one, `None` runs without a token."""
+    if token == "":
+        token = secrets.token_urlsafe(16)
+    port = free_port()
+    state_dir = tmp / f"state-{port}"
+    log_path = tmp / f"server-{port}.log"
+    args = [sys.executable, "-m", "api.cli", "server", "--port", str(port), "--state-dir", str(state_dir),
+            "--log-level", "warning", *extra]
+    if token:
+        args.append(f"--token={token}")  # `=`: a token may start with "-"
+    full_env = {k: v for k, v in os.environ.items() if k != "SANDBOX_DESKTOP_TOKEN"}
+    full_env.update(env or {})
+    log = open(log_path, "wb")  # noqa: SIM115 - the child owns it for its lifetime
+    proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=full_env,
+                            start_new_session=True)
+    server = ServerProcess(f"http://127.0.0.1:{port}", token, state_dir, proc, log_path, args)
+    if wait:
+        wait_healthy(server)
+    return server
+
+
+def wait_healthy(server: ServerProcess, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"server exited with {server.proc.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(server.url + "/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    server.stop()
+    raise RuntimeError(f"server did not become healthy in {timeout} s:\n{server.log()}")
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the whole session (desktop not started)."""
+    srv = launch_server(tmp_path_factory.mktemp("server"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[httpx.Client]:
+    with server.client() as c:
+        yield c
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Start extra servers with their own flags; all are stopped after the test."""
+    started: list[ServerProcess] = []
+
+    def make(*extra: str, **kwargs: object) -> ServerProcess:
+        srv = launch_server(tmp_path, *extra, **kwargs)  # type: ignore[arg-type]
+        started.append(srv)
+        return srv
+
+    yield make
+    for srv in started:
+        srv.stop()
+
+
+def assert_problem(response: httpx.Response, status: int, code: str | None = None) -> dict[str, object]:
+    """The response is a problem+json document with this status (and code)."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+    body = response.json()
+    assert body["status"] == status
+    for key in ("type", "title", "detail", "code"):
+        assert isinstance(body.get(key), str) and body[key], body
+    if code is not None:
+        assert body["code"] == code, body
+    return dict(body)
