@@ -33,7 +33,9 @@ VERSION = "0.1.0"
 ROUTE_MODULES = (
     "api.routes.health",
     "api.routes.desktop",
+    "api.routes.mouse",
     "api.routes.windows",
+    "api.routes.apps",
     "api.routes.processes",
     "api.routes.fs",
 )

@@ -17,14 +17,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from desktop.apps import Apps
 from desktop.dependencies import DependencyChecker
 from desktop.errors import Conflict, DesktopError
 from desktop.home import desktop_environment, prepare_home
+from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
 from desktop.reaper import kill_marked
 from desktop.session import Session
 from desktop.supervisor import ChildExit, Supervisor
+from desktop.window_control import Windows
 from desktop.windows import WindowInfo, list_windows
 from desktop.xthread import XThread
 
@@ -92,6 +95,9 @@ class Desktop:
         self._started_ns: int | None = None
         self._marker = ""
         self._stop_hooks: list[StopHook] = []
+        self.mouse = Mouse()
+        self.windows = Windows()
+        self.apps = Apps(self.processes)
 
     # -- state -------------------------------------------------------------------------------
 

@@ -1,14 +1,22 @@
-"""`/v1/desktop/windows`: translates HTTP to window queries of the desktop."""
+"""`/v1/desktop/windows`: translates HTTP to calls of `desktop.window_control.Windows`."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.models.windows import DesktopRect, DesktopWindowInfo, DesktopWindowListResponse
+from api.models.windows import (
+    DesktopRect,
+    DesktopWindowInfo,
+    DesktopWindowListResponse,
+    WindowMoveRequest,
+    WindowResizeRequest,
+)
 from api.operations import Operation
-from desktop import windows as desktop_windows
 from desktop.runtime import Desktop
 from desktop.windows import WindowInfo
+
+INVALID = "desktop_invalid_action"
+ERRORS = (404, 409, 503)
 
 
 def desktop_of(request: Request) -> Desktop:
@@ -25,11 +33,44 @@ def window_model(w: WindowInfo) -> DesktopWindowInfo:
 
 
 async def list_windows(request: Request) -> DesktopWindowListResponse:
-    windows = await desktop_of(request).session().x.call(desktop_windows.list_windows)
+    desktop = desktop_of(request)
+    windows = await desktop.windows.list(desktop.session())
     return DesktopWindowListResponse(windows=[window_model(w) for w in windows])
+
+
+async def focused(request: Request) -> DesktopWindowInfo:
+    desktop = desktop_of(request)
+    return window_model(await desktop.windows.focused(desktop.session()))
+
+
+async def focus(request: Request) -> DesktopWindowInfo:
+    desktop = desktop_of(request)
+    return window_model(await desktop.windows.focus(desktop.session(), request.path_params["id"]))
+
+
+async def move(request: Request, body: WindowMoveRequest) -> DesktopWindowInfo:
+    desktop = desktop_of(request)
+    info = await desktop.windows.move(desktop.session(), request.path_params["id"], body.x, body.y)
+    return window_model(info)
+
+
+async def resize(request: Request, body: WindowResizeRequest) -> DesktopWindowInfo:
+    desktop = desktop_of(request)
+    info = await desktop.windows.resize(desktop.session(), request.path_params["id"], body.width, body.height)
+    return window_model(info)
 
 
 OPERATIONS = [
     Operation("GET", "/v1/desktop/windows", list_windows, "Managed application windows",
               response=DesktopWindowListResponse, errors=(409, 503), tags=("windows",)),
+    Operation("GET", "/v1/desktop/windows/focused", focused, "The focused window",
+              response=DesktopWindowInfo, errors=ERRORS, tags=("windows",)),
+    Operation("POST", "/v1/desktop/windows/{id}/focus", focus, "Focus and raise a window",
+              response=DesktopWindowInfo, errors=ERRORS, tags=("windows",)),
+    Operation("POST", "/v1/desktop/windows/{id}/move", move, "Move a window's client area to x, y",
+              body=WindowMoveRequest, response=DesktopWindowInfo, invalid_code=INVALID, errors=ERRORS,
+              tags=("windows",)),
+    Operation("POST", "/v1/desktop/windows/{id}/resize", resize, "Resize a window's client area",
+              body=WindowResizeRequest, response=DesktopWindowInfo, invalid_code=INVALID, errors=ERRORS,
+              tags=("windows",)),
 ]

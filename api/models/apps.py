@@ -1,0 +1,30 @@
+"""Wire models of launch and open (contract §4.7)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from api.models.base import WireModel
+
+
+class LaunchRequest(WireModel):
+    app: str = Field(description="Program name on the desktop's PATH, or a path")
+    args: list[str] = Field(default_factory=list)
+    wait: bool = Field(False, description="Wait for the app's first window and return its id")
+    wait_timeout_ms: int = Field(5000, description="How long `wait` waits for a window (1-60000 ms)")
+
+
+class LaunchResponse(WireModel):
+    process_id: str
+    pid: int | None = None
+    window_id: str | None = Field(None, description="Decimal X id of the app's window (with `wait`)")
+
+
+class OpenRequest(WireModel):
+    target: str = Field(description="A file path or URL, opened with xdg-open")
+
+
+class OpenResponse(WireModel):
+    process_id: str
+    pid: int | None = None
+    exit_code: int | None = Field(None, description="xdg-open's exit code if it already finished")

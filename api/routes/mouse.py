@@ -1,0 +1,85 @@
+"""`/v1/desktop/mouse/*`: translates HTTP to calls of `desktop.mouse.Mouse`."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from api.models.mouse import (
+    MouseButtonRequest,
+    MouseClickRequest,
+    MouseDragRequest,
+    MouseMoveRequest,
+    MousePositionResponse,
+    MouseScrollRequest,
+)
+from api.operations import Operation
+from desktop.mouse import PointerState
+from desktop.runtime import Desktop
+
+INVALID = "desktop_invalid_action"
+ERRORS = (409, 502, 503)
+
+
+def desktop_of(request: Request) -> Desktop:
+    desktop: Desktop = request.app.state.desktop
+    return desktop
+
+
+def position_model(state: PointerState) -> MousePositionResponse:
+    window = str(state.window) if state.window is not None else None
+    return MousePositionResponse(x=state.x, y=state.y, screen=state.screen, window=window)
+
+
+async def position(request: Request) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    return position_model(await desktop.mouse.position(desktop.session()))
+
+
+async def move(request: Request, body: MouseMoveRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    return position_model(await desktop.mouse.move(desktop.session(), body.x, body.y))
+
+
+async def click(request: Request, body: MouseClickRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    state = await desktop.mouse.click(desktop.session(), body.x, body.y, body.button, body.click_count)
+    return position_model(state)
+
+
+async def down(request: Request, body: MouseButtonRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    return position_model(await desktop.mouse.button(desktop.session(), body.x, body.y, body.button, down=True))
+
+
+async def up(request: Request, body: MouseButtonRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    return position_model(await desktop.mouse.button(desktop.session(), body.x, body.y, body.button, down=False))
+
+
+async def drag(request: Request, body: MouseDragRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    state = await desktop.mouse.drag(desktop.session(), (body.start_x, body.start_y), (body.end_x, body.end_y),
+                                     body.button, body.steps, body.duration_ms)
+    return position_model(state)
+
+
+async def scroll(request: Request, body: MouseScrollRequest) -> MousePositionResponse:
+    desktop = desktop_of(request)
+    state = await desktop.mouse.scroll(desktop.session(), body.x, body.y, body.delta_x, body.delta_y)
+    return position_model(state)
+
+
+def _op(method: str, path: str, handler: object, summary: str, body: type | None = None) -> Operation:
+    return Operation(method, "/v1/desktop/mouse/" + path, handler, summary, body=body,  # type: ignore[arg-type]
+                     response=MousePositionResponse, invalid_code=INVALID, errors=ERRORS, tags=("mouse",))
+
+
+OPERATIONS = [
+    _op("GET", "position", position, "Pointer position and the window under it"),
+    _op("POST", "move", move, "Move the pointer", MouseMoveRequest),
+    _op("POST", "click", click, "Click (clickCount 1-3)", MouseClickRequest),
+    _op("POST", "down", down, "Press a button", MouseButtonRequest),
+    _op("POST", "up", up, "Release a button", MouseButtonRequest),
+    _op("POST", "drag", drag, "Press, move along a path, release", MouseDragRequest),
+    _op("POST", "scroll", scroll, "Turn the wheel (deltaX/deltaY in clicks)", MouseScrollRequest),
+]

@@ -1,0 +1,130 @@
+"""Launch applications and open files or URLs on the desktop, registered as desktop processes.
+
+An app that exits at once is an error carrying its exit code and output, not a silent 200; with
+`wait`, the launch answers with the window the app maps (matched by `_NET_WM_PID`, including the
+windows of its child processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.errors import DesktopError
+from desktop.processes import ManagedProcess, ProcessManager
+from desktop.session import Session
+from desktop.windows import list_windows
+
+# How long a launch watches for an immediate failure before answering (without `wait`).
+EARLY_EXIT_S = 0.15
+# How long `open` waits for xdg-open to hand the target over and exit.
+OPEN_TIMEOUT_S = 5.0
+DEFAULT_WAIT_MS = 5000
+MAX_WAIT_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Launched:
+    process: ManagedProcess
+    window_id: int | None = None
+
+
+def find_app(app: str, env: dict[str, str]) -> str:
+    """The executable for `app` on the desktop's PATH, or a 404 `app_not_found`."""
+    if not app.strip():
+        raise DesktopError("desktop_invalid_action", "app must not be empty",
+                           errors=[{"location": "body", "field": "app", "message": "app must not be empty",
+                                    "type": "value_error"}])
+    found = shutil.which(app, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise DesktopError("app_not_found", f"Application '{app}' not found in PATH")
+    return found
+
+
+def descendants(pid: int, proc_root: Path = Path("/proc")) -> set[int]:
+    """`pid` and every process below it, from /proc (apps often fork their real window owner)."""
+    children: dict[int, list[int]] = {}
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = {pid}, [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def exited_error(process: ManagedProcess, what: str) -> DesktopError:
+    """An app that ended at once, with its exit status and the end of its output."""
+    how = f"signal {process.exit_signal}" if process.exit_signal is not None else f"exit code {process.exit_code}"
+    output = process.output_tail(2000).strip()
+    return DesktopError("app_exited", f"{what} exited immediately with {how}" + (f": {output}" if output else ""),
+                        processId=process.id, exitCode=process.exit_code, exitSignal=process.exit_signal,
+                        output=output or None)
+
+
+class Apps:
+    """Launch and open, through the process registry (owner `desktop`)."""
+
+    def __init__(self, processes: ProcessManager) -> None:
+        self.processes = processes
+
+    async def launch(self, session: Session, app: str, args: list[str], wait: bool = False,
+                     wait_ms: int = DEFAULT_WAIT_MS) -> Launched:
+        if not 0 < wait_ms <= MAX_WAIT_MS:
+            raise DesktopError("desktop_invalid_action", f"waitTimeoutMs must be between 1 and {MAX_WAIT_MS}",
+                               errors=[{"location": "body", "field": "waitTimeoutMs",
+                                        "message": "out of range", "type": "value_error"}])
+        executable = find_app(app, session.env)
+        process = await self.processes.spawn(executable, args, env=session.env, cwd=session.home, owner="desktop")
+        if not wait:
+            await self._fail_if_exits(process, EARLY_EXIT_S, app)
+            return Launched(process)
+        window = await self._wait_for_window(session, process, wait_ms / 1000, app)
+        return Launched(process, window)
+
+    async def _fail_if_exits(self, process: ManagedProcess, seconds: float, what: str) -> None:
+        try:
+            await asyncio.wait_for(process.wait(), seconds)
+        except TimeoutError:
+            return
+        if process.exit_code != 0:
+            raise exited_error(process, what)
+
+    async def _wait_for_window(self, session: Session, process: ManagedProcess, timeout: float,
+                               what: str) -> int | None:
+        """Poll the managed windows for one owned by the app or its children."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            pids = await asyncio.to_thread(descendants, process.pid) if process.running else {process.pid}
+            windows = await session.x.call(list_windows)
+            for window in windows:
+                if window.pid in pids:
+                    return window.id
+            if not process.running and process.exit_code != 0:
+                raise exited_error(process, what)
+            if asyncio.get_running_loop().time() > deadline:
+                return None
+            await asyncio.sleep(0.05)
+
+    async def open(self, session: Session, target: str) -> ManagedProcess:
+        """`xdg-open target`; a failing open (no handler, missing file) is an error with its output."""
+        if not target.strip():
+            raise DesktopError("desktop_invalid_action", "target must not be empty",
+                               errors=[{"location": "body", "field": "target", "message": "target must not be empty",
+                                        "type": "value_error"}])
+        executable = find_app("xdg-open", session.env)
+        process = await self.processes.spawn(executable, [target], env=session.env, cwd=session.home,
+                                             owner="desktop")
+        await self._fail_if_exits(process, OPEN_TIMEOUT_S, f"xdg-open {target}")
+        return process

@@ -1,0 +1,234 @@
+"""Mouse input through XTest, run on the session's input thread so actions keep their order.
+
+Every public coroutine validates its coordinates against the screen first (400 naming the field,
+no 16-bit wrap-around), then does all X work in one call on the input thread, and answers the
+pointer position after the action with the window under it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from Xlib import X
+from Xlib import error as xerror
+from Xlib.display import Display
+from Xlib.ext import xtest
+from Xlib.protocol import request
+
+from desktop.errors import DesktopError
+from desktop.session import Session
+
+BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
+WHEEL_UP, WHEEL_DOWN, WHEEL_LEFT, WHEEL_RIGHT = 4, 5, 6, 7
+MAX_CLICKS = 3
+# Gap between the clicks of a double/triple click: well inside every toolkit's multi-click time,
+# and long enough that no toolkit merges or drops events with identical timestamps.
+MULTI_CLICK_GAP_S = 0.008
+MAX_DRAG_STEPS = 1000
+MAX_DRAG_MS = 60_000
+
+
+@dataclass(frozen=True)
+class PointerState:
+    """Where the pointer is after an action, and the client window under it."""
+
+    x: int
+    y: int
+    screen: int
+    window: int | None
+
+
+def invalid(message: str, field: str) -> DesktopError:
+    return DesktopError("desktop_invalid_action", message,
+                        errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
+
+
+def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: str = "y") -> None:
+    """Coordinates must lie on the screen: 0 <= x < width, 0 <= y < height."""
+    for value, field, limit in ((x, x_field, session.width), (y, y_field, session.height)):
+        if value < 0:
+            raise invalid("Desktop coordinates must be non-negative", field)
+        if value >= limit:
+            raise invalid(f"{field}={value} is outside the {session.width}x{session.height} screen "
+                          f"(0 <= x < {session.width}, 0 <= y < {session.height})", field)
+
+
+def button_number(name: str) -> int:
+    try:
+        return BUTTONS[name]
+    except KeyError:
+        raise invalid(f"button must be one of {', '.join(BUTTONS)}", "button") from None
+
+
+# -- in-thread primitives (take the Display) ---------------------------------------------------
+
+def _xid(window: object) -> int:
+    """A window id from a reply field that is a Window object or X.NONE."""
+    return int(getattr(window, "id", window) or 0)  # type: ignore[call-overload]
+
+
+def pointer_state(d: Display) -> PointerState:
+    """The pointer position and the client window (the one with WM_STATE) under it.
+
+    One round trip per level: each level's WM_STATE and child-under-pointer are asked together.
+    """
+    reply = d.screen().root.query_pointer()
+    top = _xid(reply.child)
+    wm_state = d.get_atom("WM_STATE")
+    window = None
+    candidate = top
+    # Descend along the pointer from the top-level (openbox's frame) to the client window.
+    for _ in range(8):
+        if not candidate:
+            break
+        state = request.GetProperty(display=d.display, defer=True, delete=False, window=candidate,
+                                    property=wm_state, type=X.AnyPropertyType, long_offset=0, long_length=0)
+        below = request.QueryPointer(display=d.display, defer=True, window=candidate)
+        try:
+            state.reply()
+            below.reply()
+        except (xerror.BadWindow, xerror.BadMatch):
+            break
+        if state.property_type:
+            window = candidate
+            break
+        candidate = _xid(below.child)
+    # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
+    return PointerState(int(reply.root_x), int(reply.root_y), 0, window or top or None)
+
+
+def _move(d: Display, x: int, y: int) -> None:
+    xtest.fake_input(d, X.MotionNotify, x=x, y=y)
+
+
+def _press(d: Display, button: int) -> None:
+    xtest.fake_input(d, X.ButtonPress, button)
+
+
+def _release(d: Display, button: int) -> None:
+    xtest.fake_input(d, X.ButtonRelease, button)
+
+
+def _finish(d: Display) -> PointerState:
+    # No sync needed: the server answers QueryPointer only after the events sent before it.
+    return pointer_state(d)
+
+
+def _move_to(d: Display, x: int, y: int) -> PointerState:
+    _move(d, x, y)
+    return _finish(d)
+
+
+def _click(d: Display, x: int, y: int, button: int, count: int) -> PointerState:
+    _move(d, x, y)
+    for i in range(count):
+        if i:
+            d.sync()
+            time.sleep(MULTI_CLICK_GAP_S)
+        _press(d, button)
+        _release(d, button)
+    return _finish(d)
+
+
+def _button(d: Display, x: int | None, y: int | None, button: int, down: bool) -> PointerState:
+    if x is not None and y is not None:
+        _move(d, x, y)
+    (_press if down else _release)(d, button)
+    return _finish(d)
+
+
+def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Iterator[tuple[int, int]]:
+    """`steps` evenly spaced points after `start`, the last one exactly `end`."""
+    (sx, sy), (ex, ey) = start, end
+    for i in range(1, steps + 1):
+        yield round(sx + (ex - sx) * i / steps), round(sy + (ey - sy) * i / steps)
+
+
+def _drag(d: Display, start: tuple[int, int], end: tuple[int, int], button: int, steps: int,
+          duration_s: float) -> PointerState:
+    _move(d, *start)
+    _press(d, button)
+    try:
+        d.sync()
+        pause = duration_s / steps if steps else 0.0
+        for point in drag_path(start, end, steps):
+            if pause:
+                time.sleep(pause)
+            _move(d, *point)
+            d.sync()
+    finally:
+        _release(d, button)  # never leave the button held, whatever failed
+    return _finish(d)
+
+
+def _scroll(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
+    _move(d, x, y)
+    for count, positive, negative in ((delta_y, WHEEL_DOWN, WHEEL_UP), (delta_x, WHEEL_RIGHT, WHEEL_LEFT)):
+        button = positive if count > 0 else negative
+        for _ in range(abs(count)):
+            _press(d, button)
+            _release(d, button)
+    return _finish(d)
+
+
+def release_buttons(d: Display) -> None:
+    """Release every pointer button that is down (after an error, or a viewer leaving)."""
+    mask = int(d.screen().root.query_pointer().mask)
+    for button, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask), (4, X.Button4Mask),
+                        (5, X.Button5Mask)):
+        if mask & bit:
+            _release(d, button)
+    d.sync()
+
+
+# -- the feature -----------------------------------------------------------------------------
+
+class Mouse:
+    """Mouse actions; stateless, everything happens on the session's input thread."""
+
+    async def position(self, session: Session) -> PointerState:
+        return await session.x.call(pointer_state)
+
+    async def move(self, session: Session, x: int, y: int) -> PointerState:
+        check_point(session, x, y)
+        return await session.x.call(_move_to, x, y)
+
+    async def click(self, session: Session, x: int, y: int, button: str = "left", count: int = 1) -> PointerState:
+        check_point(session, x, y)
+        if not 1 <= count <= MAX_CLICKS:
+            raise invalid(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
+        return await session.x.call(_click, x, y, button_number(button), count)
+
+    async def button(self, session: Session, x: int | None, y: int | None, button: str, down: bool) -> PointerState:
+        if (x is None) != (y is None):
+            raise invalid("x and y must both be provided when setting coordinates", "x" if x is None else "y")
+        if x is not None and y is not None:
+            check_point(session, x, y)
+        return await session.x.call(_button, x, y, button_number(button), down)
+
+    async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int], button: str = "left",
+                   steps: int | None = None, duration_ms: int = 0) -> PointerState:
+        check_point(session, *start, x_field="startX", y_field="startY")
+        check_point(session, *end, x_field="endX", y_field="endY")
+        if steps is None:
+            # Enough motion for drag thresholds and toolkits that track intermediate points.
+            steps = max(2, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
+        if not 1 <= steps <= MAX_DRAG_STEPS:
+            raise invalid(f"steps must be between 1 and {MAX_DRAG_STEPS}", "steps")
+        if not 0 <= duration_ms <= MAX_DRAG_MS:
+            raise invalid(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
+        return await session.x.call(_drag, start, end, button_number(button), steps, duration_ms / 1000)
+
+    async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
+        check_point(session, x, y)
+        if delta_x == 0 and delta_y == 0:
+            raise invalid("deltaX or deltaY must be non-zero", "deltaY")
+        for value, field in ((delta_x, "deltaX"), (delta_y, "deltaY")):
+            if abs(value) > 100:
+                raise invalid(f"{field} must be between -100 and 100 wheel clicks", field)
+        return await session.x.call(_scroll, x, y, delta_x, delta_y)
+
+    async def release_all(self, session: Session) -> None:
+        await session.x.call(release_buttons)

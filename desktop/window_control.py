@@ -1,0 +1,137 @@
+"""Focus, move and resize windows through EWMH client messages, then read back what the WM applied.
+
+Positions and sizes are the client area (see desktop/windows.py). A move asks the window manager
+to put the frame where the client area lands on `x`, `y` (frame extents from `_NET_FRAME_EXTENTS`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from Xlib import X
+from Xlib.display import Display
+from Xlib.protocol import event
+
+from desktop.errors import DesktopError
+from desktop.session import Session
+from desktop.windows import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
+
+SOURCE_PAGER = 2  # EWMH source indication: a pager or tool acting for the user
+NORTHWEST_GRAVITY = 1
+_MOVE_FLAGS = (1 << 8) | (1 << 9)
+_SIZE_FLAGS = (1 << 10) | (1 << 11)
+SETTLE_TIMEOUT_S = 1.0
+MAX_COORDINATE = 32767  # X protocol geometry is 16-bit
+
+
+def parse_window_id(text: str) -> int:
+    """Decimal X id (as listed), or 0x-prefixed hex; anything else is a 404 naming it."""
+    try:
+        value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+    except ValueError:
+        value = -1
+    if not 0 < value < 2**32:
+        raise DesktopError("window_not_found", f"Window {text} not found")
+    return value
+
+
+def invalid(message: str, field: str) -> DesktopError:
+    return DesktopError("desktop_invalid_action", message,
+                        errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
+
+
+def _managed(d: Display, wid: int) -> WindowInfo:
+    if wid not in client_window_ids(d):
+        raise DesktopError("window_not_found", f"Window {wid} not found")
+    found = describe_windows(d, [wid])
+    if not found:
+        raise DesktopError("window_not_found", f"Window {wid} is not a visible application window")
+    return found[0]
+
+
+def _send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
+    root = d.screen().root
+    message = event.ClientMessage(window=d.create_resource_object("window", wid),
+                                  client_type=d.get_atom(name),
+                                  data=(32, [v & 0xFFFFFFFF for v in (data + [0] * 5)[:5]]))  # CARD32s
+    root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+    d.flush()
+
+
+def _settle(d: Display, wid: int, done: Callable[[WindowInfo], bool],
+            before: WindowInfo | None = None) -> WindowInfo:
+    """Poll until `done(info)` holds, or the window changed from `before` and then stopped changing.
+
+    The second case covers a window manager or application that adjusts the request (terminals
+    round sizes to character cells); SETTLE_TIMEOUT_S bounds a request that is refused outright.
+    """
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    last = None
+    stable = 0
+    while True:
+        info = _managed(d, wid)
+        if done(info):
+            return info
+        stable = stable + 1 if info == last else 0
+        changed = before is not None and info.client != before.client
+        if (changed and stable >= 5) or time.monotonic() > deadline:
+            return info
+        last = info
+        time.sleep(0.003)
+
+
+def _focus(d: Display, wid: int) -> WindowInfo:
+    _managed(d, wid)
+    _send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    return _settle(d, wid, lambda info: info.is_active)
+
+
+def _move_resize(d: Display, wid: int, flags: int, x: int, y: int, width: int, height: int) -> WindowInfo:
+    before = _managed(d, wid)
+    # NorthWestGravity positions the frame; the frame extents turn our client-area target into it.
+    left, top = before.client.x - before.frame.x, before.client.y - before.frame.y
+    _send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
+                       [NORTHWEST_GRAVITY | flags | (SOURCE_PAGER << 12), x - left, y - top, width, height])
+
+    def applied(info: WindowInfo) -> bool:
+        if flags & _MOVE_FLAGS and (info.client.x, info.client.y) != (x, y):
+            return False
+        return not (flags & _SIZE_FLAGS and (info.client.width, info.client.height) != (width, height))
+
+    return _settle(d, wid, applied, before)
+
+
+def _focused(d: Display) -> WindowInfo:
+    wid = active_window_id(d)
+    found = describe_windows(d, [wid]) if wid else []
+    if not found:
+        raise DesktopError("no_focused_window", "No window has the focus")
+    return found[0]
+
+
+class Windows:
+    """Window queries and actions; everything happens on the session's input thread."""
+
+    async def list(self, session: Session) -> list[WindowInfo]:
+        return await session.x.call(list_windows)
+
+    async def focused(self, session: Session) -> WindowInfo:
+        return await session.x.call(_focused)
+
+    async def focus(self, session: Session, window_id: str) -> WindowInfo:
+        return await session.x.call(_focus, parse_window_id(window_id))
+
+    async def move(self, session: Session, window_id: str, x: int, y: int) -> WindowInfo:
+        wid = parse_window_id(window_id)
+        for value, field in ((x, "x"), (y, "y")):
+            if abs(value) > MAX_COORDINATE:
+                raise invalid(f"{field} must be between -{MAX_COORDINATE} and {MAX_COORDINATE}", field)
+        return await session.x.call(_move_resize, wid, _MOVE_FLAGS, x, y, 0, 0)
+
+    async def resize(self, session: Session, window_id: str, width: int, height: int) -> WindowInfo:
+        wid = parse_window_id(window_id)
+        for value, field in ((width, "width"), (height, "height")):
+            if not 0 < value <= MAX_COORDINATE:
+                raise invalid(f"{field} must be between 1 and {MAX_COORDINATE}", field)
+        return await session.x.call(_move_resize, wid, _SIZE_FLAGS, 0, 0, width, height)

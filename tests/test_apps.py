@@ -1,0 +1,122 @@
+"""Launch and open on a real desktop: windows by _NET_WM_PID, environment, failures with output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, assert_problem, launch_server
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = launch_server(tmp_path_factory.mktemp("apps"))
+    with server.client() as api:
+        assert api.post("/v1/desktop/start", json={"displayNum": 220}).json()["state"] == "active"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(srv: ServerProcess) -> Iterator[httpx.Client]:
+    with srv.client() as c:
+        yield c
+
+
+def wait_file(path: Path, timeout: float = 10) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written")
+
+
+def test_launch_with_wait_returns_the_apps_window(api: httpx.Client) -> None:
+    body = api.post("/v1/desktop/launch", json={"app": "xterm", "args": ["-T", "launched-term"], "wait": True})
+    assert body.status_code == 200, body.text
+    launched = body.json()
+    assert launched["processId"].startswith("proc_") and launched["pid"] > 0
+    windows = api.get("/v1/desktop/windows").json()["windows"]
+    window = next(w for w in windows if w["id"] == launched["windowId"])
+    assert window["title"] == "launched-term" and window["pid"] == launched["pid"]
+    process = api.get(f"/v1/processes/{launched['processId']}").json()
+    assert process["owner"] == "desktop" and process["status"] == "running"
+    assert process["args"] == ["-T", "launched-term"]
+    api.post(f"/v1/processes/{launched['processId']}/kill")
+
+
+def test_wait_finds_a_window_mapped_by_a_child_process(api: httpx.Client) -> None:
+    launched = api.post("/v1/desktop/launch", json={
+        "app": "sh", "args": ["-c", "xterm -T child-term"], "wait": True, "waitTimeoutMs": 10000}).json()
+    windows = api.get("/v1/desktop/windows").json()["windows"]
+    assert next(w for w in windows if w["id"] == launched["windowId"])["title"] == "child-term"
+    api.post(f"/v1/processes/{launched['processId']}/kill")
+
+
+def test_launched_app_runs_in_the_desktop_environment(api: httpx.Client, srv: ServerProcess, tmp_path: Path) -> None:
+    out = tmp_path / "env.txt"
+    api.post("/v1/desktop/launch", json={"app": "sh", "args": ["-c", f"env > {out}; sleep 30"]})
+    env = dict(line.split("=", 1) for line in wait_file(out).splitlines() if "=" in line)
+    status = api.get("/v1/desktop/status").json()
+    assert env["DISPLAY"] == status["display"]
+    assert env["HOME"] == str(srv.state_dir / "home")
+    assert env["XDG_CONFIG_HOME"] == str(srv.state_dir / "home" / ".config")
+
+
+def test_unknown_app_is_404(api: httpx.Client) -> None:
+    problem = assert_problem(api.post("/v1/desktop/launch", json={"app": "no-such-app-xyz"}), 404, "app_not_found")
+    assert "no-such-app-xyz" in problem["detail"]  # type: ignore[operator]
+
+
+def test_app_that_exits_at_once_is_an_error_with_its_output(api: httpx.Client) -> None:
+    response = api.post("/v1/desktop/launch", json={"app": "sh", "args": ["-c", "echo boom >&2; exit 3"]})
+    problem = assert_problem(response, 502, "app_exited")
+    assert problem["exitCode"] == 3 and "boom" in problem["output"]  # type: ignore[operator]
+    assert "exit code 3" in problem["detail"]  # type: ignore[operator]
+    waited = api.post("/v1/desktop/launch", json={"app": "sh", "args": ["-c", "exit 4"], "wait": True})
+    assert assert_problem(waited, 502, "app_exited")["exitCode"] == 4
+
+
+def test_launch_validation(api: httpx.Client) -> None:
+    assert_problem(api.post("/v1/desktop/launch", json={"app": " "}), 400, "desktop_invalid_action")
+    assert_problem(api.post("/v1/desktop/launch", json={"app": "xterm", "waitTimeoutMs": 0}), 400)
+    assert_problem(api.post("/v1/desktop/launch", json={"app": "xterm", "args": "x"}), 422)
+    assert_problem(api.post("/v1/desktop/open", json={"target": ""}), 400, "desktop_invalid_action")
+
+
+def test_open_runs_the_registered_handler(api: httpx.Client, srv: ServerProcess, tmp_path: Path) -> None:
+    home = srv.state_dir / "home"
+    opened = tmp_path / "opened.txt"
+    apps = home / ".local" / "share" / "applications"
+    apps.mkdir(parents=True, exist_ok=True)
+    handler = tmp_path / "opener.sh"
+    handler.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    handler.chmod(0o755)
+    (apps / "test-opener.desktop").write_text(
+        f"[Desktop Entry]\nType=Application\nName=Test opener\nExec={handler} %f\nMimeType=text/plain;\n")
+    (home / ".config" / "mimeapps.list").write_text("[Default Applications]\ntext/plain=test-opener.desktop\n")
+    document = tmp_path / "note.txt"
+    document.write_text("hello")
+    response = api.post("/v1/desktop/open", json={"target": str(document)})
+    assert response.status_code == 200, response.text
+    assert response.json()["processId"].startswith("proc_")
+    assert wait_file(opened).strip() == str(document)
+
+
+def test_failing_open_reports_exit_code_and_output(api: httpx.Client) -> None:
+    response = api.post("/v1/desktop/open", json={"target": "/no/such/file.txt"})
+    problem = assert_problem(response, 502, "app_exited")
+    assert problem["exitCode"] != 0
+    assert "xdg-open" in problem["detail"]  # type: ignore[operator]
+
+
+def test_stop_ends_launched_apps(api: httpx.Client) -> None:
+    launched = api.post("/v1/desktop/launch", json={"app": "sleep", "args": ["300"]}).json()
+    api.post("/v1/desktop/stop")
+    assert api.get(f"/v1/processes/{launched['processId']}").json()["status"] == "exited"
+    assert api.post("/v1/desktop/start", json={"displayNum": 220}).json()["state"] == "active"

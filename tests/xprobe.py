@@ -1,0 +1,64 @@
+"""A tiny X client for tests: one window that records the input events it receives as JSON lines.
+
+Run as `python -m tests.xprobe --display :N --title T --geometry WxH+X+Y --out FILE`; each event is
+one line: {"type", "x", "y", "rootX", "rootY", "button", "state", "keysym", "time"}.
+It reads the keymap when it reads each event (like toolkits that read it lazily).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from Xlib import X, display
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--display", required=True)
+    parser.add_argument("--title", default="xprobe")
+    parser.add_argument("--geometry", default="400x300+100+100")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--override-redirect", action="store_true")
+    parser.add_argument("--color", default="0x3366cc")
+    args = parser.parse_args()
+    size, _, pos = args.geometry.partition("+")
+    width, height = (int(v) for v in size.split("x"))
+    x, y = (int(v) for v in pos.split("+"))
+    d = display.Display(args.display)
+    screen = d.screen()
+    window = screen.root.create_window(
+        x, y, width, height, 0, screen.root_depth, X.InputOutput, X.CopyFromParent,
+        background_pixel=int(args.color, 16), override_redirect=args.override_redirect,
+        event_mask=(X.ButtonPressMask | X.ButtonReleaseMask | X.PointerMotionMask | X.KeyPressMask
+                    | X.KeyReleaseMask | X.ExposureMask | X.StructureNotifyMask),
+    )
+    window.set_wm_name(args.title)
+    window.change_property(d.get_atom("_NET_WM_NAME"), d.get_atom("UTF8_STRING"), 8, args.title.encode())
+    window.change_property(d.get_atom("_NET_WM_PID"), d.get_atom("CARDINAL"), 32, [__import__("os").getpid()])
+    window.set_wm_normal_hints(flags=1 | 4, x=x, y=y)  # USPosition | PPosition... honoured by openbox
+    window.map()
+    d.sync()
+    names = {X.ButtonPress: "ButtonPress", X.ButtonRelease: "ButtonRelease", X.MotionNotify: "MotionNotify",
+             X.KeyPress: "KeyPress", X.KeyRelease: "KeyRelease", X.MapNotify: "MapNotify"}
+    with open(args.out, "a", encoding="utf-8") as out:
+        while True:
+            ev = d.next_event()
+            if ev.type not in names:
+                continue
+            record = {"type": names[ev.type], "time": getattr(ev, "time", 0)}
+            if ev.type != X.MapNotify:
+                record.update(x=ev.event_x, y=ev.event_y, rootX=ev.root_x, rootY=ev.root_y, state=ev.state)
+            if ev.type in (X.ButtonPress, X.ButtonRelease):
+                record["button"] = ev.detail
+            if ev.type in (X.KeyPress, X.KeyRelease):
+                index = 1 if ev.state & X.ShiftMask else 0
+                record["keycode"] = ev.detail
+                record["keysym"] = d.keycode_to_keysym(ev.detail, index)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
