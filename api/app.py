@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -33,8 +34,11 @@ VERSION = "0.1.0"
 ROUTE_MODULES = (
     "api.routes.health",
     "api.routes.desktop",
+    "api.routes.screenshot",
     "api.routes.mouse",
+    "api.routes.keyboard",
     "api.routes.windows",
+    "api.routes.clipboard",
     "api.routes.apps",
     "api.routes.processes",
     "api.routes.fs",
@@ -50,6 +54,8 @@ class ServerConfig:
     state_dir: Path | None = None
     start_desktop: StartOptions | None = None
     """Start a desktop with these options when the server starts."""
+    url: str = "http://127.0.0.1:2468"
+    """Where the server is reachable, for the messages it prints."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -98,7 +104,10 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if config.start_desktop is not None:
-            await desktop.start(config.start_desktop)
+            snapshot = await desktop.start(config.start_desktop)
+            print(f"sandbox-desktop: desktop {snapshot.display} active ({snapshot.width}x{snapshot.height}); "
+                  f"status: {config.url}/v1/desktop/status, screenshot: {config.url}/v1/desktop/screenshot",
+                  file=sys.stderr, flush=True)
         try:
             yield
         finally:

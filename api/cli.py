@@ -89,11 +89,12 @@ def run_server(args: argparse.Namespace) -> int:
         width, height = args.desktop_size
         start = StartOptions(width=width, height=height)
     state_dir = args.state_dir.expanduser().resolve() if args.state_dir else None
-    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}"
+    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start, url=url)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"sandbox-desktop: serving http://{host}:{args.port}/  (API document: /v1/openapi.json"
+    print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
           f"{', token required' if token else ''})", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on",
                 timeout_graceful_shutdown=4)

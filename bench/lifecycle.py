@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -17,26 +16,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import summary, timed
 from tests.conftest import launch_server
-
-
-def summary(name: str, samples: list[float], baseline: float | None = None) -> float:
-    """Print `name: median p90 (n)` in ms, with the ratio to the baseline median; returns the median."""
-    ordered = sorted(samples)
-    median = statistics.median(ordered)
-    p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-    ratio = f"  ({median / baseline:.1f}x health)" if baseline else ""
-    print(f"{name:<44} median {median * 1000:8.2f} ms   p90 {p90 * 1000:8.2f} ms   n={len(samples)}{ratio}")
-    return median
-
-
-def timed(fn: object, count: int) -> list[float]:
-    out = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()  # type: ignore[operator]
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def x_answers(display: str) -> bool:

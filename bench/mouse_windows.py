@@ -7,37 +7,26 @@ Prints medians, p90s and the ratio of the xdotool peer to ours, all measured in 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.lifecycle import summary, timed
-from bench.scene import close_scene, open_scene, wait_for_windows
-from tests.conftest import launch_server
+from bench.common import bench_desktop, summary, timed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=200)
     args = parser.parse_args()
-    server = launch_server(Path(tempfile.mkdtemp(prefix="bench-mouse-")))
-    api = server.client()
-    scene = []
-    try:
-        display = api.post("/v1/desktop/start", json={"displayNum": 230}).json()["display"]
-        env = dict(os.environ, DISPLAY=display)
-        scene = open_scene(display, terminals=8, images=2)
-        listed = wait_for_windows(api, 10)
-        n = args.count
+    with bench_desktop("mouse", 230, terminals=8) as bench:
+        api, env, n = bench.api, bench.env, args.count
+        listed = len(api.get("/v1/desktop/windows").json()["windows"])
 
         def xdotool(*words: str) -> None:
             subprocess.run(["xdotool", *words], env=env, check=True, capture_output=True)
 
-        health = summary("GET /v1/health (HTTP baseline)", timed(lambda: api.get("/v1/health"), n))
+        health = bench.health_baseline(n)
         ours = summary("POST /mouse/click", timed(
             lambda: api.post("/v1/desktop/mouse/click", json={"x": 700, "y": 450}), n), health)
         peer = summary("xdotool mousemove 700 450 click 1 (spawn)", timed(
@@ -63,11 +52,6 @@ def main() -> None:
             lambda: api.post(f"/v1/desktop/windows/{window}/move", json=dict(zip("xy", next(positions), strict=True))),
             n), health)
         summary("POST /windows/{id}/focus", timed(lambda: api.post(f"/v1/desktop/windows/{window}/focus"), n), health)
-    finally:
-        close_scene(scene)
-        api.close()
-        server.stop()
-        time.sleep(0.1)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopError, invalid_action
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.session import Session
 from desktop.windows import list_windows
@@ -35,9 +35,7 @@ class Launched:
 def find_app(app: str, env: dict[str, str]) -> str:
     """The executable for `app` on the desktop's PATH, or a 404 `app_not_found`."""
     if not app.strip():
-        raise DesktopError("desktop_invalid_action", "app must not be empty",
-                           errors=[{"location": "body", "field": "app", "message": "app must not be empty",
-                                    "type": "value_error"}])
+        raise invalid_action("app must not be empty", "app")
     found = shutil.which(app, path=env.get("PATH", os.defpath))
     if found is None:
         raise DesktopError("app_not_found", f"Application '{app}' not found in PATH")
@@ -82,9 +80,7 @@ class Apps:
     async def launch(self, session: Session, app: str, args: list[str], wait: bool = False,
                      wait_ms: int = DEFAULT_WAIT_MS) -> Launched:
         if not 0 < wait_ms <= MAX_WAIT_MS:
-            raise DesktopError("desktop_invalid_action", f"waitTimeoutMs must be between 1 and {MAX_WAIT_MS}",
-                               errors=[{"location": "body", "field": "waitTimeoutMs",
-                                        "message": "out of range", "type": "value_error"}])
+            raise invalid_action(f"waitTimeoutMs must be between 1 and {MAX_WAIT_MS}", "waitTimeoutMs")
         executable = find_app(app, session.env)
         process = await self.processes.spawn(executable, args, env=session.env, cwd=session.home, owner="desktop")
         if not wait:
@@ -120,9 +116,7 @@ class Apps:
     async def open(self, session: Session, target: str) -> ManagedProcess:
         """`xdg-open target`; a failing open (no handler, missing file) is an error with its output."""
         if not target.strip():
-            raise DesktopError("desktop_invalid_action", "target must not be empty",
-                               errors=[{"location": "body", "field": "target", "message": "target must not be empty",
-                                        "type": "value_error"}])
+            raise invalid_action("target must not be empty", "target")
         executable = find_app("xdg-open", session.env)
         process = await self.processes.spawn(executable, [target], env=session.env, cwd=session.home,
                                              owner="desktop")

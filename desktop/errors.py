@@ -127,6 +127,12 @@ class DesktopError(ServiceError):
         super().__init__(message, code=code, **kwargs)
 
 
+def invalid_action(message: str, field: str, location: str = "body") -> DesktopError:
+    """A 400 `desktop_invalid_action` whose `errors` name the offending request field."""
+    return DesktopError("desktop_invalid_action", message,
+                        errors=[{"location": location, "field": field, "message": message, "type": "value_error"}])
+
+
 class FieldError(ServiceError):
     """Request validation failed; `errors` names each bad field."""
 

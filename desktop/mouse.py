@@ -17,7 +17,7 @@ from Xlib.display import Display
 from Xlib.ext import xtest
 from Xlib.protocol import request
 
-from desktop.errors import DesktopError
+from desktop.errors import invalid_action
 from desktop.session import Session
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
@@ -40,18 +40,13 @@ class PointerState:
     window: int | None
 
 
-def invalid(message: str, field: str) -> DesktopError:
-    return DesktopError("desktop_invalid_action", message,
-                        errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
-
-
 def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: str = "y") -> None:
     """Coordinates must lie on the screen: 0 <= x < width, 0 <= y < height."""
     for value, field, limit in ((x, x_field, session.width), (y, y_field, session.height)):
         if value < 0:
-            raise invalid("Desktop coordinates must be non-negative", field)
+            raise invalid_action("Desktop coordinates must be non-negative", field)
         if value >= limit:
-            raise invalid(f"{field}={value} is outside the {session.width}x{session.height} screen "
+            raise invalid_action(f"{field}={value} is outside the {session.width}x{session.height} screen "
                           f"(0 <= x < {session.width}, 0 <= y < {session.height})", field)
 
 
@@ -59,7 +54,7 @@ def button_number(name: str) -> int:
     try:
         return BUTTONS[name]
     except KeyError:
-        raise invalid(f"button must be one of {', '.join(BUTTONS)}", "button") from None
+        raise invalid_action(f"button must be one of {', '.join(BUTTONS)}", "button") from None
 
 
 # -- in-thread primitives (take the Display) ---------------------------------------------------
@@ -198,12 +193,12 @@ class Mouse:
     async def click(self, session: Session, x: int, y: int, button: str = "left", count: int = 1) -> PointerState:
         check_point(session, x, y)
         if not 1 <= count <= MAX_CLICKS:
-            raise invalid(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
+            raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
         return await session.x.call(_click, x, y, button_number(button), count)
 
     async def button(self, session: Session, x: int | None, y: int | None, button: str, down: bool) -> PointerState:
         if (x is None) != (y is None):
-            raise invalid("x and y must both be provided when setting coordinates", "x" if x is None else "y")
+            raise invalid_action("x and y must both be provided when setting coordinates", "x" if x is None else "y")
         if x is not None and y is not None:
             check_point(session, x, y)
         return await session.x.call(_button, x, y, button_number(button), down)
@@ -216,18 +211,18 @@ class Mouse:
             # Enough motion for drag thresholds and toolkits that track intermediate points.
             steps = max(2, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
         if not 1 <= steps <= MAX_DRAG_STEPS:
-            raise invalid(f"steps must be between 1 and {MAX_DRAG_STEPS}", "steps")
+            raise invalid_action(f"steps must be between 1 and {MAX_DRAG_STEPS}", "steps")
         if not 0 <= duration_ms <= MAX_DRAG_MS:
-            raise invalid(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
+            raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
         return await session.x.call(_drag, start, end, button_number(button), steps, duration_ms / 1000)
 
     async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
         check_point(session, x, y)
         if delta_x == 0 and delta_y == 0:
-            raise invalid("deltaX or deltaY must be non-zero", "deltaY")
+            raise invalid_action("deltaX or deltaY must be non-zero", "deltaY")
         for value, field in ((delta_x, "deltaX"), (delta_y, "deltaY")):
             if abs(value) > 100:
-                raise invalid(f"{field} must be between -100 and 100 wheel clicks", field)
+                raise invalid_action(f"{field} must be between -100 and 100 wheel clicks", field)
         return await session.x.call(_scroll, x, y, delta_x, delta_y)
 
     async def release_all(self, session: Session) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from desktop.errors import DesktopError
+from desktop.errors import invalid_action
 
 DEFAULT_WIDTH = 1440
 DEFAULT_HEIGHT = 900
@@ -77,8 +77,7 @@ def parse_port_range(text: str) -> tuple[int, int]:
 
 
 def _invalid(message: str, field: str) -> NoReturn:
-    raise DesktopError("desktop_invalid_action", message,
-                       errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
+    raise invalid_action(message, field)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from desktop.apps import Apps
+from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
 from desktop.errors import Conflict, DesktopError
 from desktop.home import desktop_environment, prepare_home
+from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
 from desktop.reaper import kill_marked
+from desktop.screen import Screen
 from desktop.session import Session
 from desktop.supervisor import ChildExit, Supervisor
 from desktop.window_control import Windows
@@ -95,6 +98,9 @@ class Desktop:
         self._started_ns: int | None = None
         self._marker = ""
         self._stop_hooks: list[StopHook] = []
+        self.screen = Screen()
+        self.keyboard = Keyboard()
+        self.clipboard = Clipboard()
         self.mouse = Mouse()
         self.windows = Windows()
         self.apps = Apps(self.processes)
@@ -266,6 +272,8 @@ class Desktop:
                 await hook()
             except Exception:
                 logger.exception("desktop stop hook failed")
+        for feature in (self.screen, self.keyboard, self.clipboard):
+            await feature.close()
         if self.x is not None:
             await self.x.close()
             self.x = None

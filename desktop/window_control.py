@@ -13,7 +13,7 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.protocol import event
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopError, invalid_action
 from desktop.session import Session
 from desktop.windows import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
 
@@ -34,11 +34,6 @@ def parse_window_id(text: str) -> int:
     if not 0 < value < 2**32:
         raise DesktopError("window_not_found", f"Window {text} not found")
     return value
-
-
-def invalid(message: str, field: str) -> DesktopError:
-    return DesktopError("desktop_invalid_action", message,
-                        errors=[{"location": "body", "field": field, "message": message, "type": "value_error"}])
 
 
 def _managed(d: Display, wid: int) -> WindowInfo:
@@ -126,12 +121,12 @@ class Windows:
         wid = parse_window_id(window_id)
         for value, field in ((x, "x"), (y, "y")):
             if abs(value) > MAX_COORDINATE:
-                raise invalid(f"{field} must be between -{MAX_COORDINATE} and {MAX_COORDINATE}", field)
+                raise invalid_action(f"{field} must be between -{MAX_COORDINATE} and {MAX_COORDINATE}", field)
         return await session.x.call(_move_resize, wid, _MOVE_FLAGS, x, y, 0, 0)
 
     async def resize(self, session: Session, window_id: str, width: int, height: int) -> WindowInfo:
         wid = parse_window_id(window_id)
         for value, field in ((width, "width"), (height, "height")):
             if not 0 < value <= MAX_COORDINATE:
-                raise invalid(f"{field} must be between 1 and {MAX_COORDINATE}", field)
+                raise invalid_action(f"{field} must be between 1 and {MAX_COORDINATE}", field)
         return await session.x.call(_move_resize, wid, _SIZE_FLAGS, 0, 0, width, height)

@@ -55,7 +55,7 @@ install_system() {
 install_test_tools() {
   # Independent X clients and media tools the tests use to check effects from outside the service.
   if command -v apt-get >/dev/null; then
-    apt_install xterm x11-utils xclip xdotool ffmpeg procps
+    apt_install xterm x11-utils xclip xdotool ffmpeg procps imagemagick scrot
   else
     echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe) must be installed by hand" >&2
   fi
@@ -69,7 +69,7 @@ case "$mode" in
   serve)
     make_venv ""
     install_system
-    say "starting the server with a desktop: http://127.0.0.1:2468/ (status: /v1/desktop/status)"
+    say "starting the server with a desktop (default http://127.0.0.1:2468/; status at /v1/desktop/status)"
     exec "$venv/bin/sandbox-desktop" server --start-desktop "$@"
     ;;
   test)

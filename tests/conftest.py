@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -98,6 +99,40 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv = launch_server(tmp_path_factory.mktemp("server"))
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    server = launch_server(tmp_path_factory.mktemp(name))
+    start = getattr(request.module, "DESKTOP", None)
+    try:
+        if start is not None:
+            with server.client() as api:
+                body = api.post("/v1/desktop/start", json=start).json()
+                assert body.get("state") == "active", body
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(srv: ServerProcess) -> Iterator[httpx.Client]:
+    """A client of the module's server."""
+    with srv.client() as c:
+        yield c
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 10) -> Any:
+    """Poll `check` until it returns something truthy (returned), or fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

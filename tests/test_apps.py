@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.conftest import ServerProcess, assert_problem
 
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("apps"))
-    with server.client() as api:
-        assert api.post("/v1/desktop/start", json={"displayNum": 220}).json()["state"] == "active"
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def api(srv: ServerProcess) -> Iterator[httpx.Client]:
-    with srv.client() as c:
-        yield c
+DESKTOP = {"displayNum": 220}
 
 
 def wait_file(path: Path, timeout: float = 10) -> str:

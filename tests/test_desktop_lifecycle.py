@@ -40,13 +40,6 @@ def child_pid(status: dict, name: str) -> int:
     return int(entry["pid"])
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("lifecycle"))
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def api(srv: ServerProcess) -> Iterator[httpx.Client]:
     with srv.client() as c:

@@ -13,25 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, ServerProcess, assert_problem, launch_server
+from tests.conftest import REPO, assert_problem
 
 PROBE_X, PROBE_Y = 100, 100
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("mouse"))
-    with server.client() as api:
-        body = api.post("/v1/desktop/start", json={"displayNum": 210, "width": 1280, "height": 800}).json()
-        assert body["state"] == "active", body
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def api(srv: ServerProcess) -> Iterator[httpx.Client]:
-    with srv.client() as c:
-        yield c
+DESKTOP = {"displayNum": 210, "width": 1280, "height": 800}
 
 
 @pytest.fixture

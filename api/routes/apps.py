@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from api.context import desktop_of
 from api.models.apps import LaunchRequest, LaunchResponse, OpenRequest, OpenResponse
 from api.operations import Operation
-from desktop.runtime import Desktop
 
 INVALID = "desktop_invalid_action"
 
-
-def desktop_of(request: Request) -> Desktop:
-    desktop: Desktop = request.app.state.desktop
-    return desktop
 
 
 async def launch(request: Request, body: LaunchRequest) -> LaunchResponse:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from starlette.requests import Request
 
+from api.context import desktop_of
 from api.models.desktop import (
     DesktopDisplayInfoResponse,
     DesktopErrorInfo,
@@ -19,15 +20,11 @@ from api.models.desktop import (
 from api.operations import Operation
 from api.routes.windows import window_model
 from desktop.options import StartOptions, parse_port_range
-from desktop.runtime import Desktop, DesktopSnapshot
+from desktop.runtime import DesktopSnapshot
 
 INVALID = "desktop_invalid_action"
 READY_ERRORS = (409, 503)
 
-
-def desktop_of(request: Request) -> Desktop:
-    desktop: Desktop = request.app.state.desktop
-    return desktop
 
 
 def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:

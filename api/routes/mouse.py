@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from api.context import desktop_of
+from api.models.base import WireModel
 from api.models.mouse import (
     MouseButtonRequest,
     MouseClickRequest,
@@ -12,17 +14,12 @@ from api.models.mouse import (
     MousePositionResponse,
     MouseScrollRequest,
 )
-from api.operations import Operation
+from api.operations import Handler, Operation
 from desktop.mouse import PointerState
-from desktop.runtime import Desktop
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)
 
-
-def desktop_of(request: Request) -> Desktop:
-    desktop: Desktop = request.app.state.desktop
-    return desktop
 
 
 def position_model(state: PointerState) -> MousePositionResponse:
@@ -69,8 +66,8 @@ async def scroll(request: Request, body: MouseScrollRequest) -> MousePositionRes
     return position_model(state)
 
 
-def _op(method: str, path: str, handler: object, summary: str, body: type | None = None) -> Operation:
-    return Operation(method, "/v1/desktop/mouse/" + path, handler, summary, body=body,  # type: ignore[arg-type]
+def _op(method: str, path: str, handler: Handler, summary: str, body: type[WireModel] | None = None) -> Operation:
+    return Operation(method, "/v1/desktop/mouse/" + path, handler, summary, body=body,
                      response=MousePositionResponse, invalid_code=INVALID, errors=ERRORS, tags=("mouse",))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from api.context import desktop_of
 from api.models.windows import (
     DesktopRect,
     DesktopWindowInfo,
@@ -12,16 +13,11 @@ from api.models.windows import (
     WindowResizeRequest,
 )
 from api.operations import Operation
-from desktop.runtime import Desktop
 from desktop.windows import WindowInfo
 
 INVALID = "desktop_invalid_action"
 ERRORS = (404, 409, 503)
 
-
-def desktop_of(request: Request) -> Desktop:
-    desktop: Desktop = request.app.state.desktop
-    return desktop
 
 
 def window_model(w: WindowInfo) -> DesktopWindowInfo:

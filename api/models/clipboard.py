@@ -1,0 +1,23 @@
+"""Wire models of the clipboard endpoints (contract §4.6)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from api.models.base import QueryModel, WireModel
+
+_SELECTION = "`clipboard` (default, what ctrl+c/ctrl+v use) or `primary` (the mouse selection)"
+
+
+class ClipboardQuery(QueryModel):
+    selection: str | None = Field(None, description=f"{_SELECTION}; `both` is refused for reads")
+
+
+class ClipboardWriteRequest(WireModel):
+    text: str = Field(description="Any Unicode text; empty is allowed; tested up to 10 MB")
+    selection: str | None = Field(None, description=f"{_SELECTION}, or `both` (clipboard and primary)")
+
+
+class ClipboardResponse(WireModel):
+    text: str = Field(description='The selection\'s text; "" when no application owns the selection')
+    selection: str

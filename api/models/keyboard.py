@@ -1,0 +1,32 @@
+"""Wire models of the keyboard endpoints (contract §4.4); every endpoint answers `{"ok": true}`."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from api.models.base import WireModel
+
+
+class KeyboardTypeRequest(WireModel):
+    text: str = Field(description="Any Unicode text, 1-100000 characters; \\n (or \\r\\n) is Return, \\t is Tab")
+    delay_ms: int | None = Field(None, description="Pause between characters in ms, 0-60000 (default 10; "
+                                 "0 types as fast as possible)")
+
+
+class KeyboardModifiers(WireModel):
+    """Modifiers added before the key, in the order ctrl, shift, alt, super (for cmd)."""
+
+    ctrl: bool | None = None
+    shift: bool | None = None
+    alt: bool | None = None
+    cmd: bool | None = None
+
+
+class KeyboardPressRequest(WireModel):
+    key: str = Field(description="xdotool key syntax: `Return`, `ctrl+l`, `ctrl+shift+t`, `F5`, `KP_0`, `é`; "
+                     "space-separated chords are pressed in turn (`ctrl+a BackSpace`)")
+    modifiers: KeyboardModifiers | None = None
+
+
+class KeyboardKeyRequest(WireModel):
+    key: str = Field(description="A key or chord to hold (`down`) or release (`up`), same syntax as press")

@@ -1,0 +1,67 @@
+"""`/v1/desktop/keyboard/*`: translates HTTP to calls of `desktop.keyboard.Keyboard`."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from api.context import desktop_of
+from api.models.base import OkResponse
+from api.models.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
+from api.operations import Operation
+from desktop.keyboard import DEFAULT_DELAY_MS, check_delay
+from desktop.keys import parse_chord, parse_keys, text_keysyms, with_modifiers
+
+INVALID = "desktop_invalid_action"
+ERRORS = (409, 502, 503)
+TAGS = ("keyboard",)
+
+
+
+async def type_text(request: Request, body: KeyboardTypeRequest) -> OkResponse:
+    delay_ms = DEFAULT_DELAY_MS if body.delay_ms is None else body.delay_ms
+    check_delay(delay_ms)
+    keysyms = text_keysyms(body.text)  # bad input is a 400/413 whatever the desktop's state
+    desktop = desktop_of(request)
+    await desktop.keyboard.type_keysyms(desktop.session(), keysyms, delay_ms)
+    return OkResponse()
+
+
+async def press(request: Request, body: KeyboardPressRequest) -> OkResponse:
+    mods = body.modifiers
+    chords = parse_keys(body.key)
+    if mods is not None:
+        chords = with_modifiers(chords, ctrl=bool(mods.ctrl), shift=bool(mods.shift), alt=bool(mods.alt),
+                                cmd=bool(mods.cmd))
+    desktop = desktop_of(request)
+    await desktop.keyboard.press_chords(desktop.session(), chords)
+    return OkResponse()
+
+
+async def down(request: Request, body: KeyboardKeyRequest) -> OkResponse:
+    keysyms = parse_chord(body.key)
+    desktop = desktop_of(request)
+    await desktop.keyboard.chord_down(desktop.session(), keysyms)
+    return OkResponse()
+
+
+async def up(request: Request, body: KeyboardKeyRequest) -> OkResponse:
+    keysyms = parse_chord(body.key)
+    desktop = desktop_of(request)
+    await desktop.keyboard.chord_up(desktop.session(), keysyms)
+    return OkResponse()
+
+
+OPERATIONS = [
+    Operation("POST", "/v1/desktop/keyboard/type", type_text, "Type Unicode text (any layout, emoji included)",
+              body=KeyboardTypeRequest, response=OkResponse, invalid_code=INVALID, errors=(400, 413, *ERRORS),
+              body_required=True, tags=TAGS),
+    Operation("POST", "/v1/desktop/keyboard/press", press, "Press and release a key or chord (xdotool syntax)",
+              body=KeyboardPressRequest, response=OkResponse, invalid_code=INVALID, errors=(400, *ERRORS),
+              body_required=True, tags=TAGS),
+    Operation("POST", "/v1/desktop/keyboard/down", down, "Hold a key or chord down until /up",
+              body=KeyboardKeyRequest, response=OkResponse, invalid_code=INVALID, errors=(400, *ERRORS),
+              body_required=True, tags=TAGS),
+    Operation("POST", "/v1/desktop/keyboard/up", up, "Release a key or chord held with /down",
+              body=KeyboardKeyRequest, response=OkResponse, invalid_code=INVALID, errors=(400, *ERRORS),
+              body_required=True, tags=TAGS),
+]

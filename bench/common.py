@@ -1,0 +1,87 @@
+"""What every benchmark shares: timing, the printed summary, and a server with a busy desktop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.scene import close_scene, open_scene, wait_for_windows
+from tests.conftest import ServerProcess, launch_server
+
+
+def timed(fn: Callable[[], object], count: int, clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """`count` timings of `fn()` in seconds (wall clock unless another `clock` is given)."""
+    out = []
+    for _ in range(count):
+        start = clock()
+        fn()
+        out.append(clock() - start)
+    return out
+
+
+def summary(name: str, samples: list[float], baseline: float | None = None, against: str = "health") -> float:
+    """Print `name: median p90 (n)` in ms with the ratio to a baseline median; returns the median."""
+    ordered = sorted(samples)
+    median = statistics.median(ordered)
+    p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
+    ratio = f"  ({median / baseline:.2f}x {against})" if baseline else ""
+    print(f"{name:<52} median {median * 1000:8.2f} ms   p90 {p90 * 1000:8.2f} ms   n={len(samples)}{ratio}")
+    return median
+
+
+@dataclass
+class BenchDesktop:
+    """A running server with an active desktop and the realistic scene on it."""
+
+    server: ServerProcess
+    api: httpx.Client
+    display: str
+    tmp: Path
+    scene: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment for peer tools (xdotool, xclip, import) on this display."""
+        return dict(os.environ, DISPLAY=self.display)
+
+    def health_baseline(self, count: int) -> float:
+        """The HTTP round-trip floor, measured in this run."""
+        return summary("GET /v1/health (HTTP baseline)", timed(lambda: self.api.get("/v1/health"), count))
+
+
+@contextlib.contextmanager
+def bench_desktop(name: str, display_num: int, *, width: int = 1440, height: int = 900,
+                  terminals: int = 6, images: int = 2) -> Iterator[BenchDesktop]:
+    """Start a server and a desktop, open the scene, and clean everything up afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    server = launch_server(tmp)
+    api = server.client()
+    bench = None
+    try:
+        started = api.post("/v1/desktop/start", json={"displayNum": display_num, "width": width, "height": height})
+        if started.status_code != 200:
+            raise SystemExit(f"desktop start failed: {started.text}")
+        bench = BenchDesktop(server, api, started.json()["display"], tmp)
+        bench.scene = open_scene(bench.display, terminals=terminals, images=images)
+        listed = wait_for_windows(api, len(bench.scene))
+        print(f"display {bench.display} {width}x{height}, {listed} windows open, {os.cpu_count()} cores\n")
+        yield bench
+    finally:
+        if bench is not None:
+            close_scene(bench.scene)
+        api.post("/v1/desktop/stop")
+        api.close()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,335 @@
+"""The desktop clipboard: X selections owned and read by one dedicated thread per display.
+
+A selection exists only while its owner answers requests for it, so the clipboard thread keeps its
+own connection and a hidden window, and sleeps on the X socket plus a wake-up pipe (no polling).
+The event loop hands it commands and awaits futures: a write answers as soon as the server confirms
+our ownership, and no call ever waits on another client's transfer. When the X server goes away
+the thread ends; the next call starts a new one (the old value went with the old server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import selectors
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from Xlib import X, Xatom
+from Xlib import error as xerror
+from Xlib.display import Display
+
+from desktop.errors import DesktopError, invalid_action
+from desktop.selection import Atoms, SelectionOwner, SelectionReader, resolve
+from desktop.session import Session
+
+T = TypeVar("T")
+logger = logging.getLogger("sandbox_desktop.clipboard")
+
+# Wire selection names and the X selections each one means.
+SELECTIONS: dict[str, tuple[str, ...]] = {
+    "clipboard": ("CLIPBOARD",),
+    "primary": ("PRIMARY",),
+    "both": ("CLIPBOARD", "PRIMARY"),
+}
+_CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
+
+
+class ConnectionLost(Exception):
+    """The clipboard thread's X connection broke (the X server restarted or went away)."""
+
+
+def selection_names(selection: str, *, location: str, allow_both: bool) -> tuple[str, ...]:
+    """The X selections a wire name stands for; anything else is a 400 naming `selection`."""
+    allowed = ("clipboard", "primary", "both") if allow_both else ("clipboard", "primary")
+    if selection not in allowed:
+        hint = " (`both` is only meaningful when writing)" if selection == "both" else ""
+        message = f"selection must be {' or '.join(f'`{a}`' for a in allowed)}, not `{selection}`{hint}"
+        raise invalid_action(message, "selection", location)
+    return SELECTIONS[selection]
+
+
+class _Connection:
+    """The thread's X side: its own Display, the hidden window and both halves of the protocol."""
+
+    def __init__(self, name: str, read_timeout: float, transfer_timeout: float) -> None:
+        self.display = Display(name)
+        try:
+            self.display.set_error_handler(self._on_x_error)
+            self.atoms = Atoms.intern(self.display)
+            # Unmapped and input-only: it owns selections and receives properties, and is never seen.
+            self.window = self.display.screen().root.create_window(
+                0, 0, 1, 1, 0, X.CopyFromParent, X.InputOnly, X.CopyFromParent, event_mask=X.PropertyChangeMask)
+            self.window.set_wm_name("sandbox-desktop clipboard")
+            self.owner = SelectionOwner(self.display, self.window, self.atoms, transfer_timeout)
+            self.reader = SelectionReader(self.display, self.window, self.atoms, read_timeout)
+            self.display.flush()
+        except BaseException:
+            self.display.close()
+            raise
+        self._pending_sets: deque[tuple[tuple[int, ...], str, Future[None]]] = deque()
+
+    def settle(self) -> None:
+        """Send every queued request and handle every received event, so sleeping cannot lose one."""
+        for _ in range(100_000):  # events keep coming only while transfers progress; bounded anyway
+            self.display.flush()
+            if not self.display.pending_events():
+                return
+            while self.display.pending_events():
+                self._dispatch(self.display.next_event())
+
+    def expire(self) -> float | None:
+        """Time out stalled transfers; returns the next deadline, if any."""
+        now = time.monotonic()
+        self.owner.expire(now)
+        self.reader.expire(now)
+        deadlines = [d for d in (self.owner.next_deadline(), self.reader.next_deadline()) if d is not None]
+        return min(deadlines, default=None)
+
+    def begin_set(self, selections: tuple[str, ...], text: str, future: Future[None]) -> None:
+        # ICCCM wants a real server time for SetSelectionOwner: a zero-length append to our own
+        # property makes the server stamp a PropertyNotify, which finishes the set (_finish_set).
+        atoms = tuple(self.atoms[name] for name in selections)
+        self._pending_sets.append((atoms, text, future))
+        self.window.change_property(self.atoms.stamp, Xatom.INTEGER, 8, b"", X.PropModeAppend)
+
+    def _finish_set(self, stamp: int) -> None:
+        if not self._pending_sets:
+            return
+        selections, text, future = self._pending_sets.popleft()
+        try:
+            self.owner.own(selections, text, stamp)
+        except DesktopError as exc:
+            resolve(future, error=exc)
+        else:
+            resolve(future)
+
+    def begin_get(self, selection: str, future: Future[str]) -> None:
+        atom = self.atoms[selection]
+        value = self.owner.value(atom)
+        if value is not None:  # ours: no round trip to ourselves
+            resolve(future, value.text)
+        else:
+            self.reader.read(atom, selection, future)
+
+    def _dispatch(self, ev: Any) -> None:
+        try:
+            if ev.type == X.SelectionRequest:
+                self.owner.handle_request(ev)
+            elif ev.type == X.SelectionNotify:
+                self.reader.handle_notify(ev)
+            elif ev.type == X.SelectionClear:
+                self.owner.handle_clear(ev)
+            elif ev.type == X.PropertyNotify and ev.window.id == self.window.id:
+                if ev.atom == self.atoms.stamp:
+                    self._finish_set(ev.time)
+                else:
+                    self.reader.handle_property(ev)
+            elif ev.type == X.PropertyNotify:
+                self.owner.handle_property(ev)
+            elif ev.type == X.DestroyNotify:
+                self.owner.handle_destroy(ev)
+        except xerror.XError as exc:  # a requestor vanished mid-request: its problem, not ours
+            logger.debug("clipboard: X error while handling %s: %s", type(ev).__name__, exc)
+
+    def _on_x_error(self, err: Any, request: Any) -> None:
+        logger.debug("clipboard: asynchronous X error %s", err)
+
+    def close(self, failure: BaseException, release: bool) -> None:
+        """Fail what is pending; release the selections if the server is still there; disconnect."""
+        for _, _, future in self._pending_sets:
+            resolve(future, error=failure)
+        self.reader.fail_all(failure)
+        with contextlib.suppress(Exception):  # the server may be on its way out
+            if release:
+                self.owner.release()
+                self.window.destroy()
+            self.display.close()
+
+
+Command = Callable[[_Connection], None]
+
+
+class ClipboardThread:
+    """The thread that owns one display's selections; commands arrive through a queue and a pipe."""
+
+    def __init__(self, display_name: str, read_timeout: float, transfer_timeout: float) -> None:
+        self.display_name = display_name
+        self.ready: Future[None] = Future()
+        self._timeouts = (read_timeout, transfer_timeout)
+        self._commands: deque[tuple[Command, Future[Any]]] = deque()
+        self._lock = threading.Lock()  # guards _closed against a submit racing the thread's exit
+        self._closed = False
+        self._stopping = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._thread = threading.Thread(target=self._run, name=f"clipboard{display_name}", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._closed
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def set(self, selections: tuple[str, ...], text: str) -> Future[None]:
+        """Own `selections` with `text`; resolves once the server confirms the ownership."""
+        future: Future[None] = Future()
+        self._submit(lambda x: x.begin_set(selections, text, future), future)
+        return future
+
+    def get(self, selection: str) -> Future[str]:
+        """The text of `selection`: ours directly, another client's through ConvertSelection."""
+        future: Future[str] = Future()
+        self._submit(lambda x: x.begin_get(selection, future), future)
+        return future
+
+    def stop(self) -> None:
+        """Ask the thread to release its selections and end."""
+        self._submit(lambda x: self._request_stop(), Future())
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def _request_stop(self) -> None:
+        self._stopping = True
+
+    def _submit(self, command: Command, future: Future[Any]) -> None:
+        with self._lock:
+            if self._closed:
+                future.set_exception(ConnectionLost(f"clipboard thread for {self.display_name} has ended"))
+                return
+            self._commands.append((command, future))
+            with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
+                os.write(self._wake_w, b"\0")
+
+    def _run(self) -> None:
+        try:
+            x = _Connection(self.display_name, *self._timeouts)
+        except Exception as exc:
+            resolve(self.ready, error=exc)
+            self._close(ConnectionLost(str(exc)))
+            return
+        resolve(self.ready)
+        error: BaseException | None = None
+        try:
+            self._loop(x)
+        except _CONNECTION_ERRORS as exc:
+            logger.info("clipboard connection to %s lost: %s", self.display_name, exc)
+            error = ConnectionLost(str(exc))
+        except Exception as exc:  # a bug: fail the callers rather than leave them waiting
+            logger.exception("clipboard thread for %s failed", self.display_name)
+            error = exc
+        failure = error or DesktopError("desktop_runtime_inactive", "the desktop stopped during the clipboard call")
+        x.close(failure, release=error is None)
+        self._close(failure)
+
+    def _loop(self, x: _Connection) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(x.display.fileno(), selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, 4096)
+                self._run_commands(x)
+                if self._stopping:
+                    return
+                deadline = x.expire()
+                x.settle()
+                selector.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _run_commands(self, x: _Connection) -> None:
+        while self._commands:
+            command, future = self._commands.popleft()
+            try:
+                command(x)
+            except _CONNECTION_ERRORS as exc:
+                resolve(future, error=ConnectionLost(str(exc)))
+                raise
+            except Exception as exc:
+                resolve(future, error=exc)
+
+    def _close(self, failure: BaseException) -> None:
+        """Fail the commands still queued and free the pipe; later submits fail at once."""
+        with self._lock:
+            self._closed = True
+            for _, future in self._commands:
+                resolve(future, error=failure)
+            self._commands.clear()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+
+class Clipboard:
+    """The clipboard of the running desktop, served from one `ClipboardThread` per display.
+
+    `read_timeout` bounds each step of reading another client's selection (504 `timeout` after it);
+    `transfer_timeout` drops an INCR transfer whose requestor stopped taking chunks.
+    """
+
+    def __init__(self, read_timeout: float = 2.0, transfer_timeout: float = 5.0) -> None:
+        self.read_timeout = read_timeout
+        self.transfer_timeout = transfer_timeout
+        self._thread: ClipboardThread | None = None
+        self._lock = asyncio.Lock()
+
+    async def set(self, session: Session, text: str, selection: str = "clipboard") -> None:
+        """Own `selection` (clipboard, primary or both) with `text` until replaced or taken."""
+        names = selection_names(selection, location="body", allow_both=True)
+        await self._call(session.display, lambda thread: thread.set(names, text))
+
+    async def get(self, session: Session, selection: str = "clipboard") -> str:
+        """The text of `selection` (clipboard or primary); "" when nothing owns it."""
+        (name,) = selection_names(selection, location="query", allow_both=False)
+        return await self._call(session.display, lambda thread: thread.get(name))
+
+    async def close(self) -> None:
+        """Release the selections and end the thread (it starts again on the next call)."""
+        async with self._lock:
+            await self._retire()
+
+    async def _call(self, display: str, command: Callable[[ClipboardThread], Future[T]]) -> T:
+        for attempt in (1, 2):
+            thread = await self._thread_for(display)
+            try:
+                return await asyncio.wrap_future(command(thread))
+            except ConnectionLost as exc:
+                if attempt == 2:
+                    raise DesktopError(
+                        "desktop_runtime_failed",
+                        f"X display {display} is not answering ({exc}); the desktop may be restarting",
+                        headers={"Retry-After": "1"},
+                    ) from exc
+        raise AssertionError("unreachable")
+
+    async def _thread_for(self, display: str) -> ClipboardThread:
+        async with self._lock:
+            thread = self._thread
+            if thread is not None and thread.alive and thread.display_name == display:
+                return thread
+            await self._retire()
+            thread = ClipboardThread(display, self.read_timeout, self.transfer_timeout)
+            thread.start()
+            try:
+                await asyncio.wrap_future(thread.ready)
+            except Exception as exc:
+                raise DesktopError(
+                    "desktop_runtime_failed",
+                    f"cannot open X display {display} for the clipboard ({exc}); the desktop may be restarting",
+                    headers={"Retry-After": "1"},
+                ) from exc
+            self._thread = thread
+            return thread
+
+    async def _retire(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+            await asyncio.to_thread(thread.join, 5.0)

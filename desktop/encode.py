@@ -1,0 +1,72 @@
+"""Scaling and encoding of screenshots, tuned for latency rather than the smallest file.
+
+PNG is written here rather than by Pillow: Pillow picks a filter per row by trying all five, which
+costs ~14 ms on a 1440x900 frame before deflate even runs. Screen content (flat UI, text) deflates as
+well or better unfiltered, so rows are stored with filter 0 and compressed at zlib level 1. Measured
+(CPU time, 1440x900 text-heavy screen): 8.5 ms and 178 KB, against 22.8 ms and 202 KB for Pillow at
+`compress_level=1`. (Pillow's bundled zlib-ng, reached through a palette image, was slower: 10.2 ms.)
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+from PIL import Image
+
+MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
+
+PNG_ZLIB_LEVEL = 1
+"""zlib level 1: higher levels cost 5-30% more time for 1-3% smaller screenshots."""
+WEBP_METHOD = 0
+"""libwebp effort 0-6; 0 is the fastest (22 ms vs 70 ms at 4 for 1440x900) for ~15% more bytes."""
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """The image size for a `scale` of a `width`x`height` capture, rounded half up, at least 1x1."""
+    return max(1, int(width * scale + 0.5)), max(1, int(height * scale + 0.5))
+
+
+def scale_image(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """Shrink by area averaging; integer factors take Image.reduce's fast path first."""
+    if image.size == size:
+        return image
+    factor = image.width // size[0]
+    if factor > 1 and image.size == (size[0] * factor, size[1] * factor):
+        return image.reduce(factor)  # an exact integer shrink needs no resampling pass after it
+    # BOX is exact area averaging (no aliasing on text); reducing_gap=1.0 makes Pillow apply
+    # Image.reduce for the integer part of the factor, which is 3-4x cheaper than a plain resize.
+    return image.resize(size, Image.Resampling.BOX, reducing_gap=1.0)
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """An 8-bit RGB PNG: one IDAT of unfiltered rows at zlib level 1."""
+    width, height = image.size
+    # The raw encoder pads each row to `stride` with a zero byte at its end; shifted by one byte,
+    # that padding is exactly the filter-type-0 byte PNG wants at the start of every row.
+    rows = image.tobytes("raw", "RGB", width * 3 + 1, 1)
+    deflate = zlib.compressobj(PNG_ZLIB_LEVEL)
+    idat = deflate.compress(b"\0") + deflate.compress(memoryview(rows)[:-1]) + deflate.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", idat), _chunk(b"IEND", b"")))
+
+
+def _chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(tag)))
+
+
+def encode(image: Image.Image, fmt: str, quality: int) -> bytes:
+    """`image` (RGB) as png, jpeg (libjpeg-turbo) or webp; `quality` applies to jpeg and webp."""
+    if fmt == "png":
+        return png_bytes(image)
+    out = io.BytesIO()
+    if fmt == "jpeg":
+        image.save(out, "JPEG", quality=quality)
+    elif fmt == "webp":
+        image.save(out, "WEBP", quality=quality, method=WEBP_METHOD)
+    else:
+        raise ValueError(f"unknown image format {fmt!r}; expected png, jpeg or webp")
+    return out.getvalue()
