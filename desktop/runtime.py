@@ -21,6 +21,7 @@ from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
 from desktop.errors import Conflict, DesktopError
+from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
@@ -104,6 +105,7 @@ class Desktop:
         self.mouse = Mouse()
         self.windows = Windows()
         self.apps = Apps(self.processes)
+        self.frames = FrameSource()
 
     # -- state -------------------------------------------------------------------------------
 
@@ -272,7 +274,7 @@ class Desktop:
                 await hook()
             except Exception:
                 logger.exception("desktop stop hook failed")
-        for feature in (self.screen, self.keyboard, self.clipboard):
+        for feature in (self.frames, self.screen, self.keyboard, self.clipboard):
             await feature.close()
         if self.x is not None:
             await self.x.close()
