@@ -28,6 +28,7 @@ MAX_CLICKS = 3
 MULTI_CLICK_GAP_S = 0.008
 MAX_DRAG_STEPS = 1000
 MAX_DRAG_MS = 60_000
+SETTLE_POINTER_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -106,14 +107,25 @@ def _release(d: Display, button: int) -> None:
     xtest.fake_input(d, X.ButtonRelease, button)
 
 
-def _finish(d: Display) -> PointerState:
-    # No sync needed: the server answers QueryPointer only after the events sent before it.
-    return pointer_state(d)
+def _finish(d: Display, target: tuple[int, int] | None = None) -> PointerState:
+    """The pointer state after an action; with a `target`, once the pointer has got there.
+
+    The server answers QueryPointer only after the events sent before it, except while a client
+    holds the pointer frozen: openbox does, briefly, after a button press on a window (its
+    click-to-focus binding), and motion sent meanwhile waits in the server's queue. So a position
+    that is not yet the target is read again, for at most SETTLE_POINTER_S.
+    """
+    state = pointer_state(d)
+    deadline = time.monotonic() + SETTLE_POINTER_S
+    while target is not None and (state.x, state.y) != target and time.monotonic() < deadline:
+        time.sleep(0.002)
+        state = pointer_state(d)
+    return state
 
 
 def _move_to(d: Display, x: int, y: int) -> PointerState:
     _move(d, x, y)
-    return _finish(d)
+    return _finish(d, (x, y))
 
 
 def _click(d: Display, x: int, y: int, button: int, count: int) -> PointerState:
@@ -124,14 +136,14 @@ def _click(d: Display, x: int, y: int, button: int, count: int) -> PointerState:
             time.sleep(MULTI_CLICK_GAP_S)
         _press(d, button)
         _release(d, button)
-    return _finish(d)
+    return _finish(d, (x, y))
 
 
 def _button(d: Display, x: int | None, y: int | None, button: int, down: bool) -> PointerState:
     if x is not None and y is not None:
         _move(d, x, y)
     (_press if down else _release)(d, button)
-    return _finish(d)
+    return _finish(d, (x, y) if x is not None and y is not None else None)
 
 
 def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Iterator[tuple[int, int]]:
@@ -155,7 +167,7 @@ def _drag(d: Display, start: tuple[int, int], end: tuple[int, int], button: int,
             d.sync()
     finally:
         _release(d, button)  # never leave the button held, whatever failed
-    return _finish(d)
+    return _finish(d, end)
 
 
 def _scroll(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
@@ -165,7 +177,7 @@ def _scroll(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerSt
         for _ in range(abs(count)):
             _press(d, button)
             _release(d, button)
-    return _finish(d)
+    return _finish(d, (x, y))
 
 
 def release_buttons(d: Display) -> None:

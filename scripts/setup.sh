@@ -61,6 +61,16 @@ install_test_tools() {
   fi
 }
 
+install_sdk_tests() {
+  # tests/test_sdk_compat.py drives the reference TypeScript SDK; without npm it skips.
+  local sdk="$repo/tests/sdk"
+  if ! command -v npm >/dev/null; then
+    echo "warning: npm not found; tests/test_sdk_compat.py will be skipped" >&2; return 0; fi
+  [ "$sdk/node_modules/.package-lock.json" -nt "$sdk/package-lock.json" ] && return 0
+  say "installing the reference SDK for the compatibility test (npm ci in tests/sdk)"
+  (cd "$sdk" && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+}
+
 case "$mode" in
   install)
     make_venv ""
@@ -76,6 +86,7 @@ case "$mode" in
     make_venv test
     install_system
     install_test_tools
+    install_sdk_tests
     say "running the tests"
     cd "$repo"
     exec "$venv/bin/python" -m pytest "$@"
