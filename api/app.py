@@ -25,6 +25,7 @@ from api.problems import handle_http_exception, handle_service_error, handle_une
 from desktop.errors import ServiceError
 from desktop.options import StartOptions
 from desktop.runtime import Desktop
+from recording.manager import RecordingManager
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -40,6 +41,7 @@ ROUTE_MODULES = (
     "api.routes.windows",
     "api.routes.clipboard",
     "api.routes.apps",
+    "api.routes.recording",
     "api.routes.processes",
     "api.routes.fs",
 )
@@ -95,6 +97,9 @@ def _dispatcher(methods: dict[str, Operation]) -> Callable[[Request], Awaitable[
 def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlette:
     """Build the ASGI app around a Desktop (a new one unless given)."""
     desktop = desktop or Desktop(state_dir=config.state_dir)
+    # recording/ builds on desktop/ (never the reverse): it finalises through the desktop's stop hooks.
+    recordings = RecordingManager(desktop)
+    desktop.add_stop_hook(recordings.on_desktop_stop)
     operations = collect_operations()
     openapi = build_openapi(operations, VERSION)
 
@@ -103,6 +108,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await recordings.start()
         if config.start_desktop is not None:
             snapshot = await desktop.start(config.start_desktop)
             print(f"sandbox-desktop: desktop {snapshot.display} active ({snapshot.width}x{snapshot.height}); "
@@ -112,6 +118,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             yield
         finally:
             await desktop.shutdown()
+            await recordings.shutdown()
 
     app = Starlette(
         routes=[*build_routes(operations), Route("/v1/openapi.json", openapi_document, methods=["GET"])],
@@ -127,6 +134,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
         lifespan=lifespan,
     )
     app.state.desktop = desktop
+    app.state.recordings = recordings
     app.state.config = config
     app.state.version = VERSION
     return app

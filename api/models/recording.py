@@ -1,0 +1,48 @@
+"""Wire models of the recording endpoints (contract §4.8)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from api.models.base import WireModel
+
+RecordingStatus = Literal["recording", "completed", "failed", "interrupted"]
+
+
+class DesktopRecordingStartRequest(WireModel):
+    fps: int | None = Field(None, description="Frames per second, 1-60 (default: the desktop's recordingFps, "
+                            "else 30); an idle screen costs no frames whatever the rate",
+                            json_schema_extra={"minimum": 1, "maximum": 60})
+
+    @field_validator("fps")
+    @classmethod
+    def _fps(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= 60:
+            raise PydanticCustomError("out_of_range", "fps must be between 1 and 60")
+        return value
+
+
+class DesktopRecordingInfo(WireModel):
+    """One recording; `bytes`, `frames` and `durationMs` grow while it records."""
+
+    id: str = Field(description="`rec_N`; never reused, also after a delete or a restart")
+    status: RecordingStatus = Field(description="`interrupted`: found unfinished after a crash; "
+                                    "the file plays up to about a second before it")
+    process_id: str | None = Field(None, description="Never set: recording runs inside the server")
+    file_name: str
+    bytes: int
+    started_at: str = Field(description="RFC 3339")
+    ended_at: str | None = Field(None, description="RFC 3339; absent while recording")
+    duration_ms: int = Field(description="Playable length (while recording: time since start)")
+    frames: int = Field(description="Video frames in the file (an idle screen adds few)")
+    fps: int | None = Field(None, description="The capture rate asked for")
+    width: int | None = None
+    height: int | None = None
+    last_error: str | None = Field(None, description="Why it failed or was interrupted")
+
+
+class DesktopRecordingListResponse(WireModel):
+    recordings: list[DesktopRecordingInfo] = Field(description="In id order")

@@ -1,0 +1,156 @@
+"""`/v1/desktop/recording*`: translates HTTP to calls of `recording.manager.RecordingManager`.
+
+Downloads are streamed from disk in chunks with single-range support (`bytes=a-b`, `bytes=a-`,
+`bytes=-n`), also while the recording grows: a request gets the bytes present when it arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.models.recording import DesktopRecordingInfo, DesktopRecordingListResponse, DesktopRecordingStartRequest
+from api.operations import Operation
+from api.routes.fs import FileStreamResponse
+from desktop.errors import NotFound, ServiceError
+from desktop.files import ReadHandle
+from recording.catalog import RecordingRecord
+from recording.manager import RecordingManager
+
+INVALID = "desktop_invalid_action"
+TAGS = ("recording",)
+
+
+class RangeNotSatisfiable(ServiceError):
+    """416: the requested range starts past the end of the file."""
+
+    status, kind, title = 416, "range_not_satisfiable", "Range Not Satisfiable"
+
+
+class VideoFileResponse(FileStreamResponse):
+    media_type = "video/mp4"
+
+
+def manager_of(request: Request) -> RecordingManager:
+    manager: RecordingManager = request.app.state.recordings
+    return manager
+
+
+def info_model(record: RecordingRecord) -> DesktopRecordingInfo:
+    return DesktopRecordingInfo(
+        id=record.id, status=record.status, process_id=None, file_name=record.file_name,  # type: ignore[arg-type]
+        bytes=record.size, started_at=record.started_at, ended_at=record.ended_at,
+        duration_ms=record.duration_ms, frames=record.frames, fps=record.fps, width=record.width,
+        height=record.height, last_error=record.last_error,
+    )
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The one range `(first, last)` (inclusive) asked for, or None for the whole file.
+
+    Other units, several ranges and malformed values are ignored (RFC 9110 §14.2: the whole file
+    is sent); a range that starts at or past the end is a 416.
+    """
+    if not header:
+        return None
+    unit, _, spec = header.partition("=")
+    first, dash, last = spec.strip().partition("-")
+    first, last = first.strip(), last.strip()
+    if unit.strip().lower() != "bytes" or not dash or "," in spec:
+        return None
+    if not first:  # bytes=-n: the last n bytes
+        if not last.isdigit():
+            return None
+        if int(last) == 0 or size == 0:
+            raise _unsatisfiable(size)
+        return max(0, size - int(last)), size - 1
+    if not first.isdigit() or (last and not last.isdigit()) or (last and int(last) < int(first)):
+        return None
+    if int(first) >= size:
+        raise _unsatisfiable(size)
+    return int(first), min(int(last), size - 1) if last else size - 1
+
+
+def _unsatisfiable(size: int) -> RangeNotSatisfiable:
+    return RangeNotSatisfiable(f"the range is outside the file's {size} bytes",
+                               headers={"Content-Range": f"bytes */{size}"})
+
+
+def open_range(path: Path, header: str | None) -> tuple[ReadHandle, tuple[int, int] | None, int]:
+    """Open the file positioned at the range's start (blocking); a handle that reads exactly the range."""
+    fh = open(path, "rb")  # noqa: SIM115 - the response closes it
+    try:
+        st = os.fstat(fh.fileno())
+        span = byte_range(header, st.st_size)
+        first, last = span or (0, st.st_size - 1)
+        fh.seek(first)
+        return ReadHandle(fh, path, last - first + 1, st.st_mtime_ns), span, st.st_size
+    except BaseException:
+        fh.close()
+        raise
+
+
+# -- handlers ------------------------------------------------------------------------------------
+
+
+async def start_recording(request: Request, *, body: DesktopRecordingStartRequest) -> DesktopRecordingInfo:
+    return info_model(await manager_of(request).start_recording(body.fps))
+
+
+async def stop_recording(request: Request) -> DesktopRecordingInfo:
+    return info_model(await manager_of(request).stop_recording())
+
+
+async def list_recordings(request: Request) -> DesktopRecordingListResponse:
+    records = await manager_of(request).list_recordings()
+    return DesktopRecordingListResponse(recordings=[info_model(r) for r in records])
+
+
+async def get_recording(request: Request) -> DesktopRecordingInfo:
+    return info_model(await manager_of(request).get(request.path_params["id"]))
+
+
+async def download_recording(request: Request) -> Response:
+    record, path = await manager_of(request).file(request.path_params["id"])
+    try:
+        handle, span, size = await asyncio.to_thread(open_range, path, request.headers.get("range"))
+    except FileNotFoundError:
+        raise NotFound("desktop_recording_file", record.id, f"the file of {record.id} is gone") from None
+    response = VideoFileResponse(handle)
+    response.headers["accept-ranges"] = "bytes"
+    response.headers["content-disposition"] = f'attachment; filename="{record.file_name}"'
+    response.headers["cache-control"] = "no-store" if record.status == "recording" else "no-cache"
+    if span is not None:
+        response.status_code = 206
+        response.headers["content-range"] = f"bytes {span[0]}-{span[1]}/{size}"
+    return response
+
+
+async def delete_recording(request: Request) -> None:
+    await manager_of(request).delete(request.path_params["id"])
+
+
+OPERATIONS = [
+    Operation("POST", "/v1/desktop/recording/start", start_recording,
+              "Start recording the desktop to an MP4 (H.264); one recording at a time",
+              body=DesktopRecordingStartRequest, response=DesktopRecordingInfo, invalid_code=INVALID,
+              errors=(409, 502, 503), tags=TAGS),
+    Operation("POST", "/v1/desktop/recording/stop", stop_recording,
+              "Stop the active recording; answers once the file is finalised",
+              response=DesktopRecordingInfo, errors=(409,), tags=TAGS),
+    Operation("GET", "/v1/desktop/recordings", list_recordings,
+              "Recordings of the desktop's state directory, in id order, surviving restarts",
+              response=DesktopRecordingListResponse, errors=(502,), tags=TAGS),
+    Operation("GET", "/v1/desktop/recordings/{id}", get_recording, "One recording",
+              response=DesktopRecordingInfo, errors=(404,), tags=TAGS),
+    Operation("GET", "/v1/desktop/recordings/{id}/download", download_recording,
+              "The MP4, streamed; supports a single Range (206, or 416); works while recording",
+              media_type="video/mp4", errors=(404, 416), tags=TAGS),
+    Operation("DELETE", "/v1/desktop/recordings/{id}", delete_recording,
+              "Delete a recording's video and metadata (not the active one)",
+              status=204, errors=(404, 409), tags=TAGS),
+]

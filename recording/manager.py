@@ -1,0 +1,193 @@
+"""RecordingManager: at most one recording at a time, the catalog of the desktop's state directory.
+
+Recordings live in the recordings directory of the desktop's state directory (the start request's
+`stateDir`, else the server's), one catalog per directory, read when first needed (the server's
+default one at server start). Starting, stopping and deleting are serialised by one lock; the
+recording itself runs in a `Recorder` task and is finalised when the desktop or the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+import time
+from functools import partial
+from pathlib import Path
+
+from desktop.errors import Conflict, NotFound, StreamError
+from desktop.runtime import Desktop, rfc3339_ns
+from recording.catalog import Catalog, RecordingRecord
+from recording.encoder import EncoderSettings
+from recording.recorder import Recorder
+
+logger = logging.getLogger("sandbox_desktop.recording")
+
+DEFAULT_FPS = 30
+RESOURCE = "desktop_recording"
+ID_PATTERN = re.compile(r"^rec_([1-9][0-9]{0,17})$")
+
+
+class RecordingManager:
+    """Start, stop, list and delete desktop recordings."""
+
+    def __init__(self, desktop: Desktop, settings: EncoderSettings | None = None) -> None:
+        self.desktop = desktop
+        self.settings = settings or EncoderSettings()
+        self._catalogs: dict[Path, asyncio.Task[Catalog]] = {}
+        self._lock = asyncio.Lock()
+        self._active: Recorder | None = None
+        self._last_failure: RecordingRecord | None = None
+
+    # -- server and desktop lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Server start: begin reading the default catalog, settling what a crash left unfinished.
+
+        Measuring a large interrupted recording takes a while, so the server does not wait for it;
+        the first request that needs the catalog does.
+        """
+        self._load(self.desktop.layout.recordings).add_done_callback(_log_failure)
+
+    async def on_desktop_stop(self) -> None:
+        """The desktop is stopping: finalise the active recording while the screen still exists."""
+        async with self._lock:
+            if self._active is not None:
+                await self._active.stop()
+
+    async def shutdown(self) -> None:
+        """Server exit: finalise anything still recording."""
+        await self.on_desktop_stop()
+
+    # -- operations -----------------------------------------------------------------------------
+
+    async def start_recording(self, fps: int | None = None) -> RecordingRecord:
+        """Start recording the desktop at `fps` (default: the desktop's `recordingFps`, else 30)."""
+        async with self._lock:
+            session = self.desktop.session()  # the desktop's own 409/503 problem when it is not ready
+            if self._active is not None:
+                raise Conflict("a desktop recording is already active")
+            options = self.desktop.options
+            fps = fps or (options.recording_fps if options else None) or DEFAULT_FPS
+            catalog = await self._catalog()
+            try:
+                claim = await asyncio.to_thread(catalog.claim)
+            except OSError as exc:
+                raise StreamError(f"cannot create a recording in {catalog.directory}: {exc}") from exc
+            t0, wall = time.monotonic(), time.time_ns()
+            record = RecordingRecord(claim.number, "recording", rfc3339_ns(wall), fps=fps,
+                                     width=session.width, height=session.height)
+            try:
+                await asyncio.to_thread(catalog.save, record)
+                recorder = await Recorder.open(record, claim, self.settings, partial(self._ended, catalog))
+            except Exception as exc:
+                claim.release()
+                await asyncio.to_thread(_discard, catalog, claim.number)
+                raise StreamError(f"cannot start {record.file_name} in {catalog.directory}: {exc}") from exc
+            catalog.records[record.number] = record
+            recorder.start(self.desktop.frames.subscribe(session.display, fps), t0)
+            self._active = recorder
+            logger.info("recording %s started (%s at %d fps)", record.id, session.display, fps)
+            return self._view(record)
+
+    async def stop_recording(self) -> RecordingRecord:
+        """Finalise the active recording; its final record (completed, or failed with `lastError`)."""
+        async with self._lock:
+            if self._active is None:
+                message = "no desktop recording is active"
+                failed = self._last_failure
+                if failed is not None:
+                    message += f" ({failed.id} failed: {failed.last_error})"
+                raise Conflict(message)
+            record = await self._active.stop()
+            return self._view(record)
+
+    async def list_recordings(self) -> list[RecordingRecord]:
+        """The recordings of the desktop's state directory, in id order."""
+        catalog = await self._catalog()
+        return [self._view(r) for r in catalog.sorted()]
+
+    async def get(self, ident: str) -> RecordingRecord:
+        return self._view(await self._find(ident))
+
+    async def file(self, ident: str) -> tuple[RecordingRecord, Path]:
+        """A recording and the path of its MP4 (which may still be growing)."""
+        record = await self._find(ident)
+        catalog = await self._catalog()
+        return self._view(record), catalog.path(record.number)
+
+    async def delete(self, ident: str) -> None:
+        """Delete a recording's video and metadata; the active one must be stopped first."""
+        async with self._lock:
+            record = await self._find(ident)
+            if record.status == "recording":
+                raise Conflict("stop the active desktop recording before deleting it")
+            catalog = await self._catalog()
+            try:
+                await asyncio.to_thread(catalog.remove, record.number)
+            except OSError as exc:
+                raise StreamError(f"cannot delete {record.file_name}: {exc}") from exc
+            catalog.records.pop(record.number, None)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _catalog(self) -> Catalog:
+        """The catalog of the desktop's current recordings directory, read on first use."""
+        directory = self.desktop.layout.recordings
+        try:
+            return await asyncio.shield(self._load(directory))
+        except OSError as exc:
+            raise StreamError(f"cannot read the recordings directory {directory}: {exc}") from exc
+
+    def _load(self, directory: Path) -> asyncio.Task[Catalog]:
+        """The task reading `directory`'s catalog: started once, again only after a failure."""
+        task = self._catalogs.get(directory)
+        if task is None or (task.done() and task.exception() is not None):
+            task = asyncio.create_task(asyncio.to_thread(Catalog.open, directory), name=f"catalog {directory}")
+            self._catalogs[directory] = task
+        return task
+
+    async def _find(self, ident: str) -> RecordingRecord:
+        match = ID_PATTERN.match(ident)
+        catalog = await self._catalog()
+        record = catalog.records.get(int(match.group(1))) if match else None
+        if record is None:
+            raise NotFound(RESOURCE, ident)
+        return record
+
+    def _view(self, record: RecordingRecord) -> RecordingRecord:
+        """A copy with live figures while it records (size, frames, elapsed time)."""
+        active = self._active
+        if active is None or active.record is not record or record.status != "recording":
+            return dataclasses.replace(record)
+        return dataclasses.replace(record, size=active.size(), frames=active.frames, duration_ms=active.elapsed_ms)
+
+    async def _ended(self, catalog: Catalog, recorder: Recorder) -> None:
+        """A recording finished (stopped or failed): persist its final metadata."""
+        record = recorder.record
+        if record.status == "failed" and record.frames == 0:
+            cause = self.desktop.frames.failure()
+            if cause is not None:
+                record.last_error = f"no frame was captured: {cause}"
+        if self._active is recorder:
+            self._active = None
+        self._last_failure = record if record.status == "failed" else None
+        try:
+            await asyncio.to_thread(catalog.save, record)
+        except OSError as exc:
+            logger.warning("cannot write %s.json: %s", record.id, exc)
+        logger.info("recording %s %s: %d frames, %d ms, %d bytes", record.id, record.status, record.frames,
+                    record.duration_ms, record.size)
+
+
+def _log_failure(task: asyncio.Task[Catalog]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("cannot read the recordings directory: %s", task.exception())
+
+
+def _discard(catalog: Catalog, number: int) -> None:
+    try:
+        catalog.remove(number)
+    except OSError as exc:
+        logger.warning("cannot remove rec_%d after a failed start: %s", number, exc)
