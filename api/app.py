@@ -22,10 +22,12 @@ from api.cors import CorsMiddleware, CorsPolicy
 from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected
+from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from desktop.errors import ServiceError
 from desktop.options import StartOptions
 from desktop.runtime import Desktop
 from recording.manager import RecordingManager
+from streaming.manager import StreamManager
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -42,6 +44,7 @@ ROUTE_MODULES = (
     "api.routes.clipboard",
     "api.routes.apps",
     "api.routes.recording",
+    "api.routes.stream",
     "api.routes.processes",
     "api.routes.fs",
 )
@@ -97,9 +100,11 @@ def _dispatcher(methods: dict[str, Operation]) -> Callable[[Request], Awaitable[
 def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlette:
     """Build the ASGI app around a Desktop (a new one unless given)."""
     desktop = desktop or Desktop(state_dir=config.state_dir)
-    # recording/ builds on desktop/ (never the reverse): it finalises through the desktop's stop hooks.
+    # recording/ and streaming/ build on desktop/ (never the reverse): they finalise through its stop hooks.
     recordings = RecordingManager(desktop)
+    stream = StreamManager(desktop)
     desktop.add_stop_hook(recordings.on_desktop_stop)
+    desktop.add_stop_hook(stream.on_desktop_stop)
     operations = collect_operations()
     openapi = build_openapi(operations, VERSION)
 
@@ -109,6 +114,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await recordings.start()
+        await stream.start()
         if config.start_desktop is not None:
             snapshot = await desktop.start(config.start_desktop)
             print(f"sandbox-desktop: desktop {snapshot.display} active ({snapshot.width}x{snapshot.height}); "
@@ -118,10 +124,12 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             yield
         finally:
             await desktop.shutdown()
+            await stream.shutdown()
             await recordings.shutdown()
 
     app = Starlette(
-        routes=[*build_routes(operations), Route("/v1/openapi.json", openapi_document, methods=["GET"])],
+        routes=[*build_routes(operations), *STREAM_WEBSOCKETS,
+                Route("/v1/openapi.json", openapi_document, methods=["GET"])],
         middleware=[
             Middleware(CorsMiddleware, policy=config.cors),
             Middleware(TokenAuthMiddleware, token=config.token),
@@ -135,6 +143,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     )
     app.state.desktop = desktop
     app.state.recordings = recordings
+    app.state.stream = stream
     app.state.config = config
     app.state.version = VERSION
     return app

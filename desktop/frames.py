@@ -46,7 +46,11 @@ class Frame:
 
 
 class Subscription:
-    """A consumer of frames at up to `fps`; `await next()` returns the newest frame not yet seen."""
+    """A consumer of frames at up to `fps`; `await next()` returns the newest frame not yet seen.
+
+    `fps` may be changed at any time (a streamer lowering its rate under CPU pressure): the capture
+    thread reads the highest subscriber rate on every tick.
+    """
 
     def __init__(self, source: FrameSource, fps: int) -> None:
         self.fps = fps

@@ -1,0 +1,105 @@
+"""`/v1/desktop/stream`: the live view's lifecycle and its signalling WebSocket (contract §4.9, §7)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from api.models.stream import DesktopStreamStatusResponse
+from api.operations import Operation
+from api.problems import service_error_response
+from desktop.errors import ServiceError
+from streaming.manager import StreamManager, StreamStatus
+
+SIGNALING_PATH = "/v1/desktop/stream/signaling"
+
+
+def stream_of(request: Request | WebSocket) -> StreamManager:
+    """The app's StreamManager (`create_app` puts it on `app.state`)."""
+    manager: StreamManager = request.app.state.stream
+    return manager
+
+
+def status_model(status: StreamStatus) -> DesktopStreamStatusResponse:
+    ports = status.port_range
+    return DesktopStreamStatusResponse(
+        active=status.active, codec=status.codec, frame_rate=status.frame_rate, fps=status.fps,
+        bitrate=status.bitrate, viewers=status.viewers, controller=status.controller,
+        webrtc_port_range=f"{ports[0]}-{ports[1]}" if ports else None, encoders=status.encoders,
+    )
+
+
+async def start(request: Request) -> DesktopStreamStatusResponse:
+    return status_model(await stream_of(request).start_stream())
+
+
+async def stop(request: Request) -> DesktopStreamStatusResponse:
+    return status_model(await stream_of(request).stop_stream())
+
+
+async def status(request: Request) -> DesktopStreamStatusResponse:
+    return status_model(stream_of(request).status())
+
+
+class WebSocketLink:
+    """The signalling session's view of a Starlette WebSocket: text in, text out, close."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self.websocket = websocket
+
+    async def send(self, text: str) -> None:
+        await self.websocket.send_text(text)
+
+    async def receive(self) -> str | None:
+        """The next text message (binary frames are not part of the protocol); None once closed."""
+        for _ in range(1_000_000):  # skips at most this many binary frames in a row
+            if self.websocket.client_state != WebSocketState.CONNECTED:
+                return None
+            try:
+                message = await self.websocket.receive()
+            except (WebSocketDisconnect, RuntimeError):
+                return None
+            if message["type"] == "websocket.disconnect":
+                return None
+            if message.get("text") is not None:
+                return str(message["text"])
+        return None
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.websocket.application_state == WebSocketState.CONNECTED:
+            await self.websocket.close(code, reason)
+
+
+async def signaling(websocket: WebSocket) -> None:
+    """neko's signalling protocol; before the upgrade, a 409 problem when streaming is not active."""
+    manager = stream_of(websocket)
+    try:
+        manager.require_config()
+    except ServiceError as exc:
+        await _refuse(websocket, exc)
+        return
+    await websocket.accept()
+    await manager.serve(WebSocketLink(websocket))
+
+
+async def _refuse(websocket: WebSocket, exc: ServiceError) -> None:
+    """Answer the handshake with the problem document, or close with 1008 if the server cannot."""
+    try:
+        await websocket.send_denial_response(service_error_response(exc))
+    except RuntimeError:
+        await websocket.close(1008, exc.message[:120])
+
+
+OPERATIONS = [
+    Operation("POST", "/v1/desktop/stream/start", start,
+              "Arm the live view (WebRTC, in-process; idempotent while active)",
+              response=DesktopStreamStatusResponse, invalid_code="desktop_invalid_action",
+              errors=(400, 409, 502, 503), tags=("stream",)),
+    Operation("POST", "/v1/desktop/stream/stop", stop, "Stop the live view and disconnect every viewer",
+              response=DesktopStreamStatusResponse, tags=("stream",)),
+    Operation("GET", "/v1/desktop/stream/status", status, "Whether the live view is on, its viewers and rates",
+              response=DesktopStreamStatusResponse, tags=("stream",)),
+]
+
+WEBSOCKET_ROUTES = [WebSocketRoute(SIGNALING_PATH, signaling)]

@@ -1,0 +1,224 @@
+"""The neko v3 signalling subset one viewer speaks over its WebSocket (contract §7.2, §7.4).
+
+Every text message is `{"event": ..., "payload": {...}}`. The server opens with `system/init`,
+answers `signal/request` with `signal/provide` (its offer), takes `signal/answer` and trickled
+`signal/candidate`s, arbitrates `control/request`/`control/release` (broadcasting `control/host`)
+and ends with `system/disconnect {message}`. Unknown events, heartbeats included, are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from streaming.input import RemoteInput
+from streaming.peer import NegotiationError, ViewerPeer
+from streaming.ports import PortRangeExhausted
+
+if TYPE_CHECKING:
+    from streaming.manager import StreamManager
+
+logger = logging.getLogger("sandbox_desktop.stream.signaling")
+
+VIDEO_ID = "main"
+"""The one video "pipeline" id neko would list in `webrtc.videos`."""
+NEKO_SETTINGS = {"private_mode": False, "locked_logins": False, "locked_controls": False,
+                 "control_protection": False, "implicit_hosting": False, "inactive_cursors": False,
+                 "merciful_reconnect": False, "heartbeat_interval": 0, "plugins": {}}
+
+
+class Link(Protocol):
+    """The viewer's WebSocket, as the session needs it."""
+
+    async def send(self, text: str) -> None: ...
+
+    async def receive(self) -> str | None:
+        """The next text message; None once the socket closed."""
+
+    async def close(self, code: int, reason: str) -> None: ...
+
+
+class SignalingSession:
+    """One connected viewer: its WebSocket, its peer connection and its input."""
+
+    def __init__(self, viewer_id: str, link: Link, manager: StreamManager) -> None:
+        self.id = viewer_id
+        self.link = link
+        self.peer: ViewerPeer | None = None
+        self.input = RemoteInput(manager.desktop, lambda: manager.control.holds(viewer_id), self._reply)
+        self._manager = manager
+        self._send_lock = asyncio.Lock()
+        self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {
+            "control/request": self._control_request,
+            "control/release": self._control_release,
+            "signal/request": self._signal_request,
+            "signal/answer": self._signal_answer,
+            "signal/candidate": self._signal_candidate,
+            "signal/close": self._signal_close,
+        }
+
+    async def run(self) -> None:
+        """Serve the viewer until its socket closes or the stream stops."""
+        await self.emit("system/init", self._init_payload())
+        while not self._closing:
+            text = await self.link.receive()
+            if text is None:
+                return
+            event, payload = _parse(text)
+            handler = self._handlers.get(event or "")
+            if handler is None:
+                continue
+            try:
+                await handler(payload)
+            except Exception as exc:  # a bug or an aiortc state error: tell the viewer, do not hang it
+                logger.exception("viewer %s: %s failed", self.id, event)
+                await self._fail(f"{event} failed: {exc}")
+
+    async def emit(self, event: str, payload: dict[str, Any]) -> None:
+        """Send one event; a socket that is already gone is not an error."""
+        text = json.dumps({"event": event, "payload": payload})
+        async with self._send_lock:
+            try:
+                await self.link.send(text)
+            except Exception as exc:  # closed under us: the receive loop ends the session
+                logger.debug("viewer %s: send failed: %s", self.id, exc)
+
+    async def disconnect(self, message: str) -> None:
+        """Tell the viewer why (neko's `system/disconnect`) and close its socket."""
+        if self._closing:
+            return
+        self._closing = True
+        await self.emit("system/disconnect", {"message": message})
+        with contextlib.suppress(Exception):
+            await self.link.close(1001, message[:120])
+
+    async def close_peer(self) -> None:
+        peer, self.peer = self.peer, None
+        if peer is not None:
+            self._manager.detach(peer)
+            await peer.close()
+
+    async def finish(self) -> None:
+        """Release everything the viewer had: peer, held keys and buttons, control, pending tasks."""
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.close_peer()
+        await self.input.close()
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def _control_request(self, payload: dict[str, Any]) -> None:
+        control = self._manager.control
+        if not control.request(self.id) and control.host is not None:
+            # neko tells the host someone asked; the request is remembered (see streaming/control.py).
+            await self._manager.send_to(control.host, "control/request", {"id": self.id})
+
+    async def _control_release(self, payload: dict[str, Any]) -> None:
+        self._manager.control.release(self.id)
+
+    async def _signal_request(self, payload: dict[str, Any]) -> None:
+        await self.close_peer()
+        try:
+            peer = self._manager.open_peer(self.input.feed, self._peer_state)
+        except Exception as exc:
+            await self._fail(f"cannot create a WebRTC peer: {exc}")
+            return
+        self.peer = peer
+        try:
+            sdp = await peer.offer()
+        except PortRangeExhausted as exc:
+            await self.close_peer()
+            await self._fail(f"{exc}; close other viewers or widen webrtcPortRange")
+            return
+        if self.peer is not peer:  # replaced or closed while the offer was made
+            return
+        await self.emit("signal/provide", {
+            "sdp": sdp, "iceservers": [],
+            "video": {"disabled": False, "id": VIDEO_ID, "video": VIDEO_ID, "auto": False},
+            "audio": {"disabled": True},
+        })
+
+    async def _signal_answer(self, payload: dict[str, Any]) -> None:
+        sdp = payload.get("sdp")
+        peer = self.peer
+        if peer is None or not isinstance(sdp, str):
+            return
+        try:
+            await peer.accept(sdp)
+        except (NegotiationError, ValueError) as exc:
+            await self.close_peer()
+            await self.emit("signal/close", {})
+            logger.info("viewer %s: answer refused: %s", self.id, exc)
+            return
+        if self.peer is peer:  # not closed meanwhile (its connection failed)
+            self._manager.attach(peer, self.id)
+
+    async def _signal_candidate(self, payload: dict[str, Any]) -> None:
+        if self.peer is not None:
+            try:
+                await self.peer.add_candidate(payload)
+            except (ValueError, IndexError) as exc:
+                logger.debug("viewer %s: bad candidate %r: %s", self.id, payload, exc)
+
+    async def _signal_close(self, payload: dict[str, Any]) -> None:
+        await self.close_peer()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _init_payload(self) -> dict[str, Any]:
+        config = self._manager.require_config()
+        host = self._manager.control.host
+        sessions = {
+            viewer: {"id": viewer, "profile": {"name": viewer, "can_watch": True, "can_host": True},
+                     "state": {"is_connected": True, "is_watching": viewer in self._manager.watching()}}
+            for viewer in self._manager.viewer_ids()
+        }
+        return {
+            "session_id": self.id,
+            "control_host": {"has_host": host is not None, **({"host_id": host} if host else {})},
+            "screen_size": {"width": config.width, "height": config.height, "rate": config.fps},
+            "sessions": sessions,
+            "settings": NEKO_SETTINGS,
+            "touch_events": False,
+            "screencast_enabled": False,
+            "webrtc": {"videos": [VIDEO_ID]},
+        }
+
+    def _peer_state(self, state: str) -> None:
+        if state in ("failed", "closed") and self.peer is not None and self.peer.state == state:
+            logger.info("viewer %s: WebRTC connection %s", self.id, state)
+            self.spawn(self.close_peer())
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` in the background, owned by this session (cancelled when it ends)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _reply(self, data: bytes) -> None:
+        if self.peer is not None:
+            self.peer.send(data)
+
+    async def _fail(self, message: str) -> None:
+        logger.warning("viewer %s: %s", self.id, message)
+        await self.disconnect(message)
+
+
+def _parse(text: str) -> tuple[str | None, dict[str, Any]]:
+    """`(event, payload)` of a message; anything malformed reads as no event."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None, {}
+    if not isinstance(message, dict) or not isinstance(message.get("event"), str):
+        return None, {}
+    payload = message.get("payload", message.get("data"))
+    return message["event"], payload if isinstance(payload, dict) else {}

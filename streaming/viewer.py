@@ -1,0 +1,346 @@
+"""A live-view client in Python that speaks exactly the SDK's side of the protocol (contract §7.2).
+
+On `system/init` it sends `control/request` and `signal/request {video:{}, audio:{}}`, answers the
+server's offer, trickles its candidates as `signal/candidate`, takes the server-created data
+channel from `ondatachannel`, and sends input as neko's binary opcodes. Used by the tests and
+the benchmark, and handy as a check from a shell:
+
+    python -m streaming.viewer http://127.0.0.1:2468 TOKEN --seconds 5 [--start]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import struct
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.rtcdatachannel import RTCDataChannel
+from av.video.frame import VideoFrame
+from websockets.asyncio.client import ClientConnection, connect
+
+from streaming.input import (
+    HEADER,
+    OP_BUTTON_DOWN,
+    OP_BUTTON_UP,
+    OP_KEY_DOWN,
+    OP_KEY_UP,
+    OP_MOVE,
+    OP_PING,
+    OP_SCROLL,
+)
+from streaming.ports import HostPolicy, host_policy
+
+SIGNALING_PATH = "/v1/desktop/stream/signaling"
+
+
+def signaling_url(base: str, token: str | None) -> str:
+    """`http://host:port` (or a ws:// URL) → the signalling WebSocket URL with `access_token`."""
+    parts = urlsplit(base)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    path = parts.path if parts.path.endswith(SIGNALING_PATH) else parts.path.rstrip("/") + SIGNALING_PATH
+    query = f"access_token={quote(token, safe='')}" if token else parts.query
+    return urlunsplit((scheme, parts.netloc, path, query, ""))
+
+
+def split_candidates(sdp: str) -> tuple[str, list[dict[str, Any]]]:
+    """The SDP without its candidate lines, and those candidates as RTCIceCandidateInit (for trickle)."""
+    kept: list[str] = []
+    found: list[dict[str, Any]] = []
+    index, mid = -1, None
+    for line in sdp.splitlines():
+        if line.startswith("m="):
+            index, mid = index + 1, None
+        elif line.startswith("a=mid:"):
+            mid = line[len("a=mid:"):]
+        if line.startswith("a=candidate:"):
+            found.append({"candidate": line[2:], "sdpMid": mid, "sdpMLineIndex": index})
+            continue
+        if line != "a=end-of-candidates":
+            kept.append(line)
+    for candidate in found:  # the mid line may follow the candidates within a section
+        if candidate["sdpMid"] is None:
+            candidate["sdpMid"] = _section_mid(sdp, candidate["sdpMLineIndex"])
+    return "\r\n".join(kept) + "\r\n", found
+
+
+def _section_mid(sdp: str, index: int) -> str | None:
+    sections = re.split(r"\r?\nm=", sdp)
+    if index + 1 < len(sections):
+        match = re.search(r"a=mid:(\S+)", sections[index + 1])
+        return match.group(1) if match else None
+    return None
+
+
+def first_video_codec(sdp: str) -> str | None:
+    """The first codec name of the video section (`H264`, `VP8`)."""
+    video = re.search(r"m=video [^\r\n]*?((?: \d+)+)\r?\n", sdp)
+    if video is None:
+        return None
+    payload_type = video.group(1).split()[0]
+    match = re.search(rf"a=rtpmap:{payload_type} ([^/\s]+)/", sdp)
+    return match.group(1) if match else None
+
+
+@dataclass
+class Received:
+    """What the viewer has received so far."""
+
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    frames: int = 0
+    keyframes: int = 0
+    first_frame_at: float | None = None
+    last_frame: VideoFrame | None = None
+    frame_times: list[float] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)
+
+
+class Viewer:
+    """One viewer: a WebSocket for signalling and an aiortc peer connection receiving the video."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, addresses: Iterable[str] = ("127.0.0.1",),
+                 trickle: bool = True, request_control: bool = True,
+                 on_frame: Callable[[VideoFrame, float], None] | None = None) -> None:
+        self.url = signaling_url(base_url, token)
+        self.policy = HostPolicy(addresses=tuple(addresses))
+        self.trickle = trickle
+        self.request_control = request_control
+        self.on_frame = on_frame
+        """Called with each decoded frame and its arrival `time.time()` (benchmarks read pixels there)."""
+        self.received = Received()
+        self.width = self.height = 0
+        self.session_id: str | None = None
+        self.offer_sdp: str | None = None
+        self.answer_sdp: str | None = None
+        self.ready = asyncio.Event()
+        self.connected = asyncio.Event()
+        self.channel_open = asyncio.Event()
+        self.disconnected = asyncio.Event()
+        self._ws: ClientConnection | None = None
+        self._pc: RTCPeerConnection | None = None
+        self._channel: RTCDataChannel | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._frame_event = asyncio.Event()
+
+    # -- connection --------------------------------------------------------------------------
+
+    async def connect(self, timeout: float = 15.0) -> None:
+        """Open the WebSocket and wait until video and the data channel flow (raises on timeout)."""
+        self._ws = await connect(self.url, open_timeout=timeout, max_size=None)
+        self._spawn(self._read_signaling())
+        await asyncio.wait_for(self.channel_open.wait(), timeout)
+        await self.wait_frames(1, timeout)
+
+    async def wait_frames(self, count: int, timeout: float = 10.0) -> int:
+        """Wait until `count` frames in total were decoded; returns how many there are."""
+        deadline = time.monotonic() + timeout
+        while self.received.frames < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"only {self.received.frames} of {count} frames in {timeout} s")
+            self._frame_event.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._frame_event.wait(), left)
+        return self.received.frames
+
+    async def close(self) -> None:
+        """Close the peer connection and the WebSocket; cancel everything the viewer started."""
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        if self._pc is not None:
+            await self._pc.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    @property
+    def codec(self) -> str | None:
+        """The codec the answer accepted first (the one the server sends)."""
+        return first_video_codec(self.answer_sdp) if self.answer_sdp else None
+
+    # -- input (neko's binary opcodes) -----------------------------------------------------------
+
+    def move(self, x: int, y: int) -> None:
+        self._send(OP_MOVE, struct.pack("!HH", x, y))
+
+    def button(self, button: int, down: bool) -> None:
+        self._send(OP_BUTTON_DOWN if down else OP_BUTTON_UP, struct.pack("!I", button))
+
+    def key(self, keysym: int, down: bool) -> None:
+        self._send(OP_KEY_DOWN if down else OP_KEY_UP, struct.pack("!I", keysym))
+
+    def scroll(self, dx: int, dy: int) -> None:
+        self._send(OP_SCROLL, struct.pack("!hhB", dx, dy, 0))
+
+    def ping(self) -> None:
+        now = int(time.time() * 1000)
+        self._send(OP_PING, struct.pack("!II", *divmod(now, 0xFFFFFFFF)))
+
+    async def request_keyframe(self) -> None:
+        """Send a PLI as a browser does after losing packets (aiortc has no public call for it)."""
+        assert self._pc is not None
+        receiver = self._pc.getReceivers()[0]
+        for source in receiver.getSynchronizationSources():
+            await receiver._send_rtcp_pli(source.source)
+
+    async def emit(self, event: str, payload: dict[str, Any]) -> None:
+        assert self._ws is not None
+        await self._ws.send(json.dumps({"event": event, "payload": payload}))
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        if self._channel is None or self._channel.readyState != "open":
+            raise RuntimeError("the data channel is not open")
+        self._channel.send(HEADER.pack(opcode, len(payload)) + payload)
+
+    # -- signalling ------------------------------------------------------------------------------
+
+    async def _read_signaling(self) -> None:
+        assert self._ws is not None
+        try:
+            async for text in self._ws:
+                message = json.loads(text)
+                event, payload = message.get("event", ""), message.get("payload") or {}
+                self.received.events.append((event, payload))
+                if event == "system/init":
+                    await self._on_init(payload)
+                elif event in ("signal/provide", "signal/offer", "signal/restart"):
+                    await self._on_offer(payload["sdp"])
+                elif event == "signal/candidate" and self._pc is not None:
+                    pass  # the server puts every candidate in its offer
+                elif event == "signal/close" and self._pc is not None:
+                    await self._pc.close()
+                elif event == "system/disconnect":
+                    break
+        except Exception as exc:  # the socket died: report it through `disconnected`
+            self.received.events.append(("error", {"message": str(exc)}))
+        finally:
+            self.disconnected.set()
+
+    async def _on_init(self, payload: dict[str, Any]) -> None:
+        size = payload.get("screen_size") or {}
+        self.width, self.height = int(size.get("width", 0)), int(size.get("height", 0))
+        self.session_id = payload.get("session_id")
+        self.ready.set()
+        if self.request_control:
+            await self.emit("control/request", {})
+        await self.emit("signal/request", {"video": {}, "audio": {}})
+
+    async def _on_offer(self, sdp: str) -> None:
+        self.offer_sdp = sdp
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self._pc = pc
+
+        @pc.on("track")
+        def _track(track: MediaStreamTrack) -> None:
+            self._spawn(self._read_frames(track))
+
+        @pc.on("datachannel")
+        def _channel(channel: RTCDataChannel) -> None:
+            self._channel = channel
+            channel.on("message", self.received.data.append)
+            if channel.readyState == "open":
+                self.channel_open.set()
+            channel.on("open", self.channel_open.set)
+
+        @pc.on("connectionstatechange")
+        def _state() -> None:
+            if pc.connectionState == "connected":
+                self.connected.set()
+
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
+        answer = await pc.createAnswer()
+        with host_policy(self.policy):
+            await pc.setLocalDescription(answer)
+        local = pc.localDescription.sdp
+        self.answer_sdp = local
+        if not self.trickle:
+            await self.emit("signal/answer", {"sdp": local})
+            return
+        stripped, candidates = split_candidates(local)
+        await self.emit("signal/answer", {"sdp": stripped})
+        for candidate in candidates:
+            await self.emit("signal/candidate", candidate)
+
+    async def _read_frames(self, track: MediaStreamTrack) -> None:
+        for _ in range(10_000_000):  # ~4 days at 30 fps
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return
+            now = time.monotonic()
+            received = self.received
+            if received.first_frame_at is None:
+                received.first_frame_at = now
+            received.frames += 1
+            received.frame_times.append(now)
+            if isinstance(frame, VideoFrame):
+                received.last_frame = frame
+                received.keyframes += int(frame.key_frame)
+                if self.on_frame is not None:
+                    self.on_frame(frame, time.time())
+            self._frame_event.set()
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def fps(self, window: float) -> float:
+        """Frames decoded per second over the last `window` seconds."""
+        now = time.monotonic()
+        return sum(1 for t in self.received.frame_times if now - t <= window) / window
+
+
+def start_stream(base_url: str, token: str | None) -> dict[str, Any]:
+    """`POST /v1/desktop/stream/start` with the standard library (no HTTP client dependency)."""
+    request = urllib.request.Request(base_url.rstrip("/") + "/v1/desktop/stream/start", method="POST",
+                                     headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        result: dict[str, Any] = json.loads(response.read())
+        return result
+
+
+async def _main(args: argparse.Namespace) -> dict[str, Any]:
+    if args.start:
+        await asyncio.to_thread(start_stream, args.url, args.token)
+    viewer = Viewer(args.url, args.token, addresses=args.address or ("127.0.0.1",))
+    started = time.monotonic()
+    try:
+        await viewer.connect(timeout=args.timeout)
+        first = (viewer.received.first_frame_at or started) - started
+        begin = viewer.received.frames
+        await asyncio.sleep(args.seconds)
+        frames = viewer.received.frames - begin
+        return {"codec": viewer.codec, "width": viewer.width, "height": viewer.height, "frames": frames,
+                "fps": round(frames / args.seconds, 1), "firstFrameMs": round(first * 1000)}
+    finally:
+        await viewer.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming.viewer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("url", help="server URL, e.g. http://127.0.0.1:2468")
+    parser.add_argument("token", nargs="?", default=None, help="the server's token, if it has one")
+    parser.add_argument("--seconds", type=float, default=5.0, help="how long to watch after the first frame")
+    parser.add_argument("--start", action="store_true", help="POST /v1/desktop/stream/start first")
+    parser.add_argument("--address", action="append", help="local address for ICE (default 127.0.0.1)")
+    parser.add_argument("--timeout", type=float, default=15.0)
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(_main(args))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
