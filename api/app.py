@@ -23,6 +23,7 @@ from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
+from api.routes.ui import ROUTES as UI_ROUTES
 from desktop.errors import ServiceError
 from desktop.options import StartOptions
 from desktop.runtime import Desktop
@@ -128,7 +129,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             await recordings.shutdown()
 
     app = Starlette(
-        routes=[*build_routes(operations), *STREAM_WEBSOCKETS,
+        routes=[*build_routes(operations), *STREAM_WEBSOCKETS, *UI_ROUTES,
                 Route("/v1/openapi.json", openapi_document, methods=["GET"])],
         middleware=[
             Middleware(CorsMiddleware, policy=config.cors),

@@ -56,6 +56,7 @@ install_test_tools() {
   # Independent X clients and media tools the tests use to check effects from outside the service.
   if command -v apt-get >/dev/null; then
     apt_install xterm x11-utils xclip xdotool ffmpeg procps imagemagick scrot
+    apt_install chromium iproute2   # tests/test_inspector.py: a real browser, in a network namespace of its own
   else
     echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe) must be installed by hand" >&2
   fi

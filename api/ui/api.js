@@ -1,0 +1,116 @@
+// Talking to the server: the token, fetch with `Authorization: Bearer`, problem+json → ApiError.
+
+const TOKEN_KEY = "sandbox-desktop.token";
+
+/** An API call that failed: an HTTP error (with its problem+json document, if any) or no answer. */
+export class ApiError extends Error {
+  constructor(message, { status = 0, problem = null } = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** The token for this tab: `#token=…` in the address wins (and is then removed from it). */
+export const token = {
+  get() {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  },
+  set(value) {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  },
+  adoptFromHash() {
+    const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    const given = params.get("token");
+    if (given === null) return false;
+    this.set(given);
+    params.delete("token");
+    const rest = params.toString();
+    // Keep the token out of the visible address (and out of screenshots and history).
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+    return true;
+  },
+};
+
+function headers(extra = {}) {
+  const value = token.get();
+  return value ? { Authorization: `Bearer ${value}`, ...extra } : { ...extra };
+}
+
+function withQuery(path, query) {
+  if (!query) return path;
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null) params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+/** A readable one-line message from a problem document (RFC 7807 plus this server's members). */
+export function describeProblem(problem, status) {
+  const parts = [`${problem.title || "Error"} (${problem.status || status})`];
+  if (problem.detail) parts.push(problem.detail);
+  const message = problem.details && problem.details.message;
+  if (message && !String(problem.detail || "").includes(message)) parts.push(message);
+  if (Array.isArray(problem.missingDependencies) && problem.missingDependencies.length) {
+    parts.push(`missing: ${problem.missingDependencies.join(", ")}`);
+  }
+  if (problem.installCommand) parts.push(`install with: ${problem.installCommand}`);
+  return parts.join(" — ");
+}
+
+async function failure(response) {
+  const type = response.headers.get("content-type") || "";
+  const text = await response.text().catch(() => "");
+  if (type.includes("json")) {
+    try {
+      const problem = JSON.parse(text);
+      return new ApiError(describeProblem(problem, response.status), { status: response.status, problem });
+    } catch {
+      // fall through: a body that is not the JSON it claims to be
+    }
+  }
+  const detail = text.trim().slice(0, 300) || response.statusText;
+  return new ApiError(`HTTP ${response.status}: ${detail}`, { status: response.status });
+}
+
+/**
+ * One API call. `json` is sent as the body (with its content type); the answer is parsed as
+ * JSON unless `as` is "blob" (binary) or "none" (204 and the like).
+ */
+export async function call(method, path, { json, query, as = "json", accept } = {}) {
+  const init = { method, headers: headers(accept ? { Accept: accept } : { Accept: "application/json" }) };
+  if (json !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(json);
+  }
+  let response;
+  try {
+    response = await fetch(withQuery(path, query), init);
+  } catch (error) {
+    throw new ApiError(`cannot reach the server (${error.message}); is it still running?`);
+  }
+  if (!response.ok) throw await failure(response);
+  if (as === "blob") return response.blob();
+  if (as === "none" || response.status === 204) return null;
+  return response.json();
+}
+
+/** The signalling WebSocket URL: browsers cannot set headers there, so the token goes in the query. */
+export function socketUrl(path) {
+  const url = new URL(path, location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const value = token.get();
+  if (value) url.searchParams.set("access_token", value);
+  return url.toString();
+}
+
+/** base64 log data → text (UTF-8, invalid bytes replaced). */
+export function decodeBase64(data) {
+  const binary = atob(data || "");
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+}

@@ -1,0 +1,268 @@
+// The live view: neko's signalling over the WebSocket, WebRTC video, input on the data channel.
+// Speaks exactly the reference SDK's side (contract §7.2): the server offers, we answer.
+
+import { call, socketUrl } from "./api.js";
+import { InputCapture, encode, pongRoundTrip } from "./input.js";
+
+const SIGNALING_PATH = "/v1/desktop/stream/signaling";
+const PING_INTERVAL_MS = 2000;
+const STATS_INTERVAL_MS = 1000;
+
+/**
+ * One viewer. Callbacks: onState(state, detail) with state in idle | connecting | signalling |
+ * negotiating | connected | disconnected | failed; onError(message); onStats(stats); onControl(text, canTake).
+ */
+export class LiveView {
+  constructor(video, callbacks) {
+    this.video = video;
+    this.callbacks = callbacks;
+    this.ws = null;
+    this.pc = null;
+    this.channel = null;
+    this.input = null;
+    this.sessionId = null;
+    this.screen = null;
+    this.pendingCandidates = [];
+    this.timers = [];
+    this.timings = {};
+    this.stats = { fps: 0, kbps: 0, rttMs: null, framesDecoded: 0, codec: "" };
+    this.previousSample = null;
+    this.state = "idle";
+  }
+
+  /** Start the stream if it is off (the reference viewer leaves that to its host app), then connect. */
+  async connect() {
+    this.disconnect();
+    this.timings = { start: performance.now() };
+    this.setState("connecting");
+    const status = await call("GET", "/v1/desktop/stream/status");
+    if (!status.active) await call("POST", "/v1/desktop/stream/start");
+    this.openSocket();
+  }
+
+  openSocket() {
+    const ws = new WebSocket(socketUrl(SIGNALING_PATH));
+    this.ws = ws;
+    let initialised = false;
+    ws.onopen = () => {
+      this.timings.socketOpen = performance.now();
+      this.setState("signalling");
+    };
+    ws.onmessage = (event) => {
+      if (typeof event.data !== "string") return;
+      let message;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (message.event === "system/init") initialised = true;
+      this.handle(message.event, message.payload || message.data || {}).catch((error) => this.fail(error.message));
+    };
+    ws.onclose = (event) => {
+      if (this.ws !== ws) return; // an old socket closing after a reconnect
+      this.ws = null;
+      if (!initialised) {
+        this.fail(`the signalling WebSocket closed before the session started (code ${event.code}); ` +
+          "check that the desktop and the stream are running and the token is right");
+        return;
+      }
+      this.teardownPeer();
+      if (this.state !== "failed") this.setState("disconnected", event.reason || "");
+    };
+  }
+
+  send(event, payload) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ event, payload }));
+  }
+
+  async handle(event, payload) {
+    switch (event) {
+      case "system/init":
+        this.sessionId = payload.session_id || null;
+        this.screen = payload.screen_size || null;
+        this.showControl(payload.control_host);
+        this.send("control/request", {});
+        this.send("signal/request", { video: {}, audio: {} });
+        break;
+      case "signal/provide":
+      case "signal/offer":
+      case "signal/restart":
+        await this.answer(payload);
+        break;
+      case "signal/candidate":
+        await this.addCandidate(payload);
+        break;
+      case "signal/close":
+        this.teardownPeer();
+        this.setState("disconnected", "the server closed the video connection");
+        break;
+      case "control/host":
+        this.showControl(payload);
+        break;
+      case "system/disconnect":
+        this.callbacks.onError(`live view disconnected by the server: ${payload.message || "no reason given"}`);
+        this.disconnect("disconnected");
+        break;
+      default:
+        break; // heartbeats, session lists and the rest of neko's events are not needed here
+    }
+  }
+
+  async answer(payload) {
+    this.teardownPeer();
+    // The server lists only the ICE servers it wants; none means host candidates only (LAN, loopback).
+    const servers = (payload.iceservers || payload.ice || []).filter((s) => s && s.urls);
+    const pc = new RTCPeerConnection({ iceServers: servers });
+    this.pc = pc;
+    this.timings.offer = performance.now();
+    this.setState("negotiating");
+    pc.ontrack = (event) => {
+      const stream = event.streams[0] || new MediaStream([event.track]);
+      if (this.video.srcObject !== stream) this.video.srcObject = stream;
+      this.watchFrames();
+    };
+    pc.onicecandidate = (event) => {
+      if (event.candidate && event.candidate.candidate) this.send("signal/candidate", event.candidate.toJSON());
+    };
+    pc.ondatachannel = (event) => this.useChannel(event.channel);
+    pc.onconnectionstatechange = () => {
+      if (this.pc !== pc) return;
+      const state = pc.connectionState;
+      if (state === "connected") {
+        this.timings.connected ??= performance.now();
+        this.setState("connected");
+      } else if (state === "failed") {
+        this.fail("the WebRTC connection failed (no network path between this browser and the server's candidates)");
+      } else if (state === "disconnected") {
+        this.setState("negotiating", "connection interrupted; waiting for it to recover");
+      }
+    };
+    await pc.setRemoteDescription({ type: "offer", sdp: payload.sdp });
+    for (const candidate of this.pendingCandidates.splice(0)) await pc.addIceCandidate(candidate);
+    const answer = await pc.createAnswer();
+    await pc.setLocalDescription(answer);
+    this.send("signal/answer", { sdp: pc.localDescription.sdp });
+    this.startTimers();
+  }
+
+  async addCandidate(candidate) {
+    if (!candidate || !candidate.candidate) return;
+    if (!this.pc || !this.pc.remoteDescription) {
+      this.pendingCandidates.push(candidate);
+      return;
+    }
+    await this.pc.addIceCandidate(candidate);
+  }
+
+  useChannel(channel) {
+    channel.binaryType = "arraybuffer";
+    this.channel = channel;
+    channel.onmessage = (event) => {
+      if (!(event.data instanceof ArrayBuffer)) return;
+      const rtt = pongRoundTrip(event.data);
+      if (rtt !== null) this.stats.rttMs = rtt;
+    };
+    this.input?.detach();
+    this.input = new InputCapture(this.video, (bytes) => this.sendInput(bytes), () => this.screen);
+  }
+
+  sendInput(bytes) {
+    if (this.channel && this.channel.readyState === "open") this.channel.send(bytes);
+  }
+
+  /** Time of the first presented frame, and a frame count that does not depend on getStats. */
+  watchFrames() {
+    if (this.frameWatch || !this.video.requestVideoFrameCallback) return;
+    const watch = {}; // identity of this peer's callback chain: a new peer starts a new one
+    this.frameWatch = watch;
+    this.framesPresented = 0;
+    const onFrame = () => {
+      if (this.frameWatch !== watch) return;
+      this.framesPresented += 1;
+      this.timings.firstFrame ??= performance.now();
+      this.video.requestVideoFrameCallback(onFrame);
+    };
+    this.video.requestVideoFrameCallback(onFrame);
+  }
+
+  startTimers() {
+    this.stopTimers();
+    this.timers.push(setInterval(() => this.sendInput(encode.ping(Date.now())), PING_INTERVAL_MS));
+    this.timers.push(setInterval(() => this.sampleStats(), STATS_INTERVAL_MS));
+  }
+
+  stopTimers() {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+  }
+
+  async sampleStats() {
+    if (!this.pc) return;
+    const report = await this.pc.getStats();
+    let inbound = null;
+    const codecs = new Map();
+    report.forEach((s) => {
+      if (s.type === "inbound-rtp" && s.kind === "video") inbound = s;
+      if (s.type === "codec") codecs.set(s.id, s.mimeType);
+    });
+    if (!inbound) return;
+    const sample = { t: inbound.timestamp, frames: inbound.framesDecoded || 0, bytes: inbound.bytesReceived || 0 };
+    const previous = this.previousSample;
+    this.previousSample = sample;
+    this.stats.framesDecoded = sample.frames;
+    this.stats.codec = codecs.get(inbound.codecId) || "";
+    if (previous && sample.t > previous.t) {
+      const seconds = (sample.t - previous.t) / 1000;
+      this.stats.fps = (sample.frames - previous.frames) / seconds;
+      this.stats.kbps = (8 * (sample.bytes - previous.bytes)) / 1000 / seconds;
+    }
+    this.callbacks.onStats(this.stats, this.video);
+  }
+
+  showControl(host) {
+    if (!host) return;
+    const mine = host.has_host && host.host_id === this.sessionId;
+    if (mine) this.callbacks.onControl("You have control", false);
+    else if (host.has_host) this.callbacks.onControl(`${host.host_id} has control: your input is ignored`, true);
+    else this.callbacks.onControl("Nobody has control", true);
+  }
+
+  takeControl() {
+    this.send("control/request", {});
+  }
+
+  teardownPeer() {
+    this.stopTimers();
+    this.frameWatch = null;
+    this.input?.detach();
+    this.input = null;
+    this.channel = null;
+    if (this.pc) {
+      const pc = this.pc;
+      this.pc = null;
+      pc.close();
+    }
+    this.pendingCandidates = [];
+    this.previousSample = null;
+  }
+
+  disconnect(state = "idle") {
+    const ws = this.ws;
+    this.ws = null;
+    this.teardownPeer();
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, "viewer disconnected");
+    this.video.srcObject = null;
+    this.setState(state);
+  }
+
+  fail(message) {
+    this.callbacks.onError(`live view: ${message}`);
+    this.disconnect("failed");
+  }
+
+  setState(state, detail = "") {
+    this.state = state;
+    this.callbacks.onState(state, detail);
+  }
+}
