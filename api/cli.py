@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from api.cors import CorsPolicy
 from desktop import installer
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
 
@@ -67,9 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_server(args: argparse.Namespace) -> int:
+def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
+    """Run uvicorn; on SIGTERM/SIGINT end open log follows at once, so shutdown does not wait on them."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            # A Python signal handler may run in the middle of a loop callback: hand over safely.
+            asyncio.get_event_loop().call_soon_threadsafe(app.state.desktop.processes.end_follows)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                            timeout_graceful_shutdown=4)
+    Server(config).run()
+
+
+def run_server(args: argparse.Namespace) -> int:
     from api.app import ServerConfig, create_app
     from desktop.options import StartOptions
 
@@ -96,8 +115,7 @@ def run_server(args: argparse.Namespace) -> int:
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
           f"{', token required' if token else ''})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on",
-                timeout_graceful_shutdown=4)
+    serve(app, args.host, args.port, args.log_level)
     return 0
 
 

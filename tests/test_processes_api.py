@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -347,3 +348,32 @@ def test_desktop_processes_are_protected(server_factory: Callable[..., ServerPro
             assert run["stdout"].strip() == display
         finally:
             api.post("/v1/desktop/stop")
+
+
+def test_sigterm_ends_open_log_follows_promptly(server_factory: Callable[..., ServerProcess]) -> None:
+    """An open `follow=true` stream must not hold the server's shutdown for the graceful timeout."""
+    import threading
+
+    srv = server_factory()
+    with srv.client() as api:
+        proc = api.post("/v1/processes", json={"command": "sleep", "args": ["60"]}).json()
+        opened = threading.Event()
+
+        def follow() -> None:
+            with srv.client() as c, c.stream("GET", f"/v1/processes/{proc['id']}/logs",
+                                              params={"follow": "true"}) as response:
+                opened.set()
+                for _ in response.iter_bytes():
+                    pass
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        assert opened.wait(10)
+        started = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        srv.proc.wait(20)
+        elapsed = time.monotonic() - started
+        reader.join(10)
+    print(f"\nSIGTERM with an open follow stream -> exit after {elapsed * 1000:.0f} ms")
+    assert not reader.is_alive()
+    assert elapsed < 4, "shutdown waited for the follow stream"

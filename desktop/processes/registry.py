@@ -170,6 +170,11 @@ class ProcessManager:
 
     # -- shutdown ------------------------------------------------------------------------------
 
+    def end_follows(self) -> None:
+        """Finish every log stream so open `follow` requests end (the server is shutting down)."""
+        for process in self._processes.values():
+            process.logs.finish()
+
     async def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """SIGTERM every process group, SIGKILL what is left after `grace_s`, release everything.
 
