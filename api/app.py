@@ -48,6 +48,7 @@ ROUTE_MODULES = (
     "api.routes.stream",
     "api.routes.processes",
     "api.routes.fs",
+    "api.routes.actions",
 )
 
 

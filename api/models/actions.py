@@ -1,0 +1,219 @@
+"""Wire models of `POST /v1/desktop/actions`: a batch of input primitives, then settle and observe."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from api.models.base import WireModel
+from api.models.mouse import Button
+from api.models.screenshot import ImageFormat
+
+MAX_ACTIONS = 1000
+MAX_MS = 60_000
+MAX_IMAGE_SIZE = 16_384
+
+Millis = Annotated[int, Field(ge=0, le=MAX_MS)]
+ImageSize = Annotated[int, Field(ge=1, le=MAX_IMAGE_SIZE)]
+Modifiers = Annotated[list[str], Field(max_length=8, description="Key names held during the action, e.g. "
+                                       "[\"ctrl\", \"shift\"]")]
+
+
+class Point(WireModel):
+    x: int
+    y: int
+
+
+class Rect(WireModel):
+    x: int
+    y: int
+    width: int = Field(ge=1)
+    height: int = Field(ge=1)
+
+
+class MoveAction(WireModel):
+    type: Literal["move"]
+    x: int
+    y: int
+
+
+class ClickAction(WireModel):
+    """A click at (x, y), or where the pointer is when both are omitted."""
+
+    type: Literal["click"]
+    x: int | None = None
+    y: int | None = None
+    button: Button = "left"
+    count: int = Field(1, ge=1, le=3)
+    modifiers: Modifiers = []
+
+
+class DownAction(WireModel):
+    type: Literal["down"]
+    x: int | None = None
+    y: int | None = None
+    button: Button = "left"
+
+
+class UpAction(WireModel):
+    type: Literal["up"]
+    x: int | None = None
+    y: int | None = None
+    button: Button = "left"
+
+
+class DragAction(WireModel):
+    type: Literal["drag"]
+    path: list[Point] = Field(min_length=2, max_length=1000)
+    button: Button = "left"
+    modifiers: Modifiers = []
+    duration_ms: Millis = 0
+
+
+class ScrollAction(WireModel):
+    type: Literal["scroll"]
+    x: int | None = None
+    y: int | None = None
+    delta_x: int = Field(0, ge=-100, le=100, description="Wheel clicks; > 0 scrolls right")
+    delta_y: int = Field(0, ge=-100, le=100, description="Wheel clicks; > 0 scrolls down")
+    modifiers: Modifiers = []
+
+
+class TypeAction(WireModel):
+    type: Literal["type"]
+    text: str
+    delay_ms: Millis = 10
+
+
+class KeyAction(WireModel):
+    type: Literal["key"]
+    keys: str = Field(description="xdotool key syntax: `ctrl+s`, `Return`, `ctrl+a BackSpace`")
+
+
+class HoldKeyAction(WireModel):
+    type: Literal["hold_key"]
+    keys: str = Field(description="One chord, held for durationMs")
+    duration_ms: Millis
+
+
+class WaitAction(WireModel):
+    type: Literal["wait"]
+    duration_ms: Millis
+
+
+class CursorPositionAction(WireModel):
+    type: Literal["cursor_position"]
+
+
+class ScreenshotAction(WireModel):
+    type: Literal["screenshot"]
+
+
+class ImageLimits(WireModel):
+    """Shrink the image to fit every given limit (never enlarged); the aspect ratio is kept."""
+
+    scale: float | None = Field(None, ge=0.1, le=1.0)
+    target_width: ImageSize | None = None
+    target_height: ImageSize | None = None
+    max_long_edge: ImageSize | None = Field(None, description="e.g. 1568, a vendor's limit")
+    max_pixels: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE * MAX_IMAGE_SIZE,
+                                   description="e.g. 1150000, a vendor's limit")
+
+
+class ZoomAction(ImageLimits):
+    """A region at native resolution (by default), in the request's coordinate space."""
+
+    type: Literal["zoom"]
+    region: Rect
+
+
+Action = Annotated[
+    MoveAction | ClickAction | DownAction | UpAction | DragAction | ScrollAction | TypeAction | KeyAction
+    | HoldKeyAction | WaitAction | CursorPositionAction | ScreenshotAction | ZoomAction,
+    Field(discriminator="type"),
+]
+
+
+class CoordinateOptions(WireModel):
+    """The frame of every x/y in the request and the response."""
+
+    space: Literal["screen", "image", "normalized"] = "screen"
+    width: ImageSize | None = Field(None, description="image space: the size of the image the client saw "
+                                    "(default: the size of this request's screenshots)")
+    height: ImageSize | None = None
+
+
+class SettleOptions(WireModel):
+    quiet_ms: int = Field(300, ge=10, le=MAX_MS, description="How long the screen must stay unchanged")
+    timeout_ms: int = Field(5000, ge=0, le=MAX_MS, description="Give up waiting after this long")
+
+
+class ScreenshotOptions(ImageLimits):
+    format: ImageFormat = "png"
+    quality: int = Field(85, ge=1, le=100)
+    show_cursor: bool = False
+
+
+class ActionsRequest(WireModel):
+    actions: list[Action] = Field(max_length=MAX_ACTIONS)
+    coordinates: CoordinateOptions | None = None
+    settle: SettleOptions | None = None
+    screenshot: ScreenshotOptions | None = Field(None, description="Take a screenshot after the actions "
+                                                 "(also taken when `settle` is given)")
+
+
+class ImageFrame(WireModel):
+    """How the image's pixels map to the screen and to the request's coordinate space."""
+
+    screen_width: int
+    screen_height: int
+    image_width: int
+    image_height: int
+    scale: float
+    region: Rect
+    """The captured rectangle in screen pixels."""
+    space: str
+    """The coordinate space positions in this response use."""
+
+
+class Image(WireModel):
+    media_type: str
+    data: str
+    """Base64 of the encoded image."""
+    frame: ImageFrame
+
+
+class ActionResult(WireModel):
+    index: int
+    type: str
+    ok: bool = True
+    x: int | None = None
+    y: int | None = None
+    """The pointer after a mouse action or `cursor_position`, in the request's space."""
+    window: str | None = None
+    image: Image | None = None
+
+
+class ActionError(WireModel):
+    index: int
+    """The failing action; `len(actions)` when the final settle or screenshot failed."""
+    type: str
+    problem: dict[str, Any]
+
+
+class CoordinateFrame(WireModel):
+    space: str
+    width: int
+    height: int
+    screen_width: int
+    screen_height: int
+
+
+class ActionsResponse(WireModel):
+    results: list[ActionResult]
+    error: ActionError | None = None
+    coordinates: CoordinateFrame
+    settled: bool | None = None
+    settle_ms: int | None = None
+    screenshot: Image | None = None

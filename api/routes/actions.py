@@ -1,0 +1,268 @@
+"""`POST /v1/desktop/actions`: validate a whole batch, map its coordinates to the screen, run it, observe.
+
+Everything is checked before anything runs: a bad value is a 400 naming `actions[i].field`. Errors
+while running are not HTTP errors: the answer is a 200 with the results so far and `error.index`.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import re
+import weakref
+from typing import Any, get_args
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.context import desktop_of
+from api.models.actions import (
+    Action,
+    ActionError,
+    ActionResult,
+    ActionsRequest,
+    ActionsResponse,
+    ClickAction,
+    CoordinateFrame,
+    CursorPositionAction,
+    DownAction,
+    DragAction,
+    HoldKeyAction,
+    Image,
+    ImageFrame,
+    ImageLimits,
+    KeyAction,
+    MoveAction,
+    Rect,
+    ScreenshotAction,
+    ScrollAction,
+    TypeAction,
+    UpAction,
+    WaitAction,
+    ZoomAction,
+)
+from api.operations import Operation
+from api.problems import problem_body
+from desktop import actions as steps
+from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
+from desktop.errors import FieldError, ServiceError, invalid_action
+from desktop.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
+from desktop.runtime import Desktop
+from desktop.screen import Region, Screenshot, ShotOptions
+from desktop.session import Session
+
+INVALID = "desktop_invalid_action"
+ERRORS = (409, 502, 503)
+ACTION_TYPES = frozenset(get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(Action)[0]))
+
+# One coordinator per Desktop, created on first use, so runtime.py need not know about batches.
+_coordinators: weakref.WeakKeyDictionary[Desktop, steps.Actions] = weakref.WeakKeyDictionary()
+
+
+def coordinator(desktop: Desktop) -> steps.Actions:
+    found = _coordinators.get(desktop)
+    if found is None:
+        found = _coordinators[desktop] = steps.Actions(desktop.mouse, desktop.keyboard, desktop.screen,
+                                                       desktop.frames)
+    return found
+
+
+# -- validation and mapping -------------------------------------------------------------------
+
+def _fit(limits: ImageLimits, width: int, height: int) -> ImageFit:
+    return fit_image(width, height, scale=limits.scale, target_width=limits.target_width,
+                     target_height=limits.target_height, max_long_edge=limits.max_long_edge,
+                     max_pixels=limits.max_pixels)
+
+
+def coordinate_space(body: ActionsRequest, session: Session, final: ImageFit) -> CoordinateSpace:
+    options = body.coordinates
+    w, h = session.width, session.height
+    if options is None or options.space == "screen":
+        return CoordinateSpace.screen(w, h)
+    if options.space == "normalized":
+        return CoordinateSpace.normalized(w, h)
+    if (options.width is None) != (options.height is None):
+        raise invalid_action("give coordinates.width and coordinates.height together, or neither to use "
+                             "the size of this request's screenshots", "coordinates.width")
+    return CoordinateSpace.image(w, h, options.width or final.width, options.height or final.height)
+
+
+class Planner:
+    """Turns the wire actions into screen-pixel steps, raising a 400 naming `actions[i].field`."""
+
+    def __init__(self, space: CoordinateSpace, shot: ShotOptions) -> None:
+        self.space = space
+        self.shot = shot
+
+    def point(self, x: int, y: int, prefix: str) -> tuple[int, int]:
+        space = self.space
+        for value, axis, limit in ((x, "x", space.max_x), (y, "y", space.max_y)):
+            if not 0 <= value <= limit:
+                raise invalid_action(f"{prefix}{axis}={value} is outside the {space.kind} space "
+                                     f"(0 <= {axis} <= {limit})", prefix + axis)
+        return space.to_screen(x, y)
+
+    def optional_point(self, x: int | None, y: int | None, prefix: str) -> tuple[int, int] | None:
+        if x is None and y is None:
+            return None
+        if x is None or y is None:
+            missing = prefix + ("x" if x is None else "y")
+            raise invalid_action(f"give {prefix}x and {prefix}y together, or neither for the pointer's position",
+                                 missing)
+        return self.point(x, y, prefix)
+
+    @staticmethod
+    def modifiers(names: list[str], prefix: str) -> tuple[int, ...]:
+        keysyms = []
+        for j, name in enumerate(names):
+            keysym = keysym_for_name(name.strip())
+            if keysym is None:
+                raise invalid_action(f"unknown key {name!r}; use ctrl, shift, alt, super or an X keysym name",
+                                     f"{prefix}modifiers[{j}]")
+            keysyms.append(keysym)
+        return tuple(keysyms)
+
+    def zoom(self, action: ZoomAction, prefix: str) -> ShotOptions:
+        r, space = action.region, self.space
+        for edge, size, limit in (("x", "width", space.max_x + 1), ("y", "height", space.max_y + 1)):
+            start, extent = getattr(r, edge), getattr(r, size)
+            if start < 0 or start + extent > limit:
+                raise invalid_action(f"the region must lie in the {space.kind} space: 0 <= {edge} and "
+                                     f"{edge}+{size} <= {limit}", f"{prefix}region.{edge if start < 0 else size}")
+        x, y, w, h = space.rect_to_screen(r.x, r.y, r.width, r.height)
+        fit = _fit(action, w, h)
+        return dataclasses.replace(self.shot, scale=fit.scale, region=Region(x, y, w, h))
+
+    def step(self, i: int, action: Any) -> steps.Step:
+        p = f"actions[{i}]."
+        match action:
+            case MoveAction():
+                return steps.Move(*self.point(action.x, action.y, p))
+            case ClickAction():
+                return steps.Click(self.optional_point(action.x, action.y, p), action.button, action.count,
+                                   self.modifiers(action.modifiers, p))
+            case DownAction() | UpAction():
+                return steps.Button(self.optional_point(action.x, action.y, p), action.button,
+                                    isinstance(action, DownAction))
+            case DragAction():
+                path = tuple(self.point(pt.x, pt.y, f"{p}path[{j}].") for j, pt in enumerate(action.path))
+                return steps.Drag(path, action.button, self.modifiers(action.modifiers, p), action.duration_ms)
+            case ScrollAction():
+                if action.delta_x == 0 and action.delta_y == 0:
+                    raise invalid_action("deltaX or deltaY must be non-zero", p + "deltaY")
+                return steps.Scroll(self.optional_point(action.x, action.y, p), action.delta_x, action.delta_y,
+                                    self.modifiers(action.modifiers, p))
+            case TypeAction():
+                return steps.Type(tuple(text_keysyms(action.text, p + "text")), action.delay_ms)
+            case KeyAction():
+                return steps.Key(tuple(tuple(chord) for chord in parse_keys(action.keys, p + "keys")))
+            case HoldKeyAction():
+                return steps.HoldKey(tuple(parse_chord(action.keys, p + "keys")), action.duration_ms)
+            case WaitAction():
+                return steps.Wait(action.duration_ms)
+            case CursorPositionAction():
+                return steps.CursorPosition()
+            case ScreenshotAction():
+                return steps.Capture(self.shot)
+            case ZoomAction():
+                return steps.Capture(self.zoom(action, p))
+        raise AssertionError(f"unhandled action {action!r}")
+
+
+# -- responses ----------------------------------------------------------------------------------
+
+def image_model(shot: Screenshot, space: CoordinateSpace) -> Image:
+    r = shot.region
+    frame = ImageFrame(screen_width=shot.screen_width, screen_height=shot.screen_height, image_width=shot.width,
+                       image_height=shot.height, scale=shot.scale, region=Rect(x=r.x, y=r.y, width=r.width,
+                                                                                 height=r.height),
+                       space=space.kind)
+    return Image(media_type=shot.media_type, data=base64.b64encode(shot.data).decode(), frame=frame)
+
+
+def result_model(index: int, action: Any, result: steps.StepResult, space: CoordinateSpace) -> ActionResult:
+    model = ActionResult(index=index, type=action.type)
+    if result.pointer is not None:
+        model.x, model.y = space.from_screen(result.pointer.x, result.pointer.y)
+        model.window = str(result.pointer.window) if result.pointer.window is not None else None
+    if result.shot is not None:
+        model.image = image_model(result.shot, space)
+    return model
+
+
+def problem_of(exc: ServiceError) -> dict[str, Any]:
+    return problem_body(exc.status, exc.kind, exc.title, exc.detail(), exc.code, **exc.extensions)
+
+
+# -- the endpoint -------------------------------------------------------------------------------
+
+async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse:
+    desktop = desktop_of(request)
+    session = desktop.session()
+    shot_options = body.screenshot
+    final = _fit(shot_options, session.width, session.height) if shot_options else ImageFit(1.0, session.width,
+                                                                                             session.height)
+    space = coordinate_space(body, session, final)
+    shot = ShotOptions(scale=final.scale)
+    if shot_options is not None:
+        shot = ShotOptions(format=shot_options.format, quality=shot_options.quality, scale=final.scale,
+                           show_cursor=shot_options.show_cursor)
+    planner = Planner(space, shot)
+    plan = [planner.step(i, action) for i, action in enumerate(body.actions)]
+    settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
+    observe = shot if body.screenshot is not None or settle is not None else None
+    outcome = await coordinator(desktop).run(session, plan, settle, observe)
+
+    response = ActionsResponse(
+        results=[result_model(i, body.actions[i], r, space) for i, r in enumerate(outcome.results)],
+        coordinates=CoordinateFrame(space=space.kind, width=space.width, height=space.height,
+                                    screen_width=session.width, screen_height=session.height),
+    )
+    if outcome.error is not None:
+        index, exc = outcome.error
+        kind = body.actions[index].type if index < len(body.actions) else "observe"
+        response.error = ActionError(index=index, type=kind, problem=problem_of(exc))
+    if outcome.settle is not None:
+        response.settled = outcome.settle.settled
+        response.settle_ms = round(outcome.settle.elapsed_s * 1000)
+    if outcome.shot is not None:
+        response.screenshot = image_model(outcome.shot, space)
+    return response
+
+
+_INDEX = re.compile(r"^(actions)\.(\d+)(?:\.([a-z_]+))?")
+
+
+def wire_field(field: str) -> str:
+    """`actions.3.click.x` (pydantic's location) as `actions[3].x`; `path.1.x` as `path[1].x`."""
+    match = _INDEX.match(field)
+    if match is not None:
+        tag = match.group(3)
+        rest = field[match.end():]
+        if tag is not None and tag not in ACTION_TYPES:
+            rest = "." + tag + rest
+        field = f"actions[{match.group(2)}]{rest}"
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", field)
+
+
+class BatchOperation(Operation):
+    """An Operation whose body errors name fields the way the batch documentation does."""
+
+    async def endpoint(self, request: Request) -> Response:
+        try:
+            return await super().endpoint(request)
+        except FieldError as exc:
+            errors = [{**e, "field": wire_field(e["field"])} for e in exc.extensions.get("errors", [])]
+            if not errors:
+                raise
+            kind = exc.kind if exc.kind != "invalid_request" else None
+            raise FieldError(errors, status=exc.status, code=exc.code, kind=kind) from None
+
+
+OPERATIONS = [
+    BatchOperation("POST", "/v1/desktop/actions", run_actions,
+                   "Run a batch of input actions in order, then optionally wait for the screen to settle "
+                   "and take a screenshot", body=ActionsRequest, response=ActionsResponse, body_required=True,
+                   invalid_code=INVALID, errors=ERRORS, tags=("actions",)),
+]

@@ -1,0 +1,252 @@
+"""Batches of input actions run one batch at a time, in order, stopping at the first error.
+
+Steps arrive validated and in screen pixels (the API layer maps client coordinates first). A batch
+holds an asyncio lock for its whole run, so two batches never interleave; single REST mouse and
+keyboard requests do not take it and may run between a batch's steps. Whatever fails, modifiers held
+for a click, scroll or drag are released, and buttons a batch pressed are released when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from desktop.errors import DesktopError, ServiceError
+from desktop.frames import FrameSource
+from desktop.keyboard import Keyboard
+from desktop.mouse import Mouse, PointerState, drag_path
+from desktop.screen import Screen, Screenshot, ShotOptions
+from desktop.session import Session
+from desktop.settle import SettleResult, wait_until_quiet
+
+logger = logging.getLogger("sandbox_desktop.actions")
+
+Point = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Move:
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class Click:
+    at: Point | None
+    button: str = "left"
+    count: int = 1
+    modifiers: tuple[int, ...] = ()
+    """Keysyms held down during the click."""
+
+
+@dataclass(frozen=True)
+class Button:
+    at: Point | None
+    button: str
+    down: bool
+
+
+@dataclass(frozen=True)
+class Drag:
+    path: tuple[Point, ...]
+    button: str = "left"
+    modifiers: tuple[int, ...] = ()
+    duration_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Scroll:
+    at: Point | None
+    delta_x: int
+    delta_y: int
+    modifiers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Type:
+    keysyms: tuple[int, ...]
+    delay_ms: int
+
+
+@dataclass(frozen=True)
+class Key:
+    chords: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class HoldKey:
+    keysyms: tuple[int, ...]
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class Wait:
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class CursorPosition:
+    pass
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A mid-batch screenshot, or a zoom when `options.region` is set."""
+
+    options: ShotOptions
+
+
+Step = Move | Click | Button | Drag | Scroll | Type | Key | HoldKey | Wait | CursorPosition | Capture
+
+
+@dataclass(frozen=True)
+class StepResult:
+    pointer: PointerState | None = None
+    shot: Screenshot | None = None
+
+
+@dataclass(frozen=True)
+class Settle:
+    quiet_ms: int
+    timeout_ms: int
+
+
+@dataclass
+class BatchOutcome:
+    """What a batch did: one result per step run, the first error, and the final observation."""
+
+    results: list[StepResult] = field(default_factory=list)
+    error: tuple[int, ServiceError] | None = None
+    """(index of the failing step, its problem); `len(steps)` for the final observation."""
+    settle: SettleResult | None = None
+    shot: Screenshot | None = None
+
+
+def drag_points(path: tuple[Point, ...]) -> list[Point]:
+    """Motion points after the first: each segment split like a REST drag (one point per 25 px, 1-20)."""
+    points: list[Point] = []
+    for start, end in itertools.pairwise(path):
+        steps = max(1, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
+        points.extend(drag_path(start, end, steps))
+    return points
+
+
+class Actions:
+    """Runs batches against the desktop's mouse, keyboard, screen and capture loop."""
+
+    def __init__(self, mouse: Mouse, keyboard: Keyboard, screen: Screen, frames: FrameSource) -> None:
+        self.mouse = mouse
+        self.keyboard = keyboard
+        self.screen = screen
+        self.frames = frames
+        self._lock = asyncio.Lock()
+
+    async def run(self, session: Session, steps: list[Step], settle: Settle | None = None,
+                  final: ShotOptions | None = None) -> BatchOutcome:
+        """Run `steps` in order; then settle and take the `final` screenshot, even after an error."""
+        outcome = BatchOutcome()
+        async with self._lock:
+            pressed: set[str] = set()
+            try:
+                for index, step in enumerate(steps):
+                    try:
+                        outcome.results.append(await self._run_step(session, step, pressed))
+                    except ServiceError as exc:
+                        outcome.error = (index, exc)
+                        break
+                    except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
+                        logger.exception("batch step %d (%s) failed", index, type(step).__name__)
+                        outcome.error = (index, DesktopError("desktop_input_failed", f"{type(exc).__name__}: {exc}"))
+                        break
+            finally:
+                await self._release(session, pressed)
+            await self._observe(session, outcome, len(steps), settle, final)
+        return outcome
+
+    async def _observe(self, session: Session, outcome: BatchOutcome, index: int, settle: Settle | None,
+                       final: ShotOptions | None) -> None:
+        try:
+            if settle is not None:
+                outcome.settle = await wait_until_quiet(self.frames, session.display, settle.quiet_ms / 1000,
+                                                        settle.timeout_ms / 1000)
+            if final is not None:
+                outcome.shot = await self.screen.capture(session, final)
+        except ServiceError as exc:
+            if outcome.error is None:
+                outcome.error = (index, exc)
+
+    async def _release(self, session: Session, pressed: set[str]) -> None:
+        """Release the buttons this batch pressed with `down` and left down."""
+        for button in sorted(pressed):
+            try:
+                await self.mouse.button(session, None, None, button, down=False)
+            except Exception as exc:  # the desktop may be gone; the X server then dropped the press too
+                logger.warning("could not release %s button after a batch: %s", button, exc)
+
+    async def _run_step(self, session: Session, step: Step, pressed: set[str]) -> StepResult:
+        mouse = self.mouse
+        match step:
+            case Move(x, y):
+                return StepResult(await mouse.move(session, x, y))
+            case Click(at, button, count, modifiers):
+                x, y = at or await self._pointer(session)
+                async with self._holding(session, modifiers):
+                    return StepResult(await mouse.click(session, x, y, button, count))
+            case Button(at, button, down):
+                state = await mouse.button(session, at[0] if at else None, at[1] if at else None, button, down)
+                (pressed.add if down else pressed.discard)(button)
+                return StepResult(state)
+            case Drag():
+                async with self._holding(session, step.modifiers):
+                    return StepResult(await self._drag(session, step))
+            case Scroll(at, delta_x, delta_y, modifiers):
+                x, y = at or await self._pointer(session)
+                async with self._holding(session, modifiers):
+                    return StepResult(await mouse.scroll(session, x, y, delta_x, delta_y))
+            case Type(keysyms, delay_ms):
+                await self.keyboard.type_keysyms(session, list(keysyms), delay_ms)
+            case Key(chords):
+                await self.keyboard.press_chords(session, [list(chord) for chord in chords])
+            case HoldKey(keysyms, duration_ms):
+                async with self._holding(session, keysyms):
+                    await asyncio.sleep(duration_ms / 1000)
+            case Wait(duration_ms):
+                await asyncio.sleep(duration_ms / 1000)
+            case CursorPosition():
+                return StepResult(await mouse.position(session))
+            case Capture(options):
+                return StepResult(shot=await self.screen.capture(session, options))
+        return StepResult()
+
+    async def _pointer(self, session: Session) -> Point:
+        state = await self.mouse.position(session)
+        return state.x, state.y
+
+    async def _drag(self, session: Session, drag: Drag) -> PointerState:
+        points = drag_points(drag.path)
+        pause = drag.duration_ms / 1000 / len(points)
+        state = await self.mouse.button(session, *drag.path[0], drag.button, down=True)
+        try:
+            for point in points:
+                if pause:
+                    await asyncio.sleep(pause)
+                state = await self.mouse.move(session, *point)
+        finally:
+            state = await self.mouse.button(session, None, None, drag.button, down=False)
+        return state
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, session: Session, keysyms: tuple[int, ...]) -> AsyncIterator[None]:
+        """Hold `keysyms` for the body; released whatever the body raised."""
+        if not keysyms:
+            yield
+            return
+        await self.keyboard.chord_down(session, list(keysyms))
+        try:
+            yield
+        finally:
+            await self.keyboard.chord_up(session, list(keysyms))
