@@ -338,7 +338,8 @@ class Forwarder:
         self.address: tuple[str, int] = self._server.getsockname()[:2]
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name="forwarder", daemon=True).start()
+        self.acceptor = threading.Thread(target=self._accept, name="forwarder", daemon=True)
+        self.acceptor.start()
 
     def _accept(self) -> None:
         for _ in range(100_000):
@@ -371,6 +372,10 @@ class Forwarder:
         source.close()
 
     def close(self) -> None:
+        # Closing a listening socket does not wake a thread blocked in accept() on Linux (the port
+        # would keep relaying); shutdown() does.
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         with self._lock:
             for sock in list(self._open):
@@ -378,3 +383,4 @@ class Forwarder:
                     sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
             self._open.clear()
+        self.acceptor.join(5)
