@@ -50,11 +50,9 @@ DEFAULT_RC_XML = """<?xml version="1.0" encoding="UTF-8"?>
     <context name="BRCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
     <context name="TLCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
     <context name="TRCorner"><mousebind button="Left" action="Drag"><action name="Resize"/></mousebind></context>
-    <context name="Client">
-      <mousebind button="Left" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
-      <mousebind button="Middle" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
-      <mousebind button="Right" action="Press"><action name="Focus"/><action name="Raise"/></mousebind>
-    </context>
+    <!-- No bindings in the Client context: they make openbox grab the pointer synchronously on every
+         click into a window, which freezes it and reorders injected input. sandbox-desktop focuses and
+         raises the clicked window itself (EWMH) before the press. -->
     <context name="Close"><mousebind button="Left" action="Click"><action name="Close"/></mousebind></context>
     <context name="Maximize"><mousebind button="Left" action="Click"><action name="ToggleMaximize"/></mousebind></context>
     <context name="Iconify"><mousebind button="Left" action="Click"><action name="Iconify"/></mousebind></context>

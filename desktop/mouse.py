@@ -19,6 +19,8 @@ from Xlib.protocol import request
 
 from desktop.errors import invalid_action
 from desktop.session import Session
+from desktop.window_control import SOURCE_PAGER, send_root_message
+from desktop.windows import active_window_id
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
 WHEEL_UP, WHEEL_DOWN, WHEEL_LEFT, WHEEL_RIGHT = 4, 5, 6, 7
@@ -29,6 +31,9 @@ MULTI_CLICK_GAP_S = 0.008
 MAX_DRAG_STEPS = 1000
 MAX_DRAG_MS = 60_000
 SETTLE_POINTER_S = 0.5
+# Presses of these buttons focus and raise the window under the pointer (click-to-focus).
+FOCUSING_BUTTONS = (1, 2, 3)
+ACTIVATE_TIMEOUT_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,14 @@ def _xid(window: object) -> int:
 
 
 def pointer_state(d: Display) -> PointerState:
-    """The pointer position and the client window (the one with WM_STATE) under it.
+    """The pointer position and the client window (the one with WM_STATE) under it."""
+    x, y, client, top = _under_pointer(d)
+    # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
+    return PointerState(x, y, 0, client or top or None)
+
+
+def _under_pointer(d: Display) -> tuple[int, int, int | None, int]:
+    """Pointer position, the managed client window under it (or None) and the top-level under it.
 
     One round trip per level: each level's WM_STATE and child-under-pointer are asked together.
     """
@@ -91,8 +103,24 @@ def pointer_state(d: Display) -> PointerState:
             window = candidate
             break
         candidate = _xid(below.child)
-    # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
-    return PointerState(int(reply.root_x), int(reply.root_y), 0, window or top or None)
+    return int(reply.root_x), int(reply.root_y), window, top
+
+
+def _activate_under_pointer(d: Display) -> None:
+    """Click-to-focus, done here rather than by a window manager binding.
+
+    A WM's click-to-focus binding grabs the pointer synchronously: the pointer freezes until the
+    WM has handled the press, and events sent meanwhile are reordered (keys overtake clicks) or
+    replayed to the WM instead of the app. Activating the window first (EWMH, as a pager would)
+    keeps every event in order; keys typed next go to the window that was clicked.
+    """
+    _, _, client, _ = _under_pointer(d)
+    if client is None or client == active_window_id(d):
+        return
+    send_root_message(d, client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
+    while active_window_id(d) != client and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _move(d: Display, x: int, y: int) -> None:
@@ -100,6 +128,8 @@ def _move(d: Display, x: int, y: int) -> None:
 
 
 def _press(d: Display, button: int) -> None:
+    if button in FOCUSING_BUTTONS:
+        _activate_under_pointer(d)
     xtest.fake_input(d, X.ButtonPress, button)
 
 

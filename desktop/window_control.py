@@ -45,7 +45,7 @@ def _managed(d: Display, wid: int) -> WindowInfo:
     return found[0]
 
 
-def _send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
+def send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
     root = d.screen().root
     message = event.ClientMessage(window=d.create_resource_object("window", wid),
                                   client_type=d.get_atom(name),
@@ -78,7 +78,7 @@ def _settle(d: Display, wid: int, done: Callable[[WindowInfo], bool],
 
 def _focus(d: Display, wid: int) -> WindowInfo:
     _managed(d, wid)
-    _send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
     return _settle(d, wid, lambda info: info.is_active)
 
 
@@ -86,7 +86,7 @@ def _move_resize(d: Display, wid: int, flags: int, x: int, y: int, width: int, h
     before = _managed(d, wid)
     # NorthWestGravity positions the frame; the frame extents turn our client-area target into it.
     left, top = before.client.x - before.frame.x, before.client.y - before.frame.y
-    _send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
+    send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
                        [NORTHWEST_GRAVITY | flags | (SOURCE_PAGER << 12), x - left, y - top, width, height])
 
     def applied(info: WindowInfo) -> bool:

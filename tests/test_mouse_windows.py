@@ -259,3 +259,41 @@ def test_xterm_moves_and_resizes_where_asked(api: httpx.Client, display: str) ->
         assert (resized["x"], resized["y"]) == (51, 70)
     finally:
         api.post(f"/v1/processes/{launched['processId']}/kill")
+
+
+def test_clicks_and_keys_on_a_managed_window_arrive_in_order(api: httpx.Client, display: str,
+                                                             tmp_path: Path) -> None:
+    """Click-to-focus must not freeze the pointer: nothing reordered, nothing lost, keys follow the click."""
+    other = Probe(display, tmp_path / "other.jsonl", "300x200+700+80", override_redirect=False, title="other")
+    target = Probe(display, tmp_path / "target.jsonl", "300x200+100+300", override_redirect=False, title="target")
+    try:
+        api.post("/v1/desktop/mouse/click", json={"x": 800, "y": 150})  # focus the other window first
+        # The order that lost presses with openbox's click-to-focus grab: a keymap change (ü is
+        # bound to a spare keycode), a modifier held around a scroll, then a double click and a drag.
+        result = api.post("/v1/desktop/actions", json={"actions": [
+            {"type": "click", "x": 200, "y": 400},
+            {"type": "type", "text": "ü", "delayMs": 0},
+            {"type": "key", "keys": "ctrl+a"},
+            {"type": "scroll", "x": 210, "y": 410, "deltaY": 3, "modifiers": ["shift"]},
+            {"type": "click", "x": 210, "y": 410, "count": 2},
+            {"type": "drag", "path": [{"x": 150, "y": 350}, {"x": 250, "y": 450}]},
+            {"type": "click", "x": 220, "y": 420, "button": "middle"},
+        ]}).json()
+        assert "error" not in result, result
+        target.wait_for(lambda e: e["type"] == "ButtonRelease" and e.get("button") == 2)
+        buttons_seen = [(e["type"], e["button"], e["rootX"], e["rootY"]) for e in target.events()
+                        if e["type"] in ("ButtonPress", "ButtonRelease")]
+        assert buttons_seen == [
+            ("ButtonPress", 1, 200, 400), ("ButtonRelease", 1, 200, 400),
+            *[(kind, 5, 210, 410) for _ in range(3) for kind in ("ButtonPress", "ButtonRelease")],
+            *[(kind, 1, 210, 410) for _ in range(2) for kind in ("ButtonPress", "ButtonRelease")],
+            ("ButtonPress", 1, 150, 350), ("ButtonRelease", 1, 250, 450),
+            ("ButtonPress", 2, 220, 420), ("ButtonRelease", 2, 220, 420),
+        ], buttons_seen
+        # Keys went to the clicked window, after the click that focused it.
+        order = [e["type"] for e in target.events() if e["type"] in ("ButtonPress", "KeyPress")]
+        assert order[0] == "ButtonPress" and "KeyPress" in order
+        assert not [e for e in other.events() if e["type"] == "KeyPress"]
+    finally:
+        other.close()
+        target.close()
