@@ -49,6 +49,7 @@ ROUTE_MODULES = (
     "api.routes.processes",
     "api.routes.fs",
     "api.routes.actions",
+    "api.routes.vendors",
 )
 
 

@@ -1,0 +1,96 @@
+"""Wire models of the vendor computer-use endpoints: the vendors' own snake_case shapes, as they send them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from api.models.actions import MAX_IMAGE_SIZE, SettleOptions
+from api.models.base import WireModel
+
+
+class VendorModel(WireModel):
+    """A vendor's JSON: field names as the vendor spells them (no camelCase), unknown fields ignored."""
+
+    model_config = ConfigDict(alias_generator=None, populate_by_name=True, extra="ignore")
+
+
+class AnthropicTool(VendorModel):
+    """The `computer` tool definition given to the model."""
+
+    type: Literal["computer_20241022", "computer_20250124", "computer_20251124"]
+    name: str = "computer"
+    display_width_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
+    display_height_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
+    display_number: int | None = Field(None, description="Ignored: the running desktop is used")
+    enable_zoom: bool = False
+
+
+class AnthropicInput(VendorModel):
+    """The `input` of the model's `tool_use` block, as is."""
+
+    action: str
+    coordinate: list[int] | None = None
+    start_coordinate: list[int] | None = None
+    text: str | None = None
+    scroll_direction: str | None = None
+    scroll_amount: int | None = None
+    duration: float | None = Field(None, description="Seconds (hold_key, wait), 0-100")
+    region: list[int] | None = Field(None, description="zoom: [x1, y1, x2, y2] in the display")
+    key: str | None = Field(None, description="Modifiers held during a click or scroll (the reference "
+                            "demo's spelling of `text`)")
+
+
+class AnthropicRequest(VendorModel):
+    tool: AnthropicTool
+    input: AnthropicInput
+    settle: SettleOptions | None = Field(None, description="Wait for the screen to settle before the "
+                                         "screenshot (default quietMs 300, timeoutMs 5000)")
+
+
+class AnthropicResult(VendorModel):
+    """The tool_result fields to forward: `content` blocks, and `is_error` when the action failed."""
+
+    content: list[dict[str, Any]]
+    is_error: bool | None = None
+
+
+class SafetyCheck(VendorModel):
+    id: str
+    code: str | None = None
+    message: str | None = None
+
+
+class ComputerCall(VendorModel):
+    """The model's `computer_call` item: one `action` (legacy) or a batch of `actions`."""
+
+    type: Literal["computer_call"] = "computer_call"
+    call_id: str = Field(min_length=1)
+    id: str | None = None
+    status: str | None = None
+    action: dict[str, Any] | None = None
+    actions: list[dict[str, Any]] | None = None
+    pending_safety_checks: list[SafetyCheck] = []
+
+
+class OpenAIRequest(VendorModel):
+    display_width: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="The tool's display size: "
+                                      "coordinates and the screenshot are in it (default: screen pixels)")
+    display_height: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE)
+    call: ComputerCall
+    settle: SettleOptions | None = Field(None, description="default quietMs 300, timeoutMs 5000")
+
+
+class ComputerScreenshot(VendorModel):
+    type: Literal["computer_screenshot"] = "computer_screenshot"
+    image_url: str
+
+
+class ComputerCallOutput(VendorModel):
+    """The `computer_call_output` item to send back to the model."""
+
+    type: Literal["computer_call_output"] = "computer_call_output"
+    call_id: str
+    acknowledged_safety_checks: list[SafetyCheck]
+    output: ComputerScreenshot

@@ -1,0 +1,85 @@
+"""Vendor computer-use endpoints: a model's tool call in, the result to send back to the model out.
+
+Both translate with `desktop.vendors` and run on the batch coordinator of `POST /v1/desktop/actions`,
+so a vendor call and a batch never interleave and settle the same way.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from api.context import desktop_of
+from api.models.actions import SettleOptions
+from api.models.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
+from api.operations import Operation
+from api.routes.actions import coordinator
+from desktop import actions as steps
+from desktop.errors import ServiceError, invalid_action
+from desktop.screen import ShotOptions
+from desktop.vendors import anthropic, openai
+from desktop.vendors.common import display_space
+
+INVALID = "desktop_invalid_action"
+ERRORS = (409, 502, 503)
+DEFAULT_SETTLE = steps.Settle(300, 5000)
+
+
+def settle_of(options: SettleOptions | None) -> steps.Settle:
+    return DEFAULT_SETTLE if options is None else steps.Settle(options.quiet_ms, options.timeout_ms)
+
+
+async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> AnthropicResult:
+    desktop = desktop_of(request)
+    session = desktop.session()
+    t = body.tool
+    space, fit = display_space(session.width, session.height, t.display_width_px, t.display_height_px,
+                               "tool.display_width_px")
+    tool = anthropic.Tool(t.type, t.display_width_px, t.display_height_px, t.enable_zoom)
+    plan = anthropic.Translator(tool, space).plan(body.input.model_dump(exclude_none=True))
+    if plan.press is not None:
+        # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
+        at = plan.press.at
+        try:
+            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None, "left", down=True)
+        except ServiceError as exc:
+            return AnthropicResult(**anthropic.error_result(exc.detail()))
+    final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
+    settle = settle_of(body.settle) if plan.settle else None
+    outcome = await coordinator(desktop).run(session, plan.steps, settle, final)
+    return AnthropicResult(**anthropic.content(plan, outcome, space))
+
+
+async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:
+    desktop = desktop_of(request)
+    session = desktop.session()
+    if (body.display_width is None) != (body.display_height is None):
+        missing = "display_width" if body.display_width is None else "display_height"
+        raise invalid_action("give display_width and display_height together, or neither for screen pixels",
+                             missing)
+    space, fit = display_space(session.width, session.height, body.display_width, body.display_height,
+                               "display_width")
+    call = body.call
+    plan = openai.Translator(space).plan(call.model_dump(exclude_none=True))
+    settle = settle_of(body.settle) if plan.steps else None
+    outcome = await coordinator(desktop).run(session, plan.steps, settle, ShotOptions(scale=fit.scale))
+    if outcome.error is not None:
+        index, exc = outcome.error
+        where = plan.prefixes[plan.origins[index]] if index < len(plan.steps) else "the screenshot"
+        exc.extensions["failedAction"] = where
+        exc.message = f"{where} failed (the actions before it ran): {exc.message}"
+        raise exc
+    assert outcome.shot is not None
+    checks = [check.model_dump(exclude_none=True) for check in call.pending_safety_checks]
+    return ComputerCallOutput(**openai.call_output(call.call_id, checks, outcome.shot))
+
+
+OPERATIONS = [
+    Operation("POST", "/v1/desktop/anthropic/computer", anthropic_computer,
+              "Run one Anthropic computer-tool action and answer the tool_result content to forward",
+              body=AnthropicRequest, response=AnthropicResult, body_required=True, invalid_code=INVALID,
+              errors=ERRORS, tags=("vendors",)),
+    Operation("POST", "/v1/desktop/openai/computer", openai_computer,
+              "Run an OpenAI computer_call (one action or a batch) and answer the computer_call_output item",
+              body=OpenAIRequest, response=ComputerCallOutput, body_required=True, invalid_code=INVALID,
+              errors=ERRORS, tags=("vendors",)),
+]
