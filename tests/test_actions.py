@@ -23,7 +23,7 @@ from Xlib import X
 from Xlib import display as xdisplay
 
 from tests.conftest import assert_problem, wait_for
-from tests.test_mouse_windows import Probe
+from tests.xprobe import Probe
 
 DESKTOP = {"displayNum": 300, "width": 1280, "height": 800}
 W, H = 1280, 800

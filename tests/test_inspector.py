@@ -10,8 +10,6 @@ separate X client (tests/xprobe.py) that records the input it receives.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +20,8 @@ import httpx
 import pytest
 
 from tests.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
-from tests.conftest import REPO, ServerProcess, wait_for
+from tests.conftest import ServerProcess, wait_for
+from tests.xprobe import Probe
 
 pytestmark = pytest.mark.skipif(chromium_path() is None,
                                 reason="chromium is not installed (apt-get install chromium): "
@@ -87,26 +86,6 @@ def messages(page: Page) -> list[str]:
 
 def streaming_available(api: httpx.Client) -> bool:
     return api.get("/v1/desktop/stream/status").status_code == 200
-
-
-class Probe:
-    """tests/xprobe.py on the desktop: a window that records the input events it receives."""
-
-    def __init__(self, display: str, out: Path, geometry: str) -> None:
-        self.out = out
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.xprobe", "--display", display, "--out", str(out),
-                                      "--geometry", geometry, "--title", "inspector-probe"], cwd=REPO)
-        wait_for(lambda: any(e["type"] == "MapNotify" for e in self.events()), "the probe window")
-
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        found = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
-        return [e for e in found if kind is None or e["type"] == kind]
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +204,8 @@ def live(page: Page, api: httpx.Client, desktop_display: str) -> Iterator[dict[s
 
 @pytest.fixture
 def probe(desktop_display: str, tmp_path: Path) -> Iterator[Probe]:
-    p = Probe(desktop_display, tmp_path / "events.jsonl", "360x260+300+200")
+    p = Probe(desktop_display, tmp_path / "events.jsonl", "360x260+300+200", override_redirect=False,
+              title="inspector-probe")
     yield p
     p.close()
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, assert_problem
+from tests.conftest import assert_problem
+from tests.xprobe import Probe
 
 PROBE_X, PROBE_Y = 100, 100
 
@@ -24,38 +23,6 @@ DESKTOP = {"displayNum": 210, "width": 1280, "height": 800}
 @pytest.fixture
 def display(api: httpx.Client) -> str:
     return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
-class Probe:
-    """The xprobe test client: a window recording its input events."""
-
-    def __init__(self, display: str, out: Path, geometry: str, override_redirect: bool = True,
-                 title: str = "probe") -> None:
-        self.out = out
-        args = [sys.executable, "-m", "tests.xprobe", "--display", display, "--out", str(out),
-                "--geometry", geometry, "--title", title]
-        if override_redirect:
-            args.append("--override-redirect")
-        self.proc = subprocess.Popen(args, cwd=REPO)
-        self.wait_for(lambda e: e["type"] == "MapNotify")
-        time.sleep(0.1)
-
-    def events(self) -> list[dict]:
-        if not self.out.exists():
-            return []
-        return [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
-
-    def wait_for(self, predicate: object, count: int = 1, timeout: float = 10) -> list[dict]:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = [e for e in self.events() if predicate(e)]  # type: ignore[operator]
-            if len(found) >= count or time.monotonic() > deadline:
-                return found
-            time.sleep(0.02)
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
 
 
 @pytest.fixture

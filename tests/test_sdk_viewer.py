@@ -32,6 +32,7 @@ import pytest
 
 from tests.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
 from tests.conftest import REPO, ServerProcess, launch_server, wait_for
+from tests.xprobe import Probe
 
 SDK_DIR = REPO / "tests" / "sdk"
 NODE = shutil.which("node")
@@ -249,29 +250,9 @@ def check_viewer(page: Page, api: httpx.Client, codec: str, token: str) -> dict[
     return figures
 
 
-class Probe:
-    """tests/xprobe.py on the desktop: a window that records the input events it receives."""
-
-    def __init__(self, display: str, out: Path) -> None:
-        self.out = out
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.xprobe", "--display", display, "--out", str(out),
-                                      "--geometry", PROBE_GEOMETRY, "--title", "sdk-viewer-probe"], cwd=REPO)
-        wait_for(lambda: any(e["type"] == "MapNotify" for e in self.events()), "the probe window")
-
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        found = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
-        return [e for e in found if kind is None or e["type"] == kind]
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
 def click_and_key_reach_the_probe(page: Page, api: httpx.Client, display: str, out: Path) -> None:
     """A real click on the viewer's video lands on the right screen pixel; a key press follows it."""
-    probe = Probe(display, out)
+    probe = Probe(display, out, PROBE_GEOMETRY, override_redirect=False, title="sdk-viewer-probe")
     try:
         window = wait_for(lambda: next((w for w in api.get("/v1/desktop/windows").json()["windows"]
                                         if w["title"] == "sdk-viewer-probe"), None), "the probe in the window list")

@@ -33,7 +33,8 @@ from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, d
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
 from streaming.viewer import Viewer, signaling_url, split_candidates
-from tests.conftest import REPO, ServerProcess, assert_problem, launch_server, wait_for
+from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.xprobe import Probe
 
 PORTS = (59300, 59320)
 DESKTOP = {"displayNum": 270, "width": 1024, "height": 768, "streamVideoCodec": "h264",
@@ -80,30 +81,11 @@ def streaming(api: httpx.Client) -> Iterator[None]:
     api.post("/v1/desktop/stream/stop")
 
 
-class Probe:
-    """tests/xprobe.py: a managed window that records the input events it receives."""
-
-    def __init__(self, display: str, out: Path) -> None:
-        self.out = out
-        x, y, w, h = PROBE
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.xprobe", "--display", display, "--out", str(out),
-                                      "--geometry", f"{w}x{h}+{x}+{y}", "--title", "stream-probe"], cwd=REPO)
-        wait_for(lambda: any(e["type"] == "MapNotify" for e in self.events()), "the probe window")
-        time.sleep(0.3)  # openbox places and decorates it
-
-    def events(self) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        return [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
 @pytest.fixture
 def probe(display: str, tmp_path: Path) -> Iterator[Probe]:
-    p = Probe(display, tmp_path / "events.jsonl")
+    x, y, w, h = PROBE
+    p = Probe(display, tmp_path / "events.jsonl", f"{w}x{h}+{x}+{y}", override_redirect=False, title="stream-probe")
+    time.sleep(0.2)  # openbox places and decorates it
     yield p
     p.close()
 

@@ -9,9 +9,54 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from Xlib import X, display
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Probe:
+    """Runs this module as a separate X client and reads back the events it recorded."""
+
+    def __init__(self, display_name: str, out: Path, geometry: str, *, override_redirect: bool = True,
+                 title: str = "probe") -> None:
+        self.out = out
+        args = [sys.executable, "-m", "tests.xprobe", "--display", display_name, "--out", str(out),
+                "--geometry", geometry, "--title", title]
+        if override_redirect:
+            args.append("--override-redirect")
+        self.proc = subprocess.Popen(args, cwd=REPO)
+        if not self.wait_for(lambda e: e["type"] == "MapNotify"):
+            self.close()
+            raise AssertionError(f"the probe window {title!r} never mapped")
+        time.sleep(0.1)  # let the window manager place and decorate it
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every recorded event (of one type, if given), oldest first."""
+        if not self.out.exists():
+            return []
+        found = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
+        return [e for e in found if kind is None or e["type"] == kind]
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], count: int = 1,
+                 timeout: float = 10) -> list[dict[str, Any]]:
+        """The recorded events matching `predicate` once there are `count` of them (or at the timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [e for e in self.events() if predicate(e)]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 def main() -> None:
