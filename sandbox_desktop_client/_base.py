@@ -1,0 +1,302 @@
+"""What the sync and async clients share: each endpoint as a `Call` (request + parser), and the settings."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import httpx
+from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
+
+from api.models.actions import ActionsResponse
+from api.models.apps import LaunchResponse, OpenResponse
+from api.models.clipboard import ClipboardResponse
+from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from api.models.mouse import MousePositionResponse
+from api.models.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
+from api.models.recording import DesktopRecordingInfo, DesktopRecordingListResponse
+from api.models.windows import DesktopWindowInfo, DesktopWindowListResponse
+
+from .errors import error_for
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_URL = "http://127.0.0.1:2468"
+TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
+DEFAULT_TIMEOUT = 30.0
+DOWNLOAD_CHUNK = 1 << 20
+
+Progress = Callable[[int, int | None], None]
+"""Called after each chunk of a download with (bytes written, total bytes or None)."""
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """An encoded image and the frame it was taken in (from the X-* response headers)."""
+
+    data: bytes
+    media_type: str
+    screen_width: int
+    screen_height: int
+    region: tuple[int, int, int, int]
+    """The captured rectangle (x, y, width, height) in screen pixels."""
+    image_width: int
+    image_height: int
+    scale: float
+    cursor: tuple[int, int] | None = None
+    """The pointer in screen pixels, when asked for with `show_cursor`."""
+
+    def to_screen(self, x: int, y: int) -> tuple[int, int]:
+        """Map a pixel of this image to screen pixels (exact for any scale and region)."""
+        rx, ry, rw, rh = self.region
+        return (rx + math.floor((x + 0.5) * rw / self.image_width),
+                ry + math.floor((y + 0.5) * rh / self.image_height))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the image to a file."""
+        with open(path, "wb") as f:
+            f.write(self.data)
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request and how to read its answer; `extra_timeout` is added for calls that wait server-side."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    json: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+    extra_timeout: float = 0.0
+
+
+def resolve_token(token: str | None) -> str | None:
+    return token if token is not None else os.environ.get(TOKEN_ENV) or None
+
+
+def client_options(url: str, token: str | None, timeout: float) -> dict[str, Any]:
+    """Keyword arguments for `httpx.Client`/`httpx.AsyncClient`."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {"base_url": url.rstrip("/"), "headers": headers, "timeout": timeout}
+
+
+def request_options(call: Call[Any], timeout: float | None) -> dict[str, Any]:
+    """Keyword arguments for `client.request(...)` / `client.build_request(...)`."""
+    options: dict[str, Any] = {"params": call.params or None, "json": call.json}
+    if call.extra_timeout and timeout is not None:
+        options["timeout"] = timeout + call.extra_timeout
+    return options
+
+
+def check(response: httpx.Response) -> None:
+    """Raise `ApiError` for a non-2xx response (its body read)."""
+    if not response.is_success:
+        raise error_for(response)
+
+
+def wire(**fields: Any) -> dict[str, Any]:
+    """A JSON body with camelCase names, None fields left out (the server applies its defaults)."""
+    return {to_camel(k): v for k, v in fields.items() if v is not None}
+
+
+def model(cls: type[M]) -> Callable[[httpx.Response], M]:
+    return lambda r: cls.model_validate(r.json())
+
+
+def nothing(response: httpx.Response) -> None:
+    return None
+
+
+def _int_header(response: httpx.Response, name: str) -> int:
+    return int(response.headers[name])
+
+
+def parse_screenshot(response: httpx.Response) -> Screenshot:
+    h = response.headers
+    cursor = (int(h["x-cursor-x"]), int(h["x-cursor-y"])) if "x-cursor-x" in h else None
+    return Screenshot(
+        data=response.content, media_type=h.get("content-type", ""),
+        screen_width=_int_header(response, "x-screen-width"), screen_height=_int_header(response, "x-screen-height"),
+        region=(_int_header(response, "x-region-x"), _int_header(response, "x-region-y"),
+                _int_header(response, "x-region-width"), _int_header(response, "x-region-height")),
+        image_width=_int_header(response, "x-image-width"), image_height=_int_header(response, "x-image-height"),
+        scale=float(h.get("x-scale", "1")), cursor=cursor)
+
+
+def _path_id(value: str) -> str:
+    if not value or "/" in value:
+        raise ValueError(f"not an id: {value!r}")
+    return value
+
+
+# Each function below is one endpoint; `Client` and `AsyncClient` only send them.
+
+def health() -> Call[str]:
+    return Call("GET", "/v1/health", lambda r: str(r.json()["status"]))
+
+
+def status() -> Call[DesktopStatusResponse]:
+    return Call("GET", "/v1/desktop/status", model(DesktopStatusResponse))
+
+
+def start(width: int | None, height: int | None, fields: Mapping[str, Any]) -> Call[DesktopStatusResponse]:
+    return Call("POST", "/v1/desktop/start", model(DesktopStatusResponse), json=wire(width=width, height=height,
+                **fields), extra_timeout=30)
+
+
+def stop() -> Call[DesktopStatusResponse]:
+    return Call("POST", "/v1/desktop/stop", model(DesktopStatusResponse), extra_timeout=30)
+
+
+def display_info() -> Call[DesktopDisplayInfoResponse]:
+    return Call("GET", "/v1/desktop/display/info", model(DesktopDisplayInfoResponse))
+
+
+def screenshot(format: str, quality: int | None, scale: float | None, show_cursor: bool,
+               region: Sequence[int] | None) -> Call[Screenshot]:
+    params: dict[str, Any] = {"format": format}
+    if quality is not None:
+        params["quality"] = quality
+    if scale is not None:
+        params["scale"] = scale
+    if show_cursor:
+        params["showCursor"] = "true"
+    path = "/v1/desktop/screenshot"
+    if region is not None:
+        x, y, width, height = region
+        params.update(x=x, y=y, width=width, height=height)
+        path += "/region"
+    return Call("GET", path, parse_screenshot, params=params)
+
+
+def _mouse(method: str, path: str, body: dict[str, Any] | None = None,
+           extra_timeout: float = 0) -> Call[MousePositionResponse]:
+    return Call(method, "/v1/desktop/mouse/" + path, model(MousePositionResponse), json=body,
+                extra_timeout=extra_timeout)
+
+
+def mouse_position() -> Call[MousePositionResponse]:
+    return _mouse("GET", "position")
+
+
+def move(x: int, y: int) -> Call[MousePositionResponse]:
+    return _mouse("POST", "move", wire(x=x, y=y))
+
+
+def click(x: int, y: int, button: str, count: int) -> Call[MousePositionResponse]:
+    return _mouse("POST", "click", wire(x=x, y=y, button=button, click_count=count))
+
+
+def mouse_button(up: bool, x: int | None, y: int | None, button: str) -> Call[MousePositionResponse]:
+    return _mouse("POST", "up" if up else "down", wire(x=x, y=y, button=button))
+
+
+def drag(start: Sequence[int], end: Sequence[int], steps: int | None, duration_ms: int,
+         button: str) -> Call[MousePositionResponse]:
+    body = wire(start_x=start[0], start_y=start[1], end_x=end[0], end_y=end[1], steps=steps,
+                duration_ms=duration_ms, button=button)
+    return _mouse("POST", "drag", body, extra_timeout=duration_ms / 1000)
+
+
+def scroll(x: int, y: int, dx: int, dy: int) -> Call[MousePositionResponse]:
+    return _mouse("POST", "scroll", wire(x=x, y=y, delta_x=dx, delta_y=dy))
+
+
+def type_text(text: str, delay_ms: int) -> Call[None]:
+    return Call("POST", "/v1/desktop/keyboard/type", nothing, json=wire(text=text, delay_ms=delay_ms),
+                extra_timeout=len(text) * delay_ms / 1000)
+
+
+def press(key: str, ctrl: bool, shift: bool, alt: bool, cmd: bool) -> Call[None]:
+    held = {name: True for name, on in (("ctrl", ctrl), ("shift", shift), ("alt", alt), ("cmd", cmd)) if on}
+    return Call("POST", "/v1/desktop/keyboard/press", nothing, json=wire(key=key, modifiers=held or None))
+
+
+def key(up: bool, key: str) -> Call[None]:
+    return Call("POST", "/v1/desktop/keyboard/" + ("up" if up else "down"), nothing, json={"key": key})
+
+
+def windows() -> Call[list[DesktopWindowInfo]]:
+    return Call("GET", "/v1/desktop/windows", lambda r: DesktopWindowListResponse.model_validate(r.json()).windows)
+
+
+def focused_window() -> Call[DesktopWindowInfo]:
+    return Call("GET", "/v1/desktop/windows/focused", model(DesktopWindowInfo))
+
+
+def window(action: str, window_id: str, body: dict[str, Any] | None = None) -> Call[DesktopWindowInfo]:
+    return Call("POST", f"/v1/desktop/windows/{_path_id(window_id)}/{action}", model(DesktopWindowInfo), json=body)
+
+
+def clipboard(selection: str) -> Call[str]:
+    return Call("GET", "/v1/desktop/clipboard", lambda r: ClipboardResponse.model_validate(r.json()).text,
+                params={"selection": selection})
+
+
+def set_clipboard(text: str, selection: str) -> Call[None]:
+    return Call("POST", "/v1/desktop/clipboard", nothing, json={"text": text, "selection": selection})
+
+
+def launch(app: str, args: Iterable[str], wait: bool, wait_timeout_ms: int | None) -> Call[LaunchResponse]:
+    body = wire(app=app, args=list(args), wait=wait, wait_timeout_ms=wait_timeout_ms)
+    return Call("POST", "/v1/desktop/launch", model(LaunchResponse), json=body,
+                extra_timeout=(wait_timeout_ms or 5000) / 1000 if wait else 0)
+
+
+def open_target(target: str) -> Call[OpenResponse]:
+    return Call("POST", "/v1/desktop/open", model(OpenResponse), json={"target": target})
+
+
+def actions(steps: Sequence[Mapping[str, Any]], coordinates: Mapping[str, Any] | None,
+            settle: Mapping[str, Any] | None, screenshot: Mapping[str, Any] | None) -> Call[ActionsResponse]:
+    body = wire(actions=[dict(s) for s in steps], coordinates=coordinates, settle=settle, screenshot=screenshot)
+    waits = sum(float(s.get("durationMs") or 0) for s in steps)
+    waits += float((settle or {}).get("timeoutMs", 5000 if settle is not None else 0))
+    return Call("POST", "/v1/desktop/actions", model(ActionsResponse), json=body, extra_timeout=waits / 1000)
+
+
+def start_recording(fps: int | None) -> Call[DesktopRecordingInfo]:
+    return Call("POST", "/v1/desktop/recording/start", model(DesktopRecordingInfo), json=wire(fps=fps))
+
+
+def stop_recording() -> Call[DesktopRecordingInfo]:
+    return Call("POST", "/v1/desktop/recording/stop", model(DesktopRecordingInfo), extra_timeout=30)
+
+
+def recordings() -> Call[list[DesktopRecordingInfo]]:
+    return Call("GET", "/v1/desktop/recordings",
+                lambda r: DesktopRecordingListResponse.model_validate(r.json()).recordings)
+
+
+def recording(recording_id: str) -> Call[DesktopRecordingInfo]:
+    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}", model(DesktopRecordingInfo))
+
+
+def download_recording(recording_id: str) -> Call[None]:
+    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}/download", nothing)
+
+
+def delete_recording(recording_id: str) -> Call[None]:
+    return Call("DELETE", f"/v1/desktop/recordings/{_path_id(recording_id)}", nothing)
+
+
+def run(command: str, args: Iterable[str], timeout_ms: int | None, cwd: str | None,
+        env: Mapping[str, str] | None) -> Call[ProcessRunResponse]:
+    body = wire(command=command, args=list(args), timeout_ms=timeout_ms, cwd=cwd, env=dict(env) if env else None)
+    return Call("POST", "/v1/processes/run", model(ProcessRunResponse), json=body,
+                extra_timeout=(timeout_ms or 30_000) / 1000)
+
+
+def processes(owner: str | None) -> Call[list[ProcessInfo]]:
+    return Call("GET", "/v1/processes", lambda r: ProcessListResponse.model_validate(r.json()).processes,
+                params=wire(owner=owner))
+
+
+def content_length(response: httpx.Response) -> int | None:
+    value = response.headers.get("content-length")
+    return int(value) if value and value.isdigit() else None
