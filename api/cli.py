@@ -1,4 +1,5 @@
-"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages."""
+"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages,
+and the client commands (`status`, `screenshot`, `click`, ...) drive a running server."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from api import cli_client
 from api.cors import CorsPolicy
 from desktop import installer
 
@@ -70,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     install = commands.add_parser("install", help="install system packages")
     targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
     installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
+    cli_client.add_client_commands(commands)
     return parser
 
 
@@ -121,6 +124,8 @@ def run_server(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if cli_client.is_client_command(args):
+        return cli_client.run_client_command(args)
     if args.command == "server":
         return run_server(args)
     if args.command == "install":
