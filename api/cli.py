@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from api import cli_client
+from api import cli_client, mcp_server
 from api.cors import CorsPolicy
 from desktop import installer
 
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
     installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
     cli_client.add_client_commands(commands)
+    mcp_server.add_mcp_command(commands)
     return parser
 
 
@@ -130,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_server(args)
     if args.command == "install":
         return installer.run(args)
+    if args.command == "mcp":
+        return mcp_server.run_mcp(args)
     return 2
 
 

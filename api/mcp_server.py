@@ -1,0 +1,322 @@
+"""`sandbox-desktop mcp`: a running server's desktop as MCP tools over stdio (the official `mcp` SDK)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from api.cli_client import DEFAULT_URL, TOKEN_ENV, URL_ENV, UsageError, parse_chord
+from api.models.actions import ActionsRequest, ActionsResponse
+from api.models.actions import Image as WireImage
+from sandbox_desktop_client import ApiError, AsyncClient
+
+if TYPE_CHECKING:
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+DEFAULT_TIMEOUT = 60.0
+INSTRUCTIONS = ("Controls a Linux desktop. Take a screenshot first; x/y of click, scroll and drag are screen "
+                "pixels (divide a scaled screenshot's pixel by its scale). `batch` runs several actions, "
+                "waits for the screen to settle and returns one screenshot: one call per step.")
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image part of a reply: base64 data as MCP carries it."""
+
+    data: str
+    media_type: str
+
+
+@dataclass
+class Reply:
+    """What a tool answers: text and image parts, and whether the model should treat it as a failure."""
+
+    parts: list[str | Image] = field(default_factory=list)
+    is_error: bool = False
+
+
+Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    handler: Handler
+
+
+# JSON schema helpers: every property carries a description the model reads.
+
+def obj(required: Sequence[str] = (), **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+def integer(description: str, **limits: int) -> dict[str, Any]:
+    return {"type": "integer", "description": description, **limits}
+
+
+def string(description: str, *choices: str, default: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "description": description}
+    if choices:
+        schema["enum"] = list(choices)
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def point(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+            "description": description + ": [x, y] in screen pixels"}
+
+
+X = integer("Horizontal screen pixel, 0 at the left", minimum=0)
+Y = integer("Vertical screen pixel, 0 at the top", minimum=0)
+BUTTON = string("Mouse button", "left", "middle", "right", "back", "forward", default="left")
+SELECTION = string("Which X selection", "clipboard", "primary", default="clipboard")
+
+
+# Tools: each takes the open client and the validated arguments.
+
+async def screenshot(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    shot = await client.screenshot(args.get("format", "png"), args.get("quality"), args.get("scale"))
+    frame = (f"screen {shot.screen_width}x{shot.screen_height}, image {shot.image_width}x{shot.image_height}, "
+             f"scale {shot.scale:g}")
+    return Reply([Image(base64.b64encode(shot.data).decode(), shot.media_type), frame])
+
+
+async def click(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    at = await client.click(args["x"], args["y"], args.get("button", "left"), args.get("count", 1))
+    return Reply([f"clicked at {at.x},{at.y}"])
+
+
+async def type_text(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    await client.type_text(args["text"], args.get("delay_ms", 0))
+    return Reply([f"typed {len(args['text'])} characters"])
+
+
+async def key(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    name, flags = parse_chord(args["chord"])
+    await client.press(name, **flags)
+    return Reply([f"pressed {args['chord']}"])
+
+
+async def scroll(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    await client.scroll(args["x"], args["y"], args.get("dx", 0), args.get("dy", 0))
+    return Reply(["scrolled"])
+
+
+async def drag(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    at = await client.drag(args["start"], args["end"], duration_ms=args.get("duration_ms", 0),
+                           button=args.get("button", "left"))
+    return Reply([f"dragged to {at.x},{at.y}"])
+
+
+async def windows(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    found = await client.windows()
+    return Reply([json.dumps([w.model_dump(by_alias=True, exclude_none=True) for w in found])])
+
+
+async def clipboard_get(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    return Reply([await client.clipboard(args.get("selection", "clipboard"))])
+
+
+async def clipboard_set(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    await client.set_clipboard(args["text"], args.get("selection", "clipboard"))
+    return Reply(["clipboard set"])
+
+
+async def launch(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    launched = await client.launch(args["app"], args.get("args", ()), args.get("wait", False))
+    return Reply([launched.to_json().decode()])
+
+
+def image_part(image: WireImage) -> Image:
+    return Image(image.data, image.media_type)
+
+
+def batch_reply(response: ActionsResponse) -> Reply:
+    """The response as JSON text without the image data, then each image as image content."""
+    images = [image_part(r.image) for r in response.results if r.image is not None]
+    if response.screenshot is not None:
+        images.append(image_part(response.screenshot))
+    summary = response.model_dump(by_alias=True, exclude_none=True)
+    for item in [*summary["results"], summary]:
+        (item.get("image") or item.get("screenshot") or {}).pop("data", None)
+    parts: list[str | Image] = []
+    if response.error is not None:
+        problem = response.error.problem
+        parts.append(f"action {response.error.index} ({response.error.type}) failed: "
+                     f"{problem.get('detail') or problem.get('title')} (code: {problem.get('code')})")
+    return Reply([*parts, json.dumps(summary), *images], is_error=response.error is not None)
+
+
+async def batch(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    return batch_reply(await client.actions(args["actions"], args.get("coordinates"), args.get("settle"),
+                                            args.get("screenshot")))
+
+
+def batch_schema() -> dict[str, Any]:
+    # The request model is the schema: the model sees exactly what the server validates.
+    schema = ActionsRequest.model_json_schema(by_alias=True)
+    schema.pop("title", None)
+    return schema
+
+
+TOOLS = [
+    Tool("screenshot", "Capture the whole screen as an image.", obj(
+        format=string("Image format; jpeg is smaller", "png", "jpeg", default="png"),
+        scale={"type": "number", "minimum": 0.1, "maximum": 1, "description": "Shrink factor, e.g. 0.5"},
+        quality=integer("JPEG quality", minimum=1, maximum=100)), screenshot),
+    Tool("click", "Click a mouse button at a screen pixel.", obj(
+        ["x", "y"], x=X, y=Y, button=BUTTON,
+        count=integer("1 click, 2 double click, 3 triple click", minimum=1, maximum=3)), click),
+    Tool("type", "Type text (any Unicode) into the focused window; \\n presses Enter.", obj(
+        ["text"], text=string("The text to type"),
+        delay_ms=integer("Pause between characters in ms", minimum=0, maximum=1000)), type_text),
+    Tool("key", "Press a key or chord once, e.g. Return, Escape, ctrl+c, ctrl+shift+t, alt+F4.", obj(
+        ["chord"], chord=string("Modifiers (ctrl, shift, alt, cmd) and one X key name joined with +")), key),
+    Tool("scroll", "Turn the mouse wheel with the pointer at a screen pixel.", obj(
+        ["x", "y"], x=X, y=Y, dx=integer("Wheel clicks; > 0 scrolls right", minimum=-100, maximum=100),
+        dy=integer("Wheel clicks; > 0 scrolls down", minimum=-100, maximum=100)), scroll),
+    Tool("drag", "Press a mouse button at start, move to end, release.", obj(
+        ["start", "end"], start=point("Where the button goes down"), end=point("Where it is released"),
+        button=BUTTON, duration_ms=integer("How long the move takes", minimum=0, maximum=60000)), drag),
+    Tool("windows", "List the top-level windows as JSON: id, title, geometry in screen pixels, isActive.",
+         obj(), windows),
+    Tool("clipboard_get", "Read the clipboard's text.", obj(selection=SELECTION), clipboard_get),
+    Tool("clipboard_set", "Replace the clipboard's text.", obj(
+        ["text"], text=string("The new clipboard text"), selection=SELECTION), clipboard_set),
+    Tool("launch", "Start a desktop application; with wait, return once its window is shown.", obj(
+        ["app"], app=string("Program name on PATH, e.g. xterm or firefox"),
+        args={"type": "array", "items": {"type": "string"}, "description": "Command-line arguments"},
+        wait={"type": "boolean", "default": False, "description": "Wait for its window (up to 5 s)"}), launch),
+    Tool("batch", "Run input actions in order, optionally wait until the screen settles, and return the "
+         "results and a screenshot. The body of POST /v1/desktop/actions: give `settle` or `screenshot` "
+         "to get an image.", batch_schema(), batch),
+]
+TOOL_NAMES = [t.name for t in TOOLS]
+
+
+async def run_tool(tool: Tool, client: AsyncClient, arguments: dict[str, Any], timeout: float, url: str) -> Reply:
+    """Run one tool call within `timeout`; every failure becomes an error reply saying what happened."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await tool.handler(client, arguments)
+    except TimeoutError:
+        return Reply([f"{tool.name} timed out after {timeout:g} s (the server's --timeout); the desktop may "
+                      "still be carrying it out: take a screenshot before retrying"], is_error=True)
+    except ApiError as e:
+        return Reply([f"{e.detail} (code: {e.code or 'error'}, HTTP {e.status})"], is_error=True)
+    except UsageError as e:
+        return Reply([str(e)], is_error=True)
+    except httpx.ConnectError:
+        return Reply([f"cannot reach the sandbox-desktop server at {url}: is it running?"], is_error=True)
+    except httpx.TransportError as e:
+        return Reply([f"talking to {url} failed: {e or type(e).__name__}"], is_error=True)
+
+
+def to_result(reply: Reply) -> types.CallToolResult:
+    from mcp import types
+
+    content: list[types.ContentBlock] = [
+        types.ImageContent(type="image", data=p.data, mimeType=p.media_type) if isinstance(p, Image)
+        else types.TextContent(type="text", text=p) for p in reply.parts]
+    return types.CallToolResult(content=content, isError=reply.is_error)
+
+
+def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url: str) -> Server[Any, Any]:
+    """An MCP server offering `tools` (only those) on `client`."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    by_name = {t.name: t for t in tools}
+    server: Server[Any, Any] = Server("sandbox-desktop", instructions=INSTRUCTIONS)
+
+    @server.list_tools()
+    async def list_tools() -> list[types.Tool]:
+        return [types.Tool(name=t.name, description=t.description, inputSchema=t.schema) for t in tools]
+
+    @server.call_tool()
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        tool = by_name.get(name)
+        if tool is None:
+            return to_result(Reply([f"unknown tool {name!r}: this server offers {', '.join(by_name)}"], True))
+        return to_result(await run_tool(tool, client, arguments, timeout, url))
+
+    return server
+
+
+async def serve(url: str, token: str | None, tools: Sequence[Tool], timeout: float) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with AsyncClient(url, token) as client:
+        server = build_server(client, tools, timeout, url)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+def tool_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TOOL_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown tool {', '.join(unknown) or repr(text)}: "
+                                         f"choose from {', '.join(TOOL_NAMES)}")
+    return names
+
+
+def positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
+                        help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
+    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
+                        help=f"bearer token (default ${TOKEN_ENV})")
+    parser.add_argument("--allow", type=tool_list, action="extend", metavar="TOOL[,TOOL...]",
+                        help=f"offer only these tools (repeatable; default all: {', '.join(TOOL_NAMES)})")
+    parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"fail a tool call that takes longer (default {DEFAULT_TIMEOUT:g})")
+
+
+def add_mcp_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register `mcp` on the `sandbox-desktop` parser."""
+    help = "serve the desktop as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
+    add_arguments(subparsers.add_parser("mcp", help=help, description=help))
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """Serve MCP on stdin/stdout until the client closes them; 2 if the `mcp` package is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("error: `sandbox-desktop mcp` needs the mcp package: pip install 'sandbox-desktop[mcp]'",
+              file=sys.stderr)
+        return 2
+    allowed = set(args.allow or TOOL_NAMES)
+    asyncio.run(serve(args.url, args.token, [t for t in TOOLS if t.name in allowed], args.timeout))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sandbox-desktop mcp", description=__doc__)
+    add_arguments(parser)
+    return run_mcp(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
