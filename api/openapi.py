@@ -82,8 +82,9 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
         responses[str(op.status)] = {"description": _STATUS_TEXT.get(op.status, "OK"), "content": {
             "application/json": {"schema": defs[(op.response.__name__, "serialization")]}}}
     else:
-        responses[str(op.status)] = {"description": "OK", "content": {op.media_type: {"schema": {
-            "type": "string", "format": "binary"}}}}
+        binary = {"schema": {"type": "string", "format": "binary"}}
+        media_types = [m.strip() for m in op.media_type.split(",")]
+        responses[str(op.status)] = {"description": "OK", "content": {m: binary for m in media_types}}
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     statuses = set(op.errors)
     if op.body is not None:

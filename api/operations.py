@@ -48,7 +48,8 @@ class Operation:
     response: type[BaseModel] | None = None
     """Model of a 200 JSON response; a handler returning a model gets it serialised."""
     media_type: str = "application/json"
-    """Media type of a non-JSON success response (images, video, event streams)."""
+    """Media type of a non-JSON success response (images, video, event streams); a comma-separated
+    list when the request chooses among several (`image/png, image/jpeg, image/webp`)."""
     status: int = 200
     errors: tuple[int, ...] = ()
     """Error statuses worth documenting besides 401 and the validation ones."""

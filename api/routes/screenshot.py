@@ -11,6 +11,7 @@ from api.operations import Operation
 from desktop.screen import Region, Screenshot, ShotOptions
 
 INVALID = "desktop_invalid_action"
+IMAGE_TYPES = "image/png, image/jpeg, image/webp"
 ERRORS = (409, 502, 503)
 
 FRAME_HEADERS = ("X-Screen-Width", "X-Screen-Height", "X-Image-Width", "X-Image-Height", "X-Scale",
@@ -54,10 +55,10 @@ async def region_screenshot(request: Request, query: RegionScreenshotQuery) -> R
 OPERATIONS = [
     Operation("GET", "/v1/desktop/screenshot", screenshot,
               "A fresh screenshot (png, jpeg or webp); X-* headers give its coordinate frame",
-              query=ScreenshotQuery, media_type="image/png", invalid_code=INVALID, errors=ERRORS,
+              query=ScreenshotQuery, media_type=IMAGE_TYPES, invalid_code=INVALID, errors=ERRORS,
               tags=("screenshot",)),
     Operation("GET", "/v1/desktop/screenshot/region", region_screenshot,
               "A fresh screenshot of a rectangle that lies on the screen",
-              query=RegionScreenshotQuery, media_type="image/png", invalid_code=INVALID, errors=ERRORS,
+              query=RegionScreenshotQuery, media_type=IMAGE_TYPES, invalid_code=INVALID, errors=ERRORS,
               tags=("screenshot",)),
 ]
