@@ -167,8 +167,8 @@ def test_an_openai_batch_reaches_the_client(api: httpx.Client, display: str, pro
         {"type": "double_click", "x": dbl[0], "y": dbl[1]},
         {"type": "drag", "path": [{"x": start[0], "y": start[1]}, {"x": end[0], "y": end[1]}]},
         {"type": "click", "x": click[0], "y": click[1], "button": "wheel"},
-        # Last: clicks right after typing a character missing from the layout lose events in the shared
-        # input layer (the same with /v1/desktop/actions; reported), which is not what this test checks.
+        # Typing after the clicks keeps this test about the translation; clicks right after a keymap
+        # change are covered by test_mouse_windows.py::test_clicks_and_keys_on_a_managed_window_arrive_in_order.
         {"type": "type", "text": "ü"},
     ], size, checks)
     assert answer.status_code == 200, answer.text
