@@ -19,6 +19,7 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.ext import xtest
 
+from desktop.action_log import MAX_TEXT_CHARS, ActionLog, chord_name, keysym_text
 from desktop.errors import DesktopError
 from desktop.keymap import Keymap, Stroke
 from desktop.keys import invalid_key, text_keysyms
@@ -72,8 +73,10 @@ def pressed_keycodes(display: Display) -> list[int]:
 class Keyboard:
     """XTest keyboard for the desktop; `hold` and `idle_restore` tune the spare-keycode LRU."""
 
-    def __init__(self, hold: float = HOLD_S, idle_restore: float = IDLE_RESTORE_S) -> None:
+    def __init__(self, hold: float = HOLD_S, idle_restore: float = IDLE_RESTORE_S,
+                 log: ActionLog | None = None) -> None:
         self.hold = hold
+        self.log = log
         self.idle_restore = idle_restore
         self._lock = asyncio.Lock()
         self._x: XThread | None = None
@@ -94,6 +97,8 @@ class Keyboard:
         """Type keysyms from `text_keysyms`, `delay_ms` apart (0: in chunks, as fast as possible)."""
         job = _Typing(keysyms, step=1 if delay_ms > 0 else CHUNK_CHARS)
         async with self._exclusive(session) as generation:
+            text = keysym_text(keysyms)
+            self._record("type", length=len(text), text=text[:MAX_TEXT_CHARS])
             try:
                 for _ in range(2 * len(job.keysyms) + _MAX_ROUNDS):
                     wait = await session.x.call(self._type_step, job)
@@ -110,6 +115,7 @@ class Keyboard:
     async def press_chords(self, session: Session, chords: list[list[int]]) -> None:
         """Press and release each chord in turn (keys in order, released in reverse)."""
         async with self._exclusive(session):
+            self._record("press", keys=" ".join(chord_name(chord) for chord in chords))
             await self._until_bound(session, self._press_step, chords)
 
     async def press_keysyms(self, session: Session, keysyms: list[int]) -> None:
@@ -119,16 +125,19 @@ class Keyboard:
     async def chord_down(self, session: Session, keysyms: list[int]) -> None:
         """Hold the keys of a chord (with Shift/AltGr when a key needs it) until `chord_up`."""
         async with self._exclusive(session):
+            self._record("key_down", keys=chord_name(keysyms))
             await self._until_bound(session, self._down_step, keysyms, True)
 
     async def chord_up(self, session: Session, keysyms: list[int]) -> None:
         """Release what `chord_down` (or `key_down`) pressed for these keysyms, in reverse order."""
         async with self._exclusive(session):
+            self._record("key_up", keys=chord_name(keysyms))
             await session.x.call(self._up, keysyms)
 
     async def key_down(self, session: Session, keysym: int) -> None:
         """Press one raw keysym without adding modifiers (the live view sends its own)."""
         async with self._exclusive(session):
+            self._record("key_down", keys=chord_name([keysym]))
             await self._until_bound(session, self._down_step, [keysym], False)
 
     async def key_up(self, session: Session, keysym: int) -> None:
@@ -361,6 +370,10 @@ class Keyboard:
         return due
 
     # -- helpers (event loop) -------------------------------------------------------------------
+
+    def _record(self, kind: str, **fields: object) -> None:
+        if self.log is not None:
+            self.log.record(kind, **fields)
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session: Session) -> AsyncIterator[int]:

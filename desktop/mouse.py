@@ -17,6 +17,7 @@ from Xlib.display import Display
 from Xlib.ext import xtest
 from Xlib.protocol import request
 
+from desktop.action_log import ActionLog
 from desktop.errors import invalid_action
 from desktop.session import Session
 from desktop.window_control import SOURCE_PAGER, send_root_message
@@ -223,27 +224,42 @@ def release_buttons(d: Display) -> None:
 # -- the feature -----------------------------------------------------------------------------
 
 class Mouse:
-    """Mouse actions; stateless, everything happens on the session's input thread."""
+    """Mouse actions; stateless, everything happens on the session's input thread.
+
+    With an `ActionLog`, each action is recorded once it has been validated, before it runs.
+    """
+
+    def __init__(self, log: ActionLog | None = None) -> None:
+        self.log = log
+
+    def _record(self, kind: str, **fields: object) -> None:
+        if self.log is not None:
+            self.log.record(kind, **fields)
 
     async def position(self, session: Session) -> PointerState:
         return await session.x.call(pointer_state)
 
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
+        self._record("move", x=x, y=y)
         return await session.x.call(_move_to, x, y)
 
     async def click(self, session: Session, x: int, y: int, button: str = "left", count: int = 1) -> PointerState:
         check_point(session, x, y)
         if not 1 <= count <= MAX_CLICKS:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
-        return await session.x.call(_click, x, y, button_number(button), count)
+        number = button_number(button)
+        self._record("click", x=x, y=y, button=button, count=count)
+        return await session.x.call(_click, x, y, number, count)
 
     async def button(self, session: Session, x: int | None, y: int | None, button: str, down: bool) -> PointerState:
         if (x is None) != (y is None):
             raise invalid_action("x and y must both be provided when setting coordinates", "x" if x is None else "y")
         if x is not None and y is not None:
             check_point(session, x, y)
-        return await session.x.call(_button, x, y, button_number(button), down)
+        number = button_number(button)
+        self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
+        return await session.x.call(_button, x, y, number, down)
 
     async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int], button: str = "left",
                    steps: int | None = None, duration_ms: int = 0) -> PointerState:
@@ -256,7 +272,9 @@ class Mouse:
             raise invalid_action(f"steps must be between 1 and {MAX_DRAG_STEPS}", "steps")
         if not 0 <= duration_ms <= MAX_DRAG_MS:
             raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
-        return await session.x.call(_drag, start, end, button_number(button), steps, duration_ms / 1000)
+        number = button_number(button)
+        self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
+        return await session.x.call(_drag, start, end, number, steps, duration_ms / 1000)
 
     async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
         check_point(session, x, y)
@@ -265,6 +283,7 @@ class Mouse:
         for value, field in ((delta_x, "deltaX"), (delta_y, "deltaY")):
             if abs(value) > 100:
                 raise invalid_action(f"{field} must be between -100 and 100 wheel clicks", field)
+        self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
         return await session.x.call(_scroll, x, y, delta_x, delta_y)
 
     async def release_all(self, session: Session) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
@@ -100,9 +101,10 @@ class Desktop:
         self._marker = ""
         self._stop_hooks: list[StopHook] = []
         self.screen = Screen()
-        self.keyboard = Keyboard()
+        self.action_log = ActionLog()
+        self.keyboard = Keyboard(log=self.action_log)
         self.clipboard = Clipboard()
-        self.mouse = Mouse()
+        self.mouse = Mouse(self.action_log)
         self.windows = Windows()
         self.apps = Apps(self.processes)
         self.frames = FrameSource()

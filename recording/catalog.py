@@ -92,6 +92,10 @@ class Catalog:
     def path(self, number: int) -> Path:
         return self.directory / f"rec_{number}.mp4"
 
+    def actions_path(self, number: int) -> Path:
+        """`rec_N.actions.jsonl`: the actions executed while it recorded."""
+        return self.directory / f"rec_{number}.actions.jsonl"
+
     def sorted(self) -> list[RecordingRecord]:
         """The records in numeric id order (rec_2 before rec_10)."""
         return [self.records[n] for n in sorted(self.records)]
@@ -193,6 +197,7 @@ class Catalog:
         """Delete the video, then its metadata."""
         self.path(number).unlink(missing_ok=True)
         (self.directory / f"rec_{number}.json").unlink(missing_ok=True)
+        self.actions_path(number).unlink(missing_ok=True)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

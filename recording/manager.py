@@ -15,9 +15,11 @@ import re
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from desktop.errors import Conflict, NotFound, StreamError
 from desktop.runtime import Desktop, rfc3339_ns
+from recording.action_track import ActionTrack, read_track
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings
 from recording.recorder import Recorder
@@ -38,6 +40,7 @@ class RecordingManager:
         self._catalogs: dict[Path, asyncio.Task[Catalog]] = {}
         self._lock = asyncio.Lock()
         self._active: Recorder | None = None
+        self._track: ActionTrack | None = None
         self._last_failure: RecordingRecord | None = None
 
     # -- server and desktop lifecycle ---------------------------------------------------------
@@ -88,6 +91,10 @@ class RecordingManager:
             catalog.records[record.number] = record
             recorder.start(self.desktop.frames.subscribe(session.display, fps), t0)
             self._active = recorder
+            try:
+                self._track = ActionTrack(self.desktop.action_log, catalog.actions_path(record.number), t0)
+            except OSError as exc:  # the video matters more than its action track
+                logger.warning("recording %s has no action track: %s", record.id, exc)
             logger.info("recording %s started (%s at %d fps)", record.id, session.display, fps)
             return self._view(record)
 
@@ -116,6 +123,12 @@ class RecordingManager:
         record = await self._find(ident)
         catalog = await self._catalog()
         return self._view(record), catalog.path(record.number)
+
+    async def actions(self, ident: str) -> tuple[RecordingRecord, list[dict[str, Any]]]:
+        """A recording and the actions executed while it recorded, with their `videoMs`."""
+        record = await self._find(ident)
+        catalog = await self._catalog()
+        return self._view(record), await asyncio.to_thread(read_track, catalog.actions_path(record.number))
 
     async def delete(self, ident: str) -> None:
         """Delete a recording's video and metadata; the active one must be stopped first."""
@@ -172,6 +185,9 @@ class RecordingManager:
                 record.last_error = f"no frame was captured: {cause}"
         if self._active is recorder:
             self._active = None
+            if self._track is not None:
+                self._track.close()
+                self._track = None
         self._last_failure = record if record.status == "failed" else None
         try:
             await asyncio.to_thread(catalog.save, record)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from desktop.action_log import action_source
 from desktop.errors import ServiceError
 from desktop.keys import UNICODE_KEYSYM_BASE
 from desktop.runtime import Desktop
@@ -225,6 +226,7 @@ class RemoteInput:
         await self.release_all()
 
     async def _run(self) -> None:
+        action_source.set("stream")  # this task's own context: all it injects is the live view's
         while not self._closed:
             if not self._queue:
                 self._wake.clear()

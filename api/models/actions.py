@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from api.models.base import WireModel
+from api.models.base import QueryModel, WireModel
 from api.models.mouse import Button
 from api.models.screenshot import ImageFormat
 
@@ -217,3 +217,14 @@ class ActionsResponse(WireModel):
     settled: bool | None = None
     settle_ms: int | None = None
     screenshot: Image | None = None
+
+
+class ActionLogQuery(QueryModel):
+    since: int = Field(0, ge=0)
+    """Only entries with a larger `seq`."""
+    limit: int = Field(1000, ge=1, le=10_000)
+
+
+class ActionLogResponse(WireModel):
+    entries: list[dict[str, Any]]
+    """Oldest first: `seq`, `t` (monotonic seconds), `at`, `source`, `kind` and the action's fields."""

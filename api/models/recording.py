@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
@@ -46,3 +46,8 @@ class DesktopRecordingInfo(WireModel):
 
 class DesktopRecordingListResponse(WireModel):
     recordings: list[DesktopRecordingInfo] = Field(description="In id order")
+
+
+class DesktopRecordingActions(WireModel):
+    recording_id: str
+    entries: list[dict[str, Any]] = Field(description="Action log entries with `videoMs`, in order")

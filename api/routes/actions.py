@@ -19,6 +19,8 @@ from api.context import desktop_of
 from api.models.actions import (
     Action,
     ActionError,
+    ActionLogQuery,
+    ActionLogResponse,
     ActionResult,
     ActionsRequest,
     ActionsResponse,
@@ -44,6 +46,7 @@ from api.models.actions import (
 from api.operations import Operation
 from api.problems import problem_body
 from desktop import actions as steps
+from desktop.action_log import acting_as
 from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
 from desktop.errors import FieldError, ServiceError, invalid_action
 from desktop.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
@@ -212,7 +215,8 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     plan = [planner.step(i, action) for i, action in enumerate(body.actions)]
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None
-    outcome = await coordinator(desktop).run(session, plan, settle, observe)
+    with acting_as("batch"):
+        outcome = await coordinator(desktop).run(session, plan, settle, observe)
 
     response = ActionsResponse(
         results=[result_model(i, body.actions[i], r, space) for i, r in enumerate(outcome.results)],
@@ -260,9 +264,16 @@ class BatchOperation(Operation):
             raise FieldError(errors, status=exc.status, code=exc.code, kind=kind) from None
 
 
+async def action_log(request: Request, *, query: ActionLogQuery) -> ActionLogResponse:
+    return ActionLogResponse(entries=desktop_of(request).action_log.entries(query.since, query.limit))
+
+
 OPERATIONS = [
     BatchOperation("POST", "/v1/desktop/actions", run_actions,
                    "Run a batch of input actions in order, then optionally wait for the screen to settle "
                    "and take a screenshot", body=ActionsRequest, response=ActionsResponse, body_required=True,
                    invalid_code=INVALID, errors=ERRORS, tags=("actions",)),
+    Operation("GET", "/v1/desktop/actions/log", action_log,
+              "Every input action executed (REST, batch, vendor, live view), oldest first; `since` pages on",
+              query=ActionLogQuery, response=ActionLogResponse, tags=("actions",)),
 ]

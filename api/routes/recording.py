@@ -13,11 +13,17 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.models.recording import DesktopRecordingInfo, DesktopRecordingListResponse, DesktopRecordingStartRequest
+from api.models.recording import (
+    DesktopRecordingActions,
+    DesktopRecordingInfo,
+    DesktopRecordingListResponse,
+    DesktopRecordingStartRequest,
+)
 from api.operations import Operation
 from api.routes.fs import FileStreamResponse
 from desktop.errors import NotFound, ServiceError
 from desktop.files import ReadHandle
+from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
 from recording.manager import RecordingManager
 
@@ -130,6 +136,17 @@ async def download_recording(request: Request) -> Response:
     return response
 
 
+async def recording_actions(request: Request) -> DesktopRecordingActions:
+    record, entries = await manager_of(request).actions(request.path_params["id"])
+    return DesktopRecordingActions(recording_id=record.id, entries=entries)
+
+
+async def recording_chapters(request: Request) -> Response:
+    record, entries = await manager_of(request).actions(request.path_params["id"])
+    return Response(webvtt(entries), media_type="text/vtt; charset=utf-8",
+                    headers={"content-disposition": f'inline; filename="{record.id}.actions.vtt"'})
+
+
 async def delete_recording(request: Request) -> None:
     await manager_of(request).delete(request.path_params["id"])
 
@@ -150,6 +167,12 @@ OPERATIONS = [
     Operation("GET", "/v1/desktop/recordings/{id}/download", download_recording,
               "The MP4, streamed; supports a single Range (206, or 416); works while recording",
               media_type="video/mp4", errors=(404, 416), tags=TAGS),
+    Operation("GET", "/v1/desktop/recordings/{id}/actions", recording_actions,
+              "The actions executed while it recorded, with `videoMs` (time in the video)",
+              response=DesktopRecordingActions, errors=(404,), tags=TAGS),
+    Operation("GET", "/v1/desktop/recordings/{id}/actions.vtt", recording_chapters,
+              "The actions as WebVTT chapters: one cue per action, for a video player",
+              media_type="text/vtt", errors=(404,), tags=TAGS),
     Operation("DELETE", "/v1/desktop/recordings/{id}", delete_recording,
               "Delete a recording's video and metadata (not the active one)",
               status=204, errors=(404, 409), tags=TAGS),

@@ -14,6 +14,7 @@ from api.models.vendors import AnthropicRequest, AnthropicResult, ComputerCallOu
 from api.operations import Operation
 from api.routes.actions import coordinator
 from desktop import actions as steps
+from desktop.action_log import acting_as
 from desktop.errors import ServiceError, invalid_action
 from desktop.screen import ShotOptions
 from desktop.vendors import anthropic, openai
@@ -29,6 +30,11 @@ def settle_of(options: SettleOptions | None) -> steps.Settle:
 
 
 async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> AnthropicResult:
+    with acting_as("anthropic"):
+        return await _anthropic_computer(request, body)
+
+
+async def _anthropic_computer(request: Request, body: AnthropicRequest) -> AnthropicResult:
     desktop = desktop_of(request)
     session = desktop.session()
     t = body.tool
@@ -50,6 +56,11 @@ async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> Ant
 
 
 async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:
+    with acting_as("openai"):
+        return await _openai_computer(request, body)
+
+
+async def _openai_computer(request: Request, body: OpenAIRequest) -> ComputerCallOutput:
     desktop = desktop_of(request)
     session = desktop.session()
     if (body.display_width is None) != (body.display_height is None):
