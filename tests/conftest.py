@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -16,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -122,6 +125,25 @@ def api(srv: ServerProcess) -> Iterator[httpx.Client]:
     """A client of the module's server."""
     with srv.client() as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def display(api: httpx.Client) -> str:
+    """The X display of the module's desktop (`DESKTOP = {...}`)."""
+    return str(api.get("/v1/desktop/display/info").json()["display"])
+
+
+@contextlib.contextmanager
+def managed_probe(api: httpx.Client, display: str, out: Path, title: str,
+                  geometry: str = "800x500+100+100") -> Iterator[tuple[Probe, dict[str, Any]]]:
+    """A window-manager-managed xprobe window and its client rectangle as the server lists it."""
+    probe = Probe(display, out, geometry, override_redirect=False, title=title)
+    try:
+        rect = wait_for(lambda: next((w for w in api.get("/v1/desktop/windows").json()["windows"]
+                                      if w["title"] == title), None), f"the {title} window")
+        yield probe, rect
+    finally:
+        probe.close()
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 10) -> Any:

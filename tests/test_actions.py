@@ -22,7 +22,7 @@ from PIL import Image
 from Xlib import X
 from Xlib import display as xdisplay
 
-from tests.conftest import assert_problem, wait_for
+from tests.conftest import assert_problem, managed_probe, wait_for
 from tests.xprobe import Probe
 
 DESKTOP = {"displayNum": 300, "width": 1280, "height": 800}
@@ -61,21 +61,11 @@ for i in range(100000):
 """
 
 
-@pytest.fixture(scope="module")
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
 @pytest.fixture
-def probe(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[tuple[Probe, dict]]:
+def probe(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[tuple[Probe, dict[str, Any]]]:
     """A managed xprobe window (so a click focuses it) and its client rectangle from the window list."""
-    p = Probe(display, tmp_path / "events.jsonl", "800x500+100+100", override_redirect=False, title="batch-probe")
-    try:
-        rect = wait_for(lambda: next((w for w in api.get("/v1/desktop/windows").json()["windows"]
-                                      if w["title"] == "batch-probe"), None), "the probe window")
-        yield p, rect
-    finally:
-        p.close()
+    with managed_probe(api, display, tmp_path / "events.jsonl", "batch-probe") as found:
+        yield found
 
 
 def painter(display: str, mode: str, x: int, y: int) -> subprocess.Popen[str]:

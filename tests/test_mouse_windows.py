@@ -21,11 +21,6 @@ DESKTOP = {"displayNum": 210, "width": 1280, "height": 800}
 
 
 @pytest.fixture
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
-@pytest.fixture
 def probe(display: str, tmp_path: Path) -> Iterator[Probe]:
     p = Probe(display, tmp_path / "events.jsonl", f"400x300+{PROBE_X}+{PROBE_Y}")
     yield p

@@ -67,11 +67,6 @@ with open(sys.argv[1], "a") as out:
 
 # -- fixtures and helpers ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
 @pytest.fixture
 def streaming(api: httpx.Client) -> Iterator[None]:
     """The stream is on for the test and off afterwards."""

@@ -72,11 +72,6 @@ class App:
         self.proc.wait()
 
 
-@pytest.fixture(scope="module")
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
 @pytest.fixture
 def app(display: str, tmp_path: Path) -> Iterator[App]:
     a = App(display, tmp_path / "tkapp.jsonl")

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from Xlib import X
 
-from tests.conftest import assert_problem, wait_for
+from tests.conftest import assert_problem, managed_probe
 from tests.test_actions import keysym_now, nothing_held
 from tests.test_mouse_windows import Probe
 
@@ -41,20 +41,11 @@ def png_size(data: str) -> tuple[int, int]:
     return image.size
 
 
-@pytest.fixture(scope="module")
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
-
-
 @pytest.fixture
-def probe(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[tuple[Probe, dict]]:
-    p = Probe(display, tmp_path / "events.jsonl", "800x500+100+100", override_redirect=False, title="vendor-probe")
-    try:
-        rect = wait_for(lambda: next((w for w in api.get("/v1/desktop/windows").json()["windows"]
-                                      if w["title"] == "vendor-probe"), None), "the probe window")
-        yield p, rect
-    finally:
-        p.close()
+def probe(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[tuple[Probe, dict[str, Any]]]:
+    """A managed xprobe window (so a click focuses it) and its client rectangle from the window list."""
+    with managed_probe(api, display, tmp_path / "events.jsonl", "vendor-probe") as found:
+        yield found
 
 
 def claude(api: httpx.Client, tool: dict = TOOL, **params: Any) -> httpx.Response:
