@@ -103,6 +103,7 @@ DESKTOP_CODES: dict[str, tuple[int, str]] = {
     "desktop_runtime_inactive": (409, "Desktop Runtime Inactive"),
     "desktop_runtime_starting": (409, "Desktop Runtime Starting"),
     "desktop_runtime_failed": (503, "Desktop Runtime Failed"),
+    "desktop_not_ready": (503, "Desktop Not Ready"),
     "desktop_invalid_action": (400, "Desktop Invalid Action"),
     "desktop_screenshot_failed": (502, "Desktop Screenshot Failed"),
     "desktop_input_failed": (502, "Desktop Input Failed"),

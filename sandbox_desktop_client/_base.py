@@ -16,6 +16,7 @@ from api.models.actions import ActionsResponse
 from api.models.apps import LaunchResponse, OpenResponse
 from api.models.clipboard import ClipboardResponse
 from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from api.models.health import ReadinessResponse
 from api.models.mouse import MousePositionResponse
 from api.models.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
 from api.models.recording import DesktopRecordingInfo, DesktopRecordingListResponse
@@ -138,6 +139,10 @@ def _path_id(value: str) -> str:
 
 def health() -> Call[str]:
     return Call("GET", "/v1/health", lambda r: str(r.json()["status"]))
+
+
+def ready() -> Call[ReadinessResponse]:
+    return Call("GET", "/v1/health/ready", model(ReadinessResponse))
 
 
 def status() -> Call[DesktopStatusResponse]:

@@ -14,6 +14,7 @@ import httpx
 from api.models.actions import ActionsResponse
 from api.models.apps import LaunchResponse, OpenResponse
 from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from api.models.health import ReadinessResponse
 from api.models.mouse import MousePositionResponse
 from api.models.processes import ProcessInfo, ProcessRunResponse
 from api.models.recording import DesktopRecordingInfo
@@ -52,6 +53,10 @@ class AsyncClient:
     # Lifecycle
     async def health(self) -> str:
         return await self.send(b.health())
+
+    async def ready(self) -> ReadinessResponse:
+        """The end-to-end readiness checks; raises `ApiError` (503 `desktop_not_ready`) when one fails."""
+        return await self.send(b.ready())
 
     async def status(self) -> DesktopStatusResponse:
         return await self.send(b.status())

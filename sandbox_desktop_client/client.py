@@ -13,6 +13,7 @@ import httpx
 from api.models.actions import ActionsResponse
 from api.models.apps import LaunchResponse, OpenResponse
 from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from api.models.health import ReadinessResponse
 from api.models.mouse import MousePositionResponse
 from api.models.processes import ProcessInfo, ProcessRunResponse
 from api.models.recording import DesktopRecordingInfo
@@ -51,6 +52,10 @@ class Client:
     # Lifecycle
     def health(self) -> str:
         return self.send(b.health())
+
+    def ready(self) -> ReadinessResponse:
+        """The end-to-end readiness checks; raises `ApiError` (503 `desktop_not_ready`) when one fails."""
+        return self.send(b.ready())
 
     def status(self) -> DesktopStatusResponse:
         return self.send(b.status())

@@ -1,11 +1,16 @@
-"""`GET /` and `GET /v1/health`: open without a token so probes and SDK clients can check liveness."""
+"""`GET /` and `GET /v1/health`: open without a token so probes and SDK clients can check liveness;
+`GET /v1/health/ready` (token required) checks end to end that the desktop can work."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
+from api.context import desktop_of
 from api.models.base import WireModel
+from api.models.health import ReadinessCheck, ReadinessResponse
 from api.operations import Operation
+from desktop.errors import DesktopError
+from desktop.readiness import check_readiness
 
 
 class HealthResponse(WireModel):
@@ -22,6 +27,16 @@ async def health(request: Request) -> HealthResponse:
     return HealthResponse(status="ok")
 
 
+async def ready(request: Request) -> ReadinessResponse:
+    readiness = await check_readiness(desktop_of(request))
+    checks = [ReadinessCheck(name=c.name, ok=c.ok, ms=c.ms, detail=c.detail or None) for c in readiness.checks]
+    if not readiness.ready:
+        raise DesktopError("desktop_not_ready", f"desktop not ready: {readiness.failure()}",
+                           checks=[c.model_dump(by_alias=True, exclude_none=True) for c in checks],
+                           headers={"Retry-After": "1"})
+    return ReadinessResponse(status="ready", checks=checks)
+
+
 async def root(request: Request) -> RootResponse:
     return RootResponse(name="Sandbox Agent", docs="/v1/openapi.json", version=request.app.state.version)
 
@@ -31,4 +46,7 @@ OPERATIONS = [
               tags=("health",)),
     Operation("GET", "/v1/health", health, "Liveness (no token needed)", response=HealthResponse,
               tags=("health",)),
+    Operation("GET", "/v1/health/ready", ready,
+              "Readiness: X answers, the window manager runs and a screenshot encodes (503 otherwise)",
+              response=ReadinessResponse, errors=(401, 503), tags=("health",)),
 ]
