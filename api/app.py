@@ -19,12 +19,13 @@ from starlette.routing import Route
 
 from api.auth import TokenAuthMiddleware
 from api.cors import CorsMiddleware, CorsPolicy
+from api.metrics import Metrics, RequestMetricsMiddleware
 from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
-from desktop.errors import ServiceError
+from desktop.errors import PermissionDenied, ServiceError
 from desktop.options import StartOptions
 from desktop.runtime import Desktop
 from recording.manager import RecordingManager
@@ -50,7 +51,15 @@ ROUTE_MODULES = (
     "api.routes.fs",
     "api.routes.actions",
     "api.routes.vendors",
+    "api.routes.metrics",
 )
+
+# APIs a deployment may switch off (`ServerConfig.disabled_apis`): name -> (path prefix, server flag).
+OPTIONAL_APIS = {
+    "processes": ("/v1/processes", "--no-process-api"),
+    "fs": ("/v1/fs", "--no-file-api"),
+}
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,8 @@ class ServerConfig:
     """Start a desktop with these options when the server starts."""
     url: str = "http://127.0.0.1:2468"
     """Where the server is reachable, for the messages it prints."""
+    disabled_apis: frozenset[str] = frozenset()
+    """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -100,6 +111,24 @@ def _dispatcher(methods: dict[str, Operation]) -> Callable[[Request], Awaitable[
     return dispatch
 
 
+def is_disabled(path: str, disabled: frozenset[str]) -> bool:
+    return any(path == OPTIONAL_APIS[name][0] or path.startswith(OPTIONAL_APIS[name][0] + "/") for name in disabled)
+
+
+def disabled_routes(disabled: frozenset[str]) -> list[Route]:
+    """Routes that answer every request under a switched-off API with a 403 naming the flag."""
+    routes: list[Route] = []
+    for name in sorted(disabled):
+        prefix, flag = OPTIONAL_APIS[name]
+
+        async def refuse(request: Request, prefix: str = prefix, flag: str = flag) -> Response:
+            raise PermissionDenied(f"{prefix} is disabled on this server (started with {flag})", code="api_disabled")
+
+        routes += [Route(prefix, refuse, methods=ALL_METHODS), Route(prefix + "/{rest:path}", refuse,
+                                                                      methods=ALL_METHODS)]
+    return routes
+
+
 def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlette:
     """Build the ASGI app around a Desktop (a new one unless given)."""
     desktop = desktop or Desktop(state_dir=config.state_dir)
@@ -108,7 +137,8 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     stream = StreamManager(desktop)
     desktop.add_stop_hook(recordings.on_desktop_stop)
     desktop.add_stop_hook(stream.on_desktop_stop)
-    operations = collect_operations()
+    metrics = Metrics(desktop, recordings, stream)
+    operations = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
     openapi = build_openapi(operations, VERSION)
 
     async def openapi_document(request: Request) -> Response:
@@ -130,10 +160,13 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             await stream.shutdown()
             await recordings.shutdown()
 
+    routes = [*build_routes(operations), *disabled_routes(config.disabled_apis), *STREAM_WEBSOCKETS, *UI_ROUTES,
+              Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
-        routes=[*build_routes(operations), *STREAM_WEBSOCKETS, *UI_ROUTES,
-                Route("/v1/openapi.json", openapi_document, methods=["GET"])],
+        routes=routes,
         middleware=[
+            # Outermost, so refused (401) and failed (500) requests are counted too.
+            Middleware(RequestMetricsMiddleware, metrics=metrics, routes=routes),
             Middleware(CorsMiddleware, policy=config.cors),
             Middleware(TokenAuthMiddleware, token=config.token),
         ],
@@ -147,6 +180,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     app.state.desktop = desktop
     app.state.recordings = recordings
     app.state.stream = stream
+    app.state.metrics = metrics
     app.state.config = config
     app.state.version = VERSION
     return app

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from api import cli_client, mcp_server
 from api.cors import CorsPolicy
+from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
 
 if TYPE_CHECKING:
@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default $XDG_STATE_HOME/sandbox-desktop/desktop)")
     server.add_argument("--log-level", default="info",
                         choices=["critical", "error", "warning", "info", "debug"])
+    server.add_argument("--log-format", default="text", choices=LOG_FORMATS,
+                        help="text lines, or one JSON object per line for log collectors (default text)")
+    server.add_argument("--no-process-api", action="store_true",
+                        help="switch off /v1/processes (403) for deployments that only need the desktop")
+    server.add_argument("--no-file-api", action="store_true",
+                        help="switch off /v1/fs (403) for deployments that only need the desktop")
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
@@ -87,8 +93,9 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
             # A Python signal handler may run in the middle of a loop callback: hand over safely.
             asyncio.get_event_loop().call_soon_threadsafe(app.state.desktop.processes.end_follows)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                            timeout_graceful_shutdown=4)
+    # Logging is configured already (configure_logging); the app writes its own access log, without queries.
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
+                            access_log=False, timeout_graceful_shutdown=4)
     Server(config).run()
 
 
@@ -114,8 +121,10 @@ def run_server(args: argparse.Namespace) -> int:
     state_dir = args.state_dir.expanduser().resolve() if args.state_dir else None
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"
-    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start, url=url)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api)) if off)
+    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start, url=url,
+                          disabled_apis=disabled)
+    configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
           f"{', token required' if token else ''})", file=sys.stderr, flush=True)

@@ -12,6 +12,8 @@ import contextlib
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -72,6 +74,14 @@ class Screenshot:
     scale: float
     cursor: tuple[int, int] | None = None
     """Pointer position in screen pixels, when the cursor was asked for."""
+    capture_seconds: float = 0.0
+    """Time spent grabbing pixels (and the pointer) from the X server."""
+    encode_seconds: float = 0.0
+    """Time spent compositing, scaling and encoding."""
+
+
+ShotObserver = Callable[[ShotOptions, Screenshot], None]
+"""Told of every screenshot taken (metrics subscribe here); must be quick and must not raise."""
 
 
 def check_region(region: Region, width: int, height: int) -> None:
@@ -143,7 +153,9 @@ class _Pool:
         return await loop.run_in_executor(self._executor, self._shoot, options, region, screen)
 
     def _shoot(self, options: ShotOptions, region: Region, screen: tuple[int, int]) -> Screenshot:
+        began = time.perf_counter()
         image, cursor = self._capture(region, options.show_cursor)
+        captured = time.perf_counter()
         # Nothing is drawn for a pointer outside the region, not even the part of its image inside.
         shown = cursor if cursor is not None and region.contains(cursor.x, cursor.y) else None
         if shown is not None:
@@ -153,10 +165,12 @@ class _Pool:
         if shown is not None:
             draw_marker(image, image_coordinate(shown.x - region.x, region.width, size[0]),
                         image_coordinate(shown.y - region.y, region.height, size[1]))
+        data = encode(image, options.format, options.quality)
         return Screenshot(
-            data=encode(image, options.format, options.quality), media_type=MEDIA_TYPES[options.format],
+            data=data, media_type=MEDIA_TYPES[options.format],
             screen_width=screen[0], screen_height=screen[1], region=region, width=size[0], height=size[1],
             scale=options.scale, cursor=(cursor.x, cursor.y) if cursor is not None else None,
+            capture_seconds=captured - began, encode_seconds=time.perf_counter() - captured,
         )
 
     def _capture(self, region: Region, with_cursor: bool) -> tuple[Image.Image, Cursor | None]:
@@ -225,6 +239,7 @@ class Screen:
     def __init__(self, workers: int = WORKERS) -> None:
         self._workers = workers
         self._pool: _Pool | None = None
+        self.observers: list[ShotObserver] = []
         keep_image_blocks()
 
     async def capture(self, session: Session, options: ShotOptions) -> Screenshot:
@@ -237,7 +252,10 @@ class Screen:
             self._pool = pool
             if old is not None:
                 await asyncio.to_thread(old.close)
-        return await pool.shoot(options, region, (session.width, session.height))
+        shot = await pool.shoot(options, region, (session.width, session.height))
+        for observe in self.observers:
+            observe(options, shot)
+        return shot
 
     async def close(self) -> None:
         """Stop the worker threads and close their connections; the next capture reopens them."""

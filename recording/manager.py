@@ -9,6 +9,7 @@ recording itself runs in a `Recorder` task and is finalised when the desktop or 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import logging
 import re
@@ -42,6 +43,8 @@ class RecordingManager:
         self._active: Recorder | None = None
         self._track: ActionTrack | None = None
         self._last_failure: RecordingRecord | None = None
+        self.outcomes: collections.Counter[str] = collections.Counter()
+        """Recordings `started`, and ended `completed` or `failed`, since the server started (for metrics)."""
 
     # -- server and desktop lifecycle ---------------------------------------------------------
 
@@ -64,6 +67,10 @@ class RecordingManager:
         await self.on_desktop_stop()
 
     # -- operations -----------------------------------------------------------------------------
+
+    @property
+    def recording(self) -> bool:
+        return self._active is not None
 
     async def start_recording(self, fps: int | None = None) -> RecordingRecord:
         """Start recording the desktop at `fps` (default: the desktop's `recordingFps`, else 30)."""
@@ -91,6 +98,7 @@ class RecordingManager:
             catalog.records[record.number] = record
             recorder.start(self.desktop.frames.subscribe(session.display, fps), t0)
             self._active = recorder
+            self.outcomes["started"] += 1
             try:
                 self._track = ActionTrack(self.desktop.action_log, catalog.actions_path(record.number), t0)
             except OSError as exc:  # the video matters more than its action track
@@ -189,6 +197,7 @@ class RecordingManager:
                 self._track.close()
                 self._track = None
         self._last_failure = record if record.status == "failed" else None
+        self.outcomes[record.status] += 1
         try:
             await asyncio.to_thread(catalog.save, record)
         except OSError as exc:
