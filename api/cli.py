@@ -104,6 +104,8 @@ def run_server(args: argparse.Namespace) -> int:
     from desktop.options import StartOptions
 
     token = None if args.no_token else args.token
+    # Every process the desktop starts inherits our environment; none of them may learn the token.
+    os.environ.pop(TOKEN_ENV, None)
     if token is None and not args.no_token and not is_loopback(args.host):
         print(f"refusing to listen on {args.host} without a token: pass --token (or set {TOKEN_ENV}), "
               "or --no-token to run unprotected", file=sys.stderr)
