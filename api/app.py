@@ -137,6 +137,9 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     stream = StreamManager(desktop)
     desktop.add_stop_hook(recordings.on_desktop_stop)
     desktop.add_stop_hook(stream.on_desktop_stop)
+    # A failed desktop shows nothing new: viewers are told why, the recording ends where the screen did.
+    desktop.add_failure_hook(recordings.on_desktop_failure)
+    desktop.add_failure_hook(stream.on_desktop_failure)
     metrics = Metrics(desktop, recordings, stream)
     operations = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
     openapi = build_openapi(operations, VERSION)

@@ -35,6 +35,8 @@ SETTLE_POINTER_S = 0.5
 # Presses of these buttons focus and raise the window under the pointer (click-to-focus).
 FOCUSING_BUTTONS = (1, 2, 3)
 ACTIVATE_TIMEOUT_S = 0.2
+BUTTON_MASKS = X.Button1Mask | X.Button2Mask | X.Button3Mask | X.Button4Mask | X.Button5Mask
+MAX_WINDOW_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,33 @@ def _scroll(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerSt
             _press(d, button)
             _release(d, button)
     return _finish(d, (x, y))
+
+
+def pointer_grabbed(d: Display) -> bool:
+    """Whether another client holds the pointer grabbed (a menu open, or a client hung holding it).
+
+    There is no request that asks, so this tries a grab of its own and releases it at once. It grabs
+    the window the pointer is in, which generates no crossing events: nobody sees the probe. While a
+    button is held the press's own implicit grab would answer, so that case reads as not grabbed.
+    """
+    root = d.screen().root
+    reply = root.query_pointer()
+    if int(reply.mask) & BUTTON_MASKS:
+        return False
+    window, child = root, _xid(reply.child)
+    try:
+        for _ in range(MAX_WINDOW_DEPTH):  # down to the deepest window under the pointer, as the server sees it
+            if not child:
+                break
+            window = d.create_resource_object("window", child)
+            child = _xid(window.query_pointer().child)
+        status = window.grab_pointer(False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime)
+    except xerror.BadWindow:  # the window went away meanwhile: ask again next time
+        return False
+    if status == X.GrabSuccess:
+        d.ungrab_pointer(X.CurrentTime)
+        d.flush()
+    return status in (X.AlreadyGrabbed, X.GrabFrozen)
 
 
 def release_buttons(d: Display) -> None:

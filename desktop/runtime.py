@@ -7,6 +7,7 @@ supervisor's live view, so a status call during a start or a restart answers at 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from Xlib.display import Display
+
 from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
@@ -25,7 +28,7 @@ from desktop.errors import Conflict, DesktopError
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home
 from desktop.keyboard import Keyboard
-from desktop.mouse import Mouse
+from desktop.mouse import Mouse, pointer_grabbed
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
 from desktop.reaper import kill_marked
@@ -39,6 +42,7 @@ from desktop.xthread import XThread
 logger = logging.getLogger("sandbox_desktop.runtime")
 
 StopHook = Callable[[], Awaitable[None]]
+FailureHook = Callable[[str], Awaitable[None]]
 
 
 def rfc3339_ns(epoch_ns: int) -> str:
@@ -77,6 +81,8 @@ class DesktopSnapshot:
     last_exit: ChildExit | None = None
     state_dir: str | None = None
     missing_optional: tuple[str, ...] = field(default_factory=tuple)
+    pointer_grabbed: bool = False
+    """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
 
 
 class Desktop:
@@ -100,6 +106,8 @@ class Desktop:
         self._started_ns: int | None = None
         self._marker = ""
         self._stop_hooks: list[StopHook] = []
+        self._failure_hooks: list[FailureHook] = []
+        self._failure_task: asyncio.Task[None] | None = None
         self.screen = Screen()
         self.action_log = ActionLog()
         self.keyboard = Keyboard(log=self.action_log)
@@ -151,6 +159,26 @@ class Desktop:
     def add_stop_hook(self, hook: StopHook) -> None:
         """Run `hook` when the desktop stops (recording and streaming finalise themselves here)."""
         self._stop_hooks.append(hook)
+
+    def add_failure_hook(self, hook: FailureHook) -> None:
+        """Run `hook(reason)` once when the session fails (its children cannot be kept running)."""
+        self._failure_hooks.append(hook)
+
+    def _supervisor_changed(self) -> None:
+        """A child exited, was restarted, could not be restarted, or the supervisor gave up."""
+        # A restart that failed for want of its binary must read `install_required` now, not after the cache's ttl.
+        self.dependencies.report(fresh=True)
+        failed = self.supervisor is not None and self.supervisor.failure is not None
+        if failed and self._failure_task is None:
+            self._failure_task = asyncio.get_running_loop().create_task(self._run_failure_hooks())
+
+    async def _run_failure_hooks(self) -> None:
+        reason = (self.last_error() or ("", "the desktop failed"))[1]
+        for hook in self._failure_hooks:
+            try:
+                await hook(reason)
+            except Exception:
+                logger.exception("desktop failure hook failed")
 
     # -- guards for actions --------------------------------------------------------------------
 
@@ -246,7 +274,7 @@ class Desktop:
         supervisor = Supervisor(
             self.processes, options, layout,
             environment=lambda display: desktop_environment(base, layout.home, display, self._marker),
-            log=self.log, on_change=lambda: None,
+            log=self.log, on_change=self._supervisor_changed,
         )
         self.supervisor = supervisor
         await supervisor.start(exact_display=False)
@@ -271,6 +299,9 @@ class Desktop:
         return await self.snapshot()
 
     async def _teardown(self) -> None:
+        failure, self._failure_task = self._failure_task, None
+        if failure is not None:  # let it finish: the stop hooks below would find its work half done
+            await failure
         for hook in self._stop_hooks:
             try:
                 await hook()
@@ -309,11 +340,10 @@ class Desktop:
         sup = self.supervisor
         options = self.options
         windows: tuple[WindowInfo, ...] = ()
+        grabbed = False
         if state == "active" and self.x is not None:
-            try:
-                windows = tuple(await self.x.call(list_windows))
-            except DesktopError:
-                windows = ()
+            with contextlib.suppress(DesktopError):
+                windows, grabbed = await self.x.call(_windows_and_grab)
         started = sup is not None and options is not None and sup.display_num is not None
         return DesktopSnapshot(
             state=state,
@@ -332,6 +362,7 @@ class Desktop:
             restart_count=sup.restart_count if sup else 0,
             last_exit=sup.last_exit if sup else None,
             state_dir=str(self.layout.root),
+            pointer_grabbed=grabbed,
         )
 
     def _child_statuses(self) -> tuple[ChildStatus, ...]:
@@ -341,3 +372,8 @@ class Desktop:
             ChildStatus(name, proc.pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
             for name, proc in self.supervisor.children.items()
         )
+
+
+def _windows_and_grab(d: Display) -> tuple[tuple[WindowInfo, ...], bool]:
+    """The managed windows and whether another client holds the pointer, in one input-thread call."""
+    return tuple(list_windows(d)), pointer_grabbed(d)

@@ -1,7 +1,7 @@
 """Keeps one desktop session's children alive: Xvfb, openbox and the session bus.
 
 A watcher task awaits each child's exit (no polling) and restarts it at once; repeated crashes
-back off and, past a cap per minute, the session is declared failed (design §3).
+and failed restarts back off and, past a cap per minute, the session is declared failed (design §3).
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ class Supervisor:
         self.last_exit: ChildExit | None = None
         self.recovering = False
         self.failure: str | None = None
+        self._restart_error: str | None = None
+        """Why the last restart attempt failed, while the next one is pending."""
         self._restarts: deque[float] = deque()
         self._watchers: dict[str, asyncio.Task[None]] = {}
         self._recovery = asyncio.Lock()
@@ -192,10 +194,7 @@ class Supervisor:
             while self._restarts and now - self._restarts[0] > 60:
                 self._restarts.popleft()
             if len(self._restarts) >= MAX_RESTARTS_PER_MINUTE:
-                self.failure = (f"{name} crashed {len(self._restarts) + 1} times within a minute; "
-                                f"last: {self.last_exit.describe() if self.last_exit else 'unknown'}")
-                self._log(f"desktop_runtime_failed: {self.failure}")
-                self._on_change()
+                self._give_up(name)
                 return
             # Back off only when crashes repeat: the first restart is immediate.
             delay = 0.0 if not self._restarts else min(0.1 * 2 ** (len(self._restarts) - 1), 2.0)
@@ -206,15 +205,29 @@ class Supervisor:
                 await asyncio.sleep(delay)
                 await self._restart(name)
                 self.restart_count += 1
+                self._restart_error = None
                 self._log(f"{name} restarted; desktop active on {self.display}")
             except Exception as exc:
+                # Still recovering until a retry succeeds or we give up: status must not say `active` meanwhile.
+                self._restart_error = str(exc)
                 self._log(f"restart of {name} failed: {exc}")
-                self.recovering = False
                 self._on_change()
                 asyncio.get_running_loop().call_later(0.2, self._retry, name)
                 return
             self.recovering = False
             self._on_change()
+
+    def _give_up(self, name: str) -> None:
+        """Too many restarts within a minute: the session is failed until the next start."""
+        last = self.last_exit.describe() if self.last_exit else f"{name} ended"
+        if self._restart_error is not None:
+            self.failure = (f"{last}, and restarting it failed ({len(self._restarts)} attempts within a minute): "
+                            f"{self._restart_error}")
+        else:
+            self.failure = f"{name} crashed {len(self._restarts) + 1} times within a minute; last: {last}"
+        self.recovering = False
+        self._log(f"desktop_runtime_failed: {self.failure}")
+        self._on_change()
 
     def _retry(self, name: str) -> None:
         if not self._closing:

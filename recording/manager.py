@@ -62,6 +62,12 @@ class RecordingManager:
             if self._active is not None:
                 await self._active.stop()
 
+    async def on_desktop_failure(self, reason: str) -> None:
+        """The desktop failed for good: finalise what was recorded up to the failure."""
+        if self._active is not None:
+            logger.warning("recording %s ends: the desktop failed: %s", self._active.record.id, reason)
+        await self.on_desktop_stop()
+
     async def shutdown(self) -> None:
         """Server exit: finalise anything still recording."""
         await self.on_desktop_stop()

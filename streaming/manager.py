@@ -2,8 +2,8 @@
 
 `start_stream()` only arms the stream (it costs nothing until a viewer connects); each viewer's
 WebSocket is served by a `SignalingSession`. Viewers negotiating the same codec share one
-`VideoPipeline`, which runs while any of them is attached. Stopping the stream (or the desktop)
-sends every viewer `system/disconnect` and closes its peer.
+`VideoPipeline`, which runs while any of them is attached. Stopping the stream (or the desktop), or
+the desktop failing for good, sends every viewer `system/disconnect` and closes its peer.
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ class StreamManager:
 
     async def on_desktop_stop(self) -> None:
         await self.stop_stream("the desktop stopped")
+
+    async def on_desktop_failure(self, reason: str) -> None:
+        await self.stop_stream(f"the desktop failed: {reason}")
 
     async def shutdown(self) -> None:
         await self.stop_stream("the server is shutting down")

@@ -42,7 +42,8 @@ class ServerProcess:
 
     def client(self, **kwargs: object) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+        kwargs.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.url, headers=headers, **kwargs)  # type: ignore[arg-type]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -73,6 +73,9 @@ class DesktopStatusResponse(WireModel):
     windows: list[DesktopWindowInfo] | None = None
     restart_count: int | None = None
     last_exit: DesktopExitInfo | None = None
+    pointer_grabbed: bool | None = Field(
+        None, description="true while another X client holds the pointer grabbed (an open menu, or a hung "
+                          "client): clicks go to that client, not to the window under the pointer")
 
 
 class DesktopDisplayInfoResponse(WireModel):

@@ -50,6 +50,7 @@ def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:
         windows=[window_model(w) for w in s.windows] or None,
         restart_count=s.restart_count if s.display else None,
         last_exit=exit_info,
+        pointer_grabbed=True if s.pointer_grabbed else None,
     )
 
 
