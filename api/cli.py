@@ -106,6 +106,10 @@ def run_server(args: argparse.Namespace) -> int:
     token = None if args.no_token else args.token
     # Every process the desktop starts inherits our environment; none of them may learn the token.
     os.environ.pop(TOKEN_ENV, None)
+    if token is not None and not token.strip():
+        print(f"refusing an empty token: pass a real one with --token or {TOKEN_ENV} "
+              "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)", file=sys.stderr)
+        return 2
     if token is None and not args.no_token and not is_loopback(args.host):
         print(f"refusing to listen on {args.host} without a token: pass --token (or set {TOKEN_ENV}), "
               "or --no-token to run unprotected", file=sys.stderr)

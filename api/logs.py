@@ -12,12 +12,14 @@ LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 SECRET = re.compile(r"((?:access_token|token)=|Bearer\s+)[^\s&\"']+", re.IGNORECASE)
 """A token in a URL query or an Authorization header value, wherever a library puts one into a message."""
+SECRET_HEADER = re.compile(r"((?:proxy-)?authorization:\s*)(?!Bearer\s)\S.*", re.IGNORECASE)
+"""A whole credentials header as websockets logs it at debug level (`< authorization: Token abc`), any scheme."""
 STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message", "asctime", "color_message"}  # uvicorn's ANSI-coloured copy of the message
 
 
 def redact(text: str) -> str:
-    return SECRET.sub(r"\1[redacted]", text)
+    return SECRET_HEADER.sub(r"\1[redacted]", SECRET.sub(r"\1[redacted]", text))
 
 
 class RedactingFilter(logging.Filter):

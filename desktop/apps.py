@@ -36,6 +36,11 @@ def find_app(app: str, env: dict[str, str]) -> str:
     """The executable for `app` on the desktop's PATH, or a 404 `app_not_found`."""
     if not app.strip():
         raise invalid_action("app must not be empty", "app")
+    if "\x00" in app:
+        raise invalid_action("app must not contain NUL bytes", "app")
+    if "/" in app and not app.startswith("/"):
+        # which() would look from the server's working directory, the spawn from the desktop home.
+        raise invalid_action("app must be a program name on PATH or an absolute path", "app")
     found = shutil.which(app, path=env.get("PATH", os.defpath))
     if found is None:
         raise DesktopError("app_not_found", f"Application '{app}' not found in PATH")
@@ -117,6 +122,8 @@ class Apps:
         """`xdg-open target`; a failing open (no handler, missing file) is an error with its output."""
         if not target.strip():
             raise invalid_action("target must not be empty", "target")
+        if "\x00" in target:
+            raise invalid_action("target must not contain NUL bytes", "target")
         executable = find_app("xdg-open", session.env)
         process = await self.processes.spawn(executable, [target], env=session.env, cwd=session.home,
                                              owner="desktop")

@@ -64,6 +64,8 @@ class StartOptions:
         low, high = self.webrtc_port_range
         if not 1024 <= low <= high <= 65535:
             _invalid("webrtcPortRange must be 'LOW-HIGH' with 1024 <= LOW <= HIGH <= 65535", "webrtcPortRange")
+        if self.state_dir is not None and "\x00" in str(self.state_dir):
+            _invalid("stateDir must not contain NUL bytes", "stateDir")
         if self.state_dir is not None and not self.state_dir.is_absolute():
             _invalid("stateDir must be an absolute path", "stateDir")
 

@@ -24,7 +24,7 @@ from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
-from desktop.errors import Conflict, DesktopError
+from desktop.errors import Conflict, DesktopError, invalid_action
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home
 from desktop.keyboard import Keyboard
@@ -264,8 +264,14 @@ class Desktop:
 
     async def _bring_up(self, options: StartOptions) -> None:
         layout = StateLayout(options.state_dir or self.default_state_dir)
-        await asyncio.to_thread(layout.create)
-        await asyncio.to_thread(prepare_home, layout.home)
+        try:
+            await asyncio.to_thread(layout.create)
+            await asyncio.to_thread(prepare_home, layout.home)
+        except OSError as exc:
+            reason = f"the state directory {layout.root} cannot be used: {exc.strerror or exc}"
+            if options.state_dir is None:  # the server's own --state-dir: not the client's doing
+                raise DesktopError("desktop_runtime_failed", reason) from exc
+            raise invalid_action(reason, "stateDir") from exc
         self.layout = layout
         self.options = options
         self._marker = uuid.uuid4().hex

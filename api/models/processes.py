@@ -21,7 +21,15 @@ def _nonblank(value: str) -> str:
     return value
 
 
-Command = Annotated[str, AfterValidator(_nonblank)]
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL bytes")
+    return value
+
+
+Command = Annotated[str, AfterValidator(_nonblank), AfterValidator(_no_nul)]
+NulFree = Annotated[str, AfterValidator(_no_nul)]
+"""What exec() and chdir() take: a string without NUL bytes (otherwise a 400 naming the field)."""
 
 
 class ProcessInfo(WireModel):
@@ -54,10 +62,10 @@ class ProcessCreateRequest(WireModel):
     """Start a long-running process (owner "user")."""
 
     command: Command = Field(description="Program to run, looked up in PATH")
-    args: list[str] | None = Field(None, description="Arguments (default none)")
-    cwd: str | None = None
-    env: dict[str, str] | None = Field(None, description="Added to the server's environment "
-                                       "(and the desktop's DISPLAY etc. while it is active)")
+    args: list[NulFree] | None = Field(None, description="Arguments (default none)")
+    cwd: NulFree | None = None
+    env: dict[NulFree, NulFree] | None = Field(None, description="Added to the server's environment "
+                                                 "(and the desktop's DISPLAY etc. while it is active)")
     tty: bool | None = Field(None, description="Run on a pseudo-terminal (log stream \"pty\"); default false")
     interactive: bool | None = Field(None, description="Keep stdin open for POST .../input; default false")
 
@@ -66,9 +74,9 @@ class ProcessRunRequest(WireModel):
     """Run a command to completion and return its output."""
 
     command: Command = Field(description="Program to run, looked up in PATH")
-    args: list[str] | None = Field(None, description="Arguments (default none)")
-    cwd: str | None = None
-    env: dict[str, str] | None = None
+    args: list[NulFree] | None = Field(None, description="Arguments (default none)")
+    cwd: NulFree | None = None
+    env: dict[NulFree, NulFree] | None = None
     timeout_ms: int | None = Field(None, ge=0, description="0 or absent: defaultRunTimeoutMs; "
                                    "clamped to maxRunTimeoutMs")
     max_output_bytes: int | None = Field(None, ge=0, description="Per stream; clamped to maxOutputBytes")
