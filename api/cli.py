@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from api import cli_client, mcp_server
+from api import cli_client, mcp_server, probe
 from api.cors import CorsPolicy
 from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     install = commands.add_parser("install", help="install system packages")
     targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
     installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
+    probe.add_arguments(commands.add_parser("ready", help=probe.HELP, description=probe.HELP))
     cli_client.add_client_commands(commands)
     mcp_server.add_mcp_command(commands)
     return parser
@@ -144,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_client.run_client_command(args)
     if args.command == "server":
         return run_server(args)
+    if args.command == "ready":
+        return probe.run(args)
     if args.command == "install":
         return installer.run(args)
     if args.command == "mcp":

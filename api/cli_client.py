@@ -54,11 +54,6 @@ def status(client: Client, args: argparse.Namespace) -> None:
             out(f"install with: {info.install_command}")
 
 
-def ready(client: Client, args: argparse.Namespace) -> None:
-    for check in client.ready().checks:
-        out(f"{check.name}: ok ({check.ms:.1f} ms)")
-
-
 def start(client: Client, args: argparse.Namespace) -> None:
     info = client.start(args.width, args.height)
     size = f" {info.resolution.width}x{info.resolution.height}" if info.resolution else ""
@@ -196,7 +191,6 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
 
     p = command(subparsers, "status", status, "show the desktop's state")
     p.add_argument("--json", action="store_true", help="print the raw status document")
-    command(subparsers, "ready", ready, "exit 0 if the desktop passes the end-to-end readiness checks (a probe)")
     p = command(subparsers, "start", start, "start the desktop")
     p.add_argument("--width", type=int)
     p.add_argument("--height", type=int)

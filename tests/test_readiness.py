@@ -6,18 +6,27 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 
 from tests.conftest import REPO, ServerProcess, assert_problem
 
 
+SCRIPT = Path(sys.executable).parent / "sandbox-desktop"
+"""The installed console script, whose `ready` takes the fast path (api/entry.py) that probes use."""
+
+
 def run_ready(srv: ServerProcess, token: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_DESKTOP_TOKEN"}
+    """Both ways in: the console script's fast path and the full CLI must agree."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOX_DESKTOP_TOKEN", "SANDBOX_DESKTOP_URL")}
     if token is not None:
         env["SANDBOX_DESKTOP_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "api.cli", "ready", "--url", srv.url], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=30)
+    env["SANDBOX_DESKTOP_URL"] = srv.url
+    fast, full = (subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=30)
+                  for command in ([str(SCRIPT), "ready"], [sys.executable, "-m", "api.cli", "ready"]))
+    assert (fast.returncode, fast.stdout.count("ok")) == (full.returncode, full.stdout.count("ok")), (fast, full)
+    return fast
 
 
 def xvfb_pid(api: httpx.Client) -> int:
