@@ -33,6 +33,17 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class DenialNoiseFilter(logging.Filter):
+    """Drops uvicorn's error line after a WebSocket we refused with an HTTP answer (401, 409).
+
+    Its sans-io implementation counts only an accepted handshake as complete, so every correct
+    denial response (the ASGI websocket.http.response extension) is followed by a false ERROR.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "ASGI callable returned without completing handshake."
+
+
 class JsonFormatter(logging.Formatter):
     """`{"ts", "level", "logger", "message", ...extra fields}` on one line, for log collectors."""
 
@@ -60,3 +71,4 @@ def configure_logging(level: str, fmt: str) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    logging.getLogger("uvicorn.error").addFilter(DenialNoiseFilter())
