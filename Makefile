@@ -5,7 +5,8 @@
 #   make image-smoke   run the image and pass docker/smoke.sh against it; the container is removed
 #   make image-clean   remove both images and dangling build stages
 # With Docker and a registry instead: docker build -f docker/Dockerfile -t sandbox-desktop .
-# (Docker here too: make image-smoke ENGINE=docker BUILD_FLAGS= SMOKE_FLAGS="-p 127.0.0.1:24680:2468")
+# (Docker here too: make image-smoke ENGINE=docker BUILD_FLAGS= SMOKE_FLAGS="-p 127.0.0.1:24680:2468 \
+#  -p 127.0.0.1:59480-59484:59480-59484/udp -e SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS=127.0.0.1")
 
 ENGINE      ?= podman
 IMAGE       ?= localhost/sandbox-desktop:latest
@@ -33,11 +34,17 @@ ULIMIT_FLAGS ?= --ulimit nofile=$(NOFILE):$(NOFILE) --ulimit nproc=4096:4096
 # firewall rules that minimal hosts do not have.
 BUILD_FLAGS ?= --format docker --network host $(ULIMIT_FLAGS)
 # The smoke container gets a network namespace of its own (slirp4netns: no bridge or firewall rules)
-# with its port published on the host's loopback only; its X display stays private to it too.
+# with its ports published on the host's loopback only; its X display stays private to it too. The
+# live view's UDP range is published 1:1 (same ports on both sides) and advertised at 127.0.0.1;
+# a viewer on this side needs a Python with aiortc (VIEWER_PYTHON), else smoke.sh skips that check.
 SMOKE_PORT  ?= 24680
+SMOKE_UDP   ?= 59480-59484
 SMOKE_SIZE  ?= 1280x800
 SMOKE_NAME  ?= sandbox-desktop-smoke
-SMOKE_FLAGS ?= --network slirp4netns:allow_host_loopback=false -p 127.0.0.1:$(SMOKE_PORT):2468 $(ULIMIT_FLAGS)
+SMOKE_FLAGS ?= --network slirp4netns:allow_host_loopback=false -p 127.0.0.1:$(SMOKE_PORT):2468 \
+               -p 127.0.0.1:$(SMOKE_UDP):$(SMOKE_UDP)/udp -e SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS=127.0.0.1 \
+               $(ULIMIT_FLAGS)
+VIEWER_PYTHON ?= $(PYTHON)
 
 .PHONY: image-base image image-smoke image-clean
 
@@ -60,13 +67,13 @@ image-smoke: image
 	echo "ok   refused: $$(echo "$$out" | head -n 1)"; \
 	$(ENGINE) $(ENGINE_FLAGS) rm -f $(SMOKE_NAME) >/dev/null 2>&1 || true; \
 	trap '$(ENGINE) $(ENGINE_FLAGS) rm -f $(SMOKE_NAME) >/dev/null 2>&1 || true' EXIT; \
-	echo "==> $(ENGINE) run $(IMAGE) on 127.0.0.1:$(SMOKE_PORT)"; \
+	echo "==> $(ENGINE) run $(IMAGE) on 127.0.0.1:$(SMOKE_PORT), live view on 127.0.0.1:$(SMOKE_UDP)/udp"; \
 	: "podman without systemd says it cannot schedule the health check timer; smoke.sh runs the check"; \
 	t0=$$(date +%s%N); \
 	$(ENGINE) $(ENGINE_FLAGS) run -d --name $(SMOKE_NAME) $(SMOKE_FLAGS) -e SANDBOX_DESKTOP_TOKEN=$$token \
 	    $(IMAGE) --desktop-size $(SMOKE_SIZE) >/dev/null; \
-	SANDBOX_DESKTOP_TOKEN=$$token SMOKE_T0=$$t0 ENGINE="$(ENGINE)" \
-	    bash docker/smoke.sh http://127.0.0.1:$(SMOKE_PORT) $(SMOKE_NAME) $(SMOKE_SIZE)
+	SANDBOX_DESKTOP_TOKEN=$$token SMOKE_T0=$$t0 ENGINE="$(ENGINE)" SMOKE_WEBRTC_PORTS=$(SMOKE_UDP) \
+	    VIEWER_PYTHON="$(VIEWER_PYTHON)" bash docker/smoke.sh http://127.0.0.1:$(SMOKE_PORT) $(SMOKE_NAME) $(SMOKE_SIZE)
 
 # Also prunes dangling images: the untagged build stages and replaced images that builds leave behind.
 image-clean:

@@ -75,6 +75,8 @@ class ServerConfig:
     """Where the server is reachable, for the messages it prints."""
     disabled_apis: frozenset[str] = frozenset()
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
+    webrtc_public_addresses: tuple[str, ...] = ()
+    """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -134,7 +136,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     desktop = desktop or Desktop(state_dir=config.state_dir)
     # recording/ and streaming/ build on desktop/ (never the reverse): they finalise through its stop hooks.
     recordings = RecordingManager(desktop)
-    stream = StreamManager(desktop)
+    stream = StreamManager(desktop, config.webrtc_public_addresses)
     desktop.add_stop_hook(recordings.on_desktop_stop)
     desktop.add_stop_hook(stream.on_desktop_stop)
     # A failed desktop shows nothing new: viewers are told why, the recording ends where the screen did.

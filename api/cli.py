@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
+PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
 
 
 def is_loopback(host: str) -> bool:
@@ -39,6 +40,25 @@ def parse_size(text: str) -> tuple[int, int]:
     if not sep or not width.isdigit() or not height.isdigit():
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1440x900, got {text!r}")
     return int(width), int(height)
+
+
+def parse_public_address(text: str) -> str:
+    """An IP literal a viewer can send to (no host names: a candidate carries an address)."""
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an IP address such as 203.0.113.7 or 127.0.0.1, got {text!r} "
+                                         "(host names are not resolved)") from None
+    if address.is_unspecified or address.is_multicast:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address a viewer can send to")
+    return str(address)
+
+
+def public_addresses(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--webrtc-public-address` flags, else the comma-separated environment variable (ArgumentTypeError)."""
+    if args.webrtc_public_address:
+        return tuple(args.webrtc_public_address)
+    return tuple(parse_public_address(a) for a in os.environ.get(PUBLIC_ADDRESS_ENV, "").split(",") if a.strip())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="switch off /v1/processes (403) for deployments that only need the desktop")
     server.add_argument("--no-file-api", action="store_true",
                         help="switch off /v1/fs (403) for deployments that only need the desktop")
+    server.add_argument("--webrtc-public-address", action="append", type=parse_public_address, metavar="ADDR",
+                        help="IP address at which viewers reach the live view's UDP ports through a 1:1 NAT or "
+                             f"port forwarding (repeatable; default: ${PUBLIC_ADDRESS_ENV}, comma-separated)")
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
@@ -115,6 +138,11 @@ def run_server(args: argparse.Namespace) -> int:
         print(f"refusing to listen on {args.host} without a token: pass --token (or set {TOKEN_ENV}), "
               "or --no-token to run unprotected", file=sys.stderr)
         return 2
+    try:
+        public = public_addresses(args)
+    except argparse.ArgumentTypeError as exc:
+        print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
+        return 2
     cors = CorsPolicy(
         origins=tuple(args.cors_allow_origin),
         methods=tuple(m.upper() for m in args.cors_allow_method) or ("*",),
@@ -130,7 +158,7 @@ def run_server(args: argparse.Namespace) -> int:
     url = f"http://{host}:{args.port}"
     disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api)) if off)
     config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start, url=url,
-                          disabled_apis=disabled)
+                          disabled_apis=disabled, webrtc_public_addresses=public)
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"

@@ -4,6 +4,9 @@
 # URL is where the container's port 2468 is published; CONTAINER its name (for exec and the health
 # check); WxH the --desktop-size it was started with (default 1440x900). ENGINE picks the container
 # tool (default podman; docker works too). SMOKE_T0 (epoch nanoseconds of `run`) adds time-to-ready.
+# SMOKE_WEBRTC_PORTS=LOW-HIGH (a UDP range published 1:1 on 127.0.0.1, the container started with
+# SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS=127.0.0.1) adds a live-view check: the desktop is restarted with
+# that webrtcPortRange and a viewer on this side (VIEWER_PYTHON, with aiortc) must receive frames.
 # Needs curl and python3 on this side. Every wait is bounded; the first failure ends the test.
 set -euo pipefail
 
@@ -13,6 +16,9 @@ size=${3:-1440x900}
 engine=${ENGINE:-podman}
 token=${SANDBOX_DESKTOP_TOKEN:?set SANDBOX_DESKTOP_TOKEN to the container\'s token}
 ready_timeout=${SMOKE_READY_TIMEOUT:-120}
+webrtc_ports=${SMOKE_WEBRTC_PORTS:-}
+viewer_python=${VIEWER_PYTHON:-python3}
+repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -108,6 +114,26 @@ if [ "$engine" = podman ]; then
   # Runs the image's own HEALTHCHECK definition, as the engine's timer would.
   health=$(podman healthcheck run "$name" 2>&1) || fail "podman healthcheck run: ${health:-unhealthy}"
   ok "podman healthcheck run: ${health:-healthy} (status $(podman inspect -f '{{.State.Health.Status}}' "$name"))"
+fi
+
+# 7. The live view through the published UDP range: the viewer on this side reaches the container's
+#    sockets only through the port forwarding, at the public address the server advertises.
+if [ -n "$webrtc_ports" ]; then
+  if ! "$viewer_python" -c 'import aiortc' 2>/dev/null; then
+    echo "skip live view: $viewer_python has no aiortc (set VIEWER_PYTHON to a Python with the project installed)"
+  else
+    code=$(call POST /v1/desktop/stop)
+    [ "$code" = 200 ] || fail "POST /v1/desktop/stop answered $code: $(cat "$work/body")"
+    code=$(call POST /v1/desktop/start -H 'Content-Type: application/json' \
+           -d "{\"width\":${size%x*},\"height\":${size#*x},\"webrtcPortRange\":\"$webrtc_ports\"}")
+    [ "$code" = 200 ] && [ "$(json '["state"]')" = active ] || fail "restarting the desktop answered $code: $(cat "$work/body")"
+    PYTHONPATH=$repo timeout 60 "$viewer_python" -m streaming.viewer "$url" "$token" --start --seconds 2 \
+        --timeout 20 >"$work/viewer" 2>"$work/viewer.err" \
+      || fail "no live view through 127.0.0.1:$webrtc_ports/udp: $(tail -n 3 "$work/viewer.err")"
+    view=$(python3 -c "import json; v = json.loads(open('$work/viewer').read().splitlines()[-1])
+print(f\"{v['codec']} {v['width']}x{v['height']}, first frame after {v['firstFrameMs']} ms, {v['frames']} more in 2 s\")")
+    ok "live view through the published 127.0.0.1:$webrtc_ports/udp: $view"
+  fi
 fi
 
 echo "$passed passed, 0 failed"

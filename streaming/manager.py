@@ -64,8 +64,10 @@ class StreamStatus:
 class StreamManager:
     """The desktop's live view; the API calls `start_stream`, `stop_stream`, `status` and `serve`."""
 
-    def __init__(self, desktop: Desktop) -> None:
+    def __init__(self, desktop: Desktop, public_addresses: tuple[str, ...] = ()) -> None:
         self.desktop = desktop
+        self.public_addresses = public_addresses
+        """Where viewers reach our UDP ports through a 1:1 NAT (`--webrtc-public-address`)."""
         self.control = Control(self._host_changed)
         self._config: StreamConfig | None = None
         self._sessions: dict[str, SignalingSession] = {}
@@ -88,6 +90,8 @@ class StreamManager:
         except RuntimeError as exc:
             self._unavailable = str(exc)
             logger.error("live view disabled: %s", exc)
+        if self.public_addresses:
+            logger.info("live view: host candidates also offered at %s (1:1 NAT)", ", ".join(self.public_addresses))
         for name in ("aioice", "aiortc"):  # one INFO line per ICE check otherwise
             if logging.getLogger(name).level == logging.NOTSET:
                 logging.getLogger(name).setLevel(logging.WARNING)
@@ -198,8 +202,9 @@ class StreamManager:
 
     def open_peer(self, on_message: Callable[[bytes | str], None], on_state: Callable[[str], None]) -> ViewerPeer:
         config = self.require_config()
-        # Host candidates on every interface plus 127.0.0.1 (as neko's nat1to1 127.0.0.1), in the range.
-        policy = HostPolicy(ports=config.ports, loopback=True)
+        # Host candidates on every interface plus 127.0.0.1 (as neko's nat1to1 127.0.0.1), in the range,
+        # and the public addresses a NAT forwards the range from.
+        policy = HostPolicy(ports=config.ports, loopback=True, public_addresses=self.public_addresses)
         return ViewerPeer(config.codec, policy, on_message, on_state)
 
     def attach(self, peer: ViewerPeer, viewer: str) -> None:

@@ -3,7 +3,8 @@
 aioice binds every host candidate to port 0 on every non-loopback interface (aiortc issue #487).
 `install()` replaces `aioice.ice.Connection.get_component_candidates` with a version that, while a
 `HostPolicy` is set with `host_policy(...)`, binds each address to the first free port of the range
-(as aioice PR #112 proposes) and may add 127.0.0.1; without a policy aioice behaves as shipped.
+(as aioice PR #112 proposes), may add 127.0.0.1, and may also advertise each socket at a public address
+of the same family (1:1 NAT, neko's `nat1to1`); without a policy aioice behaves as shipped.
 The replacement touches aioice internals, so it is applied only to the version it was written for.
 """
 
@@ -29,6 +30,7 @@ logger = logging.getLogger("sandbox_desktop.stream.ports")
 
 PINNED_AIOICE = "0.13.0"
 LOOPBACK = "127.0.0.1"
+PUBLIC_LOCAL_PREF = 65534  # public copies: just below the 65535 of the direct host candidates
 
 GatherFn = Callable[..., Coroutine[Any, Any, list[Candidate]]]
 
@@ -47,8 +49,12 @@ class HostPolicy:
     """Exactly these addresses; None: every interface address aioice finds."""
     loopback: bool = False
     """Also bind 127.0.0.1 (aioice leaves it out): same-host viewers and loopback-only namespaces."""
+    public_addresses: tuple[str, ...] = ()
+    """Where a 1:1 NAT forwards our ports to us: each non-loopback socket is also offered there, same port."""
 
     def __post_init__(self) -> None:
+        for address in self.public_addresses:
+            ipaddress.ip_address(address)  # ValueError names the bad value
         if self.ports is not None:
             low, high = self.ports
             if not 1 <= low <= high <= 65535:
@@ -60,6 +66,19 @@ class HostPolicy:
         if self.loopback and LOOPBACK not in chosen:
             chosen.insert(0, LOOPBACK)
         return chosen
+
+    def public_candidates(self, local: Candidate) -> list[Candidate]:
+        """`local` as viewers behind the NAT see it: each public address of its family, on its port."""
+        bound = ipaddress.ip_address(local.host)
+        if bound.is_loopback:  # forwarded packets never arrive on the loopback interface
+            return []
+        # Below the direct address, so a viewer that reaches both (in the cluster, on the LAN) uses it; a
+        # foundation of its own, so agents that freeze pairs by foundation do not wait on an unreachable twin.
+        priority = candidate_priority(local.component, "host", local_pref=PUBLIC_LOCAL_PREF)
+        return [Candidate(foundation=candidate_foundation("host", "udp", f"{local.host} at {public}"),
+                          component=local.component, transport="udp", priority=priority, host=public,
+                          port=local.port, type="host")
+                for public in self.public_addresses if ipaddress.ip_address(public).version == bound.version]
 
 
 _policy: contextvars.ContextVar[HostPolicy | None] = contextvars.ContextVar("sandbox_desktop_host_policy",
@@ -121,6 +140,9 @@ async def _get_component_candidates(self: ice.Connection, component: int, addres
                                  f"{', '.join(policy.select(addresses))}")
     self._protocols += protocols
     candidates: list[Candidate] = [p.local_candidate for p in protocols if p.local_candidate is not None]
+    # Advertised only: aioice pairs its sockets' own candidates, and packets sent to a public address
+    # arrive at the socket whose port it names (the NAT forwards the port to the socket's address).
+    candidates += [public for local in list(candidates) for public in policy.public_candidates(local)]
     # Server-reflexive candidates for our sockets (as aioice does), then TURN relays by aioice itself.
     stun_server = self.stun_server
     if stun_server is not None:
