@@ -12,7 +12,6 @@ import httpx
 
 from tests.conftest import REPO, ServerProcess, assert_problem
 
-
 SCRIPT = Path(sys.executable).parent / "sandbox-desktop"
 """The installed console script, whose `ready` takes the fast path (api/entry.py) that probes use."""
 
