@@ -17,6 +17,7 @@ from api import cli_client, mcp_server, probe
 from api.cors import CorsPolicy
 from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
+from desktop.parsing import ascii_int
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -36,10 +37,11 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    width, sep, height = text.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit():
+    first, sep, second = text.lower().partition("x")
+    width, height = ascii_int(first), ascii_int(second)
+    if not sep or width is None or height is None:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1440x900, got {text!r}")
-    return int(width), int(height)
+    return width, height
 
 
 def parse_public_address(text: str) -> str:

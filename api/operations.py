@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from api.models.base import WireModel
 from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
+from desktop.parsing import ascii_int
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,8 +109,8 @@ def validation_problem(exc: ValidationError, location: str, model: type[BaseMode
 
 async def read_raw_json(request: Request, required: bool) -> bytes:
     """The request body bytes, enforcing the content type and a size limit; empty reads as `{}`."""
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_JSON_BODY_BYTES:
+    length = ascii_int(request.headers.get("content-length"))
+    if length is not None and length > MAX_JSON_BODY_BYTES:
         raise PayloadTooLarge(f"request body exceeds {MAX_JSON_BODY_BYTES} bytes")
     raw = bytearray()
     async for chunk in request.stream():

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from desktop.errors import invalid_action
+from desktop.parsing import ascii_int
 
 DEFAULT_WIDTH = 1440
 DEFAULT_HEIGHT = 900
@@ -73,9 +74,10 @@ class StartOptions:
 def parse_port_range(text: str) -> tuple[int, int]:
     """`"59050-59070"` → (59050, 59070); a malformed range is a 400 naming the field."""
     low, sep, high = text.partition("-")
-    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
+    first, last = ascii_int(low), ascii_int(high)
+    if not sep or first is None or last is None:
         _invalid("webrtcPortRange must look like '59050-59070'", "webrtcPortRange")
-    return int(low), int(high)
+    return first, last
 
 
 def _invalid(message: str, field: str) -> NoReturn:

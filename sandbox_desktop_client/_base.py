@@ -304,4 +304,4 @@ def processes(owner: str | None) -> Call[list[ProcessInfo]]:
 
 def content_length(response: httpx.Response) -> int | None:
     value = response.headers.get("content-length")
-    return int(value) if value and value.isdigit() else None
+    return int(value) if value and value.isascii() and value.isdigit() else None

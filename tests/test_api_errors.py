@@ -181,3 +181,27 @@ def test_token_from_environment(server_factory: Callable[..., ServerProcess]) ->
     assert httpx.get(env_srv.url + "/v1/desktop/status").status_code == 401
     ok = httpx.get(env_srv.url + "/v1/desktop/status", headers={"Authorization": "Bearer from-env"})
     assert ok.status_code == 200
+
+
+# Found by fuzzing: "²" passes str.isdigit() but int() refuses it, and "١٠٢٥" would read as 1025.
+NON_ASCII_DIGITS = ["²-³", "١٠٢٥-٢٠٠٠", "5905０-59070"]
+
+
+@pytest.mark.parametrize("ports", NON_ASCII_DIGITS)
+def test_non_ascii_digits_in_a_port_range_are_400_naming_it(client: httpx.Client, ports: str) -> None:
+    problem = assert_problem(client.post("/v1/desktop/start", json={"webrtcPortRange": ports}), 400,
+                             "desktop_invalid_action")
+    assert problem["errors"][0]["field"] == "webrtcPortRange"  # type: ignore[index]
+    assert client.get("/v1/health").status_code == 200  # and the connection is still good
+
+
+def test_non_ascii_digits_in_headers_are_400_or_ignored(client: httpx.Client) -> None:
+    proc = client.post("/v1/processes", json={"command": "true"}).json()
+    logs = client.get(f"/v1/processes/{proc['id']}/logs", params={"follow": "true"},
+                      headers={"Last-Event-ID": "²".encode("latin-1")})
+    assert_problem(logs, 400)
+    assert "Last-Event-ID" in logs.text
+    from api.routes.recording import byte_range
+
+    assert byte_range("bytes=²-", 100) is None and byte_range("bytes=-²", 100) is None
+    assert byte_range("bytes=10-²", 100) is None and byte_range("bytes=10-20", 100) == (10, 20)

@@ -31,6 +31,7 @@ from api.operations import Operation
 from desktop.errors import InvalidRequest, UnsupportedMediaType
 from desktop.file_errors import lossy
 from desktop.files import Entry, Files, ReadHandle
+from desktop.parsing import ascii_int
 from desktop.tar_upload import upload_tar
 
 TAR_MEDIA_TYPES = frozenset({
@@ -89,8 +90,7 @@ def _entry(e: Entry) -> FsEntry:
 
 
 def _content_length(request: Request) -> int | None:
-    value = request.headers.get("content-length", "")
-    return int(value) if value.isdigit() else None
+    return ascii_int(request.headers.get("content-length"))
 
 
 async def list_entries(request: Request, *, query: FsEntriesQuery) -> Response:

@@ -30,6 +30,7 @@ from api.models.processes import (
 )
 from api.operations import Operation
 from desktop.errors import FieldError, PayloadTooLarge
+from desktop.parsing import ascii_int
 from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
 from desktop.runtime import Desktop
 
@@ -173,9 +174,10 @@ def _last_event_id(request: Request) -> int:
     raw = request.headers.get("last-event-id")
     if raw is None or not raw.strip():
         return 0
-    if not raw.strip().isdigit():
+    sequence = ascii_int(raw)
+    if sequence is None:
         raise _field_error("header", "Last-Event-ID", f"must be a log sequence number, got {raw!r}")
-    return int(raw)
+    return sequence
 
 
 async def _events(

@@ -23,6 +23,7 @@ from api.operations import Operation
 from api.routes.fs import FileStreamResponse
 from desktop.errors import NotFound, ServiceError
 from desktop.files import ReadHandle
+from desktop.parsing import ascii_int
 from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
 from recording.manager import RecordingManager
@@ -68,17 +69,18 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     first, last = first.strip(), last.strip()
     if unit.strip().lower() != "bytes" or not dash or "," in spec:
         return None
+    start, end = ascii_int(first), ascii_int(last)
     if not first:  # bytes=-n: the last n bytes
-        if not last.isdigit():
+        if end is None:
             return None
-        if int(last) == 0 or size == 0:
+        if end == 0 or size == 0:
             raise _unsatisfiable(size)
-        return max(0, size - int(last)), size - 1
-    if not first.isdigit() or (last and not last.isdigit()) or (last and int(last) < int(first)):
+        return max(0, size - end), size - 1
+    if start is None or (last and (end is None or end < start)):
         return None
-    if int(first) >= size:
+    if start >= size:
         raise _unsatisfiable(size)
-    return int(first), min(int(last), size - 1) if last else size - 1
+    return start, min(end, size - 1) if end is not None else size - 1
 
 
 def _unsatisfiable(size: int) -> RangeNotSatisfiable:
