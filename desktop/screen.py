@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -32,6 +33,8 @@ WORKERS = 2
 IMAGE_BLOCK_SIZE = 1 << 20  # 1 MB; Pillow's default is 16 MB
 IMAGE_BLOCKS = 32
 """Freed Pillow image blocks kept for reuse (at most 32 MB): two workers' frames at 1440x900 fit."""
+IDLE_RELEASE_S = 30.0
+"""After this long without a screenshot, the kept image memory goes back to the OS."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,13 @@ def keep_image_blocks() -> None:
     Image.core.set_blocks_max(max(IMAGE_BLOCKS, Image.core.get_blocks_max()))
 
 
+def release_image_memory() -> None:
+    """Drop Pillow's kept blocks and hand the allocator's free pages back to the OS (glibc only)."""
+    Image.core.clear_cache()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 class Screen:
     """Screenshots of the running desktop; constructed once by the Desktop."""
 
@@ -240,6 +250,8 @@ class Screen:
         self._workers = workers
         self._pool: _Pool | None = None
         self.observers: list[ShotObserver] = []
+        self._busy = 0
+        self._release: asyncio.TimerHandle | None = None
         keep_image_blocks()
 
     async def capture(self, session: Session, options: ShotOptions) -> Screenshot:
@@ -252,13 +264,26 @@ class Screen:
             self._pool = pool
             if old is not None:
                 await asyncio.to_thread(old.close)
-        shot = await pool.shoot(options, region, (session.width, session.height))
+        self._busy += 1
+        if self._release is not None:
+            self._release.cancel()
+        try:
+            shot = await pool.shoot(options, region, (session.width, session.height))
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                # Kept blocks and glibc's per-thread arenas hold ~30 MB after a burst: an idle desktop gives
+                # them back, an agent taking a screenshot every few seconds keeps the speed.
+                loop = asyncio.get_running_loop()
+                self._release = loop.call_later(IDLE_RELEASE_S, loop.run_in_executor, None, release_image_memory)
         for observe in self.observers:
             observe(options, shot)
         return shot
 
     async def close(self) -> None:
         """Stop the worker threads and close their connections; the next capture reopens them."""
+        if self._release is not None:
+            self._release.cancel()
         pool, self._pool = self._pool, None
         if pool is not None:
             await asyncio.to_thread(pool.close)
