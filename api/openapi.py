@@ -38,9 +38,10 @@ PROBLEM_SCHEMA: dict[str, Any] = {
     },
 }
 
-_STATUS_TEXT = {200: "OK", 204: "No Content", 400: "Bad request", 401: "Missing or wrong token",
-                403: "Forbidden", 404: "Not found", 409: "Conflict with the current state",
-                413: "Payload too large", 415: "Wrong content type", 422: "Body of the wrong shape",
+_STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the requested Range)", 400: "Bad request",
+                401: "Missing or wrong token", 403: "Forbidden", 404: "Not found",
+                409: "Conflict with the current state", 413: "Payload too large", 415: "Wrong content type",
+                416: "Range not satisfiable", 422: "Body of the wrong shape",
                 500: "Internal error", 501: "Not supported on this platform", 502: "Upstream failure",
                 503: "Desktop not ready", 504: "Timed out"}
 
@@ -70,6 +71,9 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
               for n in re.findall(r"{(\w+)(?::\w+)?}", op.path)]
     if op.query is not None:
         params += _query_parameters(op.query)
+    if op.ranges:
+        params.append({"name": "Range", "in": "header", "required": False, "schema": {"type": "string"},
+                       "description": "One byte range, e.g. `bytes=0-1023` or `bytes=-4096` (RFC 9110 §14.2)"})
     if params:
         doc["parameters"] = params
     if op.body is not None:
@@ -85,6 +89,11 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
         binary = {"schema": {"type": "string", "format": "binary"}}
         media_types = [m.strip() for m in op.media_type.split(",")]
         responses[str(op.status)] = {"description": "OK", "content": {m: binary for m in media_types}}
+        if op.ranges:
+            responses["206"] = {"description": _STATUS_TEXT[206],
+                                "content": {m: binary for m in media_types},
+                                "headers": {"Content-Range": {"schema": {"type": "string"},
+                                                              "description": "e.g. `bytes 0-1023/4096`"}}}
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     statuses = set(op.errors)
     if op.body is not None:

@@ -222,6 +222,9 @@ def test_download_ranges(api: httpx.Client, painter: Painter, tmp_path: Path) ->
         full = api.get(url, headers={"Range": ignored})
         assert full.status_code == 200 and full.content == whole, ignored
     assert api.get(url).headers["accept-ranges"] == "bytes"
+    documented = api.get("/v1/openapi.json").json()["paths"]["/v1/desktop/recordings/{id}/download"]["get"]
+    assert {"200", "206", "416"} <= set(documented["responses"]), documented["responses"]
+    assert any(p["name"] == "Range" and p["in"] == "header" for p in documented["parameters"])
 
 
 def test_download_while_recording(api: httpx.Client, painter: Painter, tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ OPERATIONS = [
               response=DesktopRecordingInfo, errors=(404,), tags=TAGS),
     Operation("GET", "/v1/desktop/recordings/{id}/download", download_recording,
               "The MP4, streamed; supports a single Range (206, or 416); works while recording",
-              media_type="video/mp4", errors=(404, 416), tags=TAGS),
+              media_type="video/mp4", ranges=True, errors=(404, 416), tags=TAGS),
     Operation("GET", "/v1/desktop/recordings/{id}/actions", recording_actions,
               "The actions executed while it recorded, with `videoMs` (time in the video)",
               response=DesktopRecordingActions, errors=(404,), tags=TAGS),
