@@ -15,15 +15,17 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from api.auth import TokenAuthMiddleware
 from api.cors import CorsMiddleware, CorsPolicy
 from api.metrics import Metrics, RequestMetricsMiddleware
 from api.openapi import build_openapi
 from api.operations import Operation
-from api.problems import handle_http_exception, handle_service_error, handle_unexpected
+from api.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
+from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
 from desktop.errors import PermissionDenied, ServiceError
 from desktop.options import StartOptions
@@ -117,17 +119,23 @@ def is_disabled(path: str, disabled: frozenset[str]) -> bool:
     return any(path == OPTIONAL_APIS[name][0] or path.startswith(OPTIONAL_APIS[name][0] + "/") for name in disabled)
 
 
-def disabled_routes(disabled: frozenset[str]) -> list[Route]:
-    """Routes that answer every request under a switched-off API with a 403 naming the flag."""
-    routes: list[Route] = []
+def disabled_routes(disabled: frozenset[str]) -> list[BaseRoute]:
+    """Routes that answer every request (and WebSocket handshake) under a switched-off API with a 403 naming
+    the flag."""
+    routes: list[BaseRoute] = []
     for name in sorted(disabled):
         prefix, flag = OPTIONAL_APIS[name]
+        error = PermissionDenied(f"{prefix} is disabled on this server (started with {flag})", code="api_disabled")
 
-        async def refuse(request: Request, prefix: str = prefix, flag: str = flag) -> Response:
-            raise PermissionDenied(f"{prefix} is disabled on this server (started with {flag})", code="api_disabled")
+        async def refuse(request: Request, error: PermissionDenied = error) -> Response:
+            raise error
 
-        routes += [Route(prefix, refuse, methods=ALL_METHODS), Route(prefix + "/{rest:path}", refuse,
-                                                                      methods=ALL_METHODS)]
+        async def refuse_socket(websocket: WebSocket, error: PermissionDenied = error) -> None:
+            await refuse_websocket(websocket, error)
+
+        routes += [Route(prefix, refuse, methods=ALL_METHODS),
+                   Route(prefix + "/{rest:path}", refuse, methods=ALL_METHODS),
+                   WebSocketRoute(prefix + "/{rest:path}", refuse_socket)]
     return routes
 
 
@@ -165,8 +173,9 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             await stream.shutdown()
             await recordings.shutdown()
 
-    routes = [*build_routes(operations), *disabled_routes(config.disabled_apis), *STREAM_WEBSOCKETS, *UI_ROUTES,
-              Route("/v1/openapi.json", openapi_document, methods=["GET"])]
+    # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
+    routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *STREAM_WEBSOCKETS,
+              *TERMINAL_WEBSOCKETS, *UI_ROUTES, Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         routes=routes,
         middleware=[

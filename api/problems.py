@@ -9,6 +9,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.websockets import WebSocket
 
 from desktop.errors import TYPE_PREFIX, ServiceError
 
@@ -88,3 +89,11 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
     return problem_response(
         problem_body(500, "internal_error", "Internal Server Error", f"internal error: {exc}", "internal_error")
     )
+
+
+async def refuse_websocket(websocket: WebSocket, exc: ServiceError) -> None:
+    """Answer a WebSocket handshake with the problem document, or close with 1008 if the server cannot."""
+    try:
+        await websocket.send_denial_response(service_error_response(exc))
+    except RuntimeError:
+        await websocket.close(1008, exc.message[:120])

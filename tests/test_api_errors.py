@@ -184,7 +184,7 @@ def test_token_from_environment(server_factory: Callable[..., ServerProcess]) ->
 
 
 # Found by fuzzing: "²" passes str.isdigit() but int() refuses it, and "١٠٢٥" would read as 1025.
-NON_ASCII_DIGITS = ["²-³", "١٠٢٥-٢٠٠٠", "5905０-59070"]
+NON_ASCII_DIGITS = ["²-³", "١٠٢٥-٢٠٠٠", "5905\uff10-59070"]  # the last: a fullwidth zero
 
 
 @pytest.mark.parametrize("ports", NON_ASCII_DIGITS)

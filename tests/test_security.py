@@ -527,8 +527,22 @@ def assert_switched_off(server: ServerProcess, routes: list[tuple[str, str]], fl
     prefix = OPTIONAL_APIS[flag]
     under = [(m, concrete(p)) for m, p in routes if p == prefix or p.startswith(prefix + "/")]
     assert under
+    sockets = [server.url.replace("http://", "ws://", 1) + path for method, path in under if method == "WS"]
+
+    async def handshakes() -> list[tuple[int, bytes]]:
+        refused = []
+        for url in sockets:
+            assert await ws_status(url) == 401, url
+            try:
+                async with connect(url, additional_headers=bearer(server.token or ""), open_timeout=10):
+                    pytest.fail(f"{url} opened on a server started with {flag}")
+            except InvalidStatus as exc:
+                refused.append((exc.response.status_code, exc.response.body or b""))
+        return refused
+    for status, body in asyncio.run(handshakes()):  # refused before the upgrade, with the same problem
+        assert status == 403 and b"api_disabled" in body and flag.encode() in body, (status, body)
     with httpx.Client(base_url=server.url, timeout=30) as client:
-        for method, path in under:
+        for method, path in [(m, p) for m, p in under if m != "WS"]:
             assert call(client, method, path, {}).status_code == 401, f"{method} {path} without the token"
             answer = call(client, method, path, bearer(server.token or ""))
             assert answer.status_code == 403, f"{method} {path}: {answer.status_code}"

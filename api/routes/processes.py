@@ -151,7 +151,7 @@ async def process_logs(request: Request, *, query: ProcessLogsQuery) -> Response
 
 async def write_input(request: Request, *, body: ProcessInputRequest) -> ProcessInputResponse:
     process = process_of(request)
-    data = _decode_input(body)
+    data = decode_input(body)
     limit = manager_of(request).config.max_input_bytes_per_request
     if len(data) > limit:
         raise PayloadTooLarge(f"input payload is {len(data)} bytes, over maxInputBytesPerRequest ({limit}); "
@@ -192,7 +192,7 @@ async def _events(
         yield f"event: log\nid: {entry.sequence}\ndata: {data}\n\n".encode()
 
 
-def _decode_input(body: ProcessInputRequest) -> bytes:
+def decode_input(body: ProcessInputRequest) -> bytes:
     encoding = body.encoding or "base64"
     if encoding not in INPUT_ENCODINGS:
         allowed = ", ".join(INPUT_ENCODINGS)

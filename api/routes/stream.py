@@ -8,7 +8,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from api.models.stream import DesktopStreamStatusResponse
 from api.operations import Operation
-from api.problems import service_error_response
+from api.problems import refuse_websocket
 from desktop.errors import ServiceError
 from streaming.manager import StreamManager, StreamStatus
 
@@ -77,18 +77,10 @@ async def signaling(websocket: WebSocket) -> None:
     try:
         manager.require_config()
     except ServiceError as exc:
-        await _refuse(websocket, exc)
+        await refuse_websocket(websocket, exc)
         return
     await websocket.accept()
     await manager.serve(WebSocketLink(websocket))
-
-
-async def _refuse(websocket: WebSocket, exc: ServiceError) -> None:
-    """Answer the handshake with the problem document, or close with 1008 if the server cannot."""
-    try:
-        await websocket.send_denial_response(service_error_response(exc))
-    except RuntimeError:
-        await websocket.close(1008, exc.message[:120])
 
 
 OPERATIONS = [

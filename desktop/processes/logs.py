@@ -12,7 +12,7 @@ import base64
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -159,7 +159,7 @@ class LogBuffer:
         since: int = 0,
         tail: int | None = None,
         heartbeat_s: float | None = None,
-    ) -> AsyncIterator[LogEntry | None]:
+    ) -> AsyncGenerator[LogEntry | None, None]:
         """The backlog (as `entries`), then live entries until the stream finishes.
 
         Yields None after `heartbeat_s` without output, so a caller can send a keep-alive.

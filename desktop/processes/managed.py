@@ -170,10 +170,14 @@ class ManagedProcess:
                            "\"interactive\": true or \"tty\": true")
         return await self._child.write(data)
 
-    def resize(self, cols: int, rows: int) -> None:
-        """Resize the terminal of a tty process."""
+    def require_tty(self) -> None:
+        """Conflict unless the process runs on a terminal (resize, the terminal WebSocket)."""
         if not self.tty:
             raise Conflict(f"process {self.id} is not running in tty mode")
+
+    def resize(self, cols: int, rows: int) -> None:
+        """Resize the terminal of a tty process."""
+        self.require_tty()
         if not self.running:
             raise Conflict(f"process {self.id} is not running")
         self._child.resize(cols, rows)

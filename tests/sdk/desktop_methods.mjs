@@ -10,11 +10,11 @@
 
 import { tmpdir } from "node:os";
 import { SandboxAgent, SandboxAgentError } from "sandbox-agent";
+import { check, describe, emit, equal, expect, failures, poll } from "./checks.mjs";
 
 const BASE_URL = process.env.SANDBOX_URL;
 const TOKEN = process.env.SANDBOX_TOKEN || undefined;
 const DISPLAY_NUM = process.env.SANDBOX_DISPLAY_NUM ? Number(process.env.SANDBOX_DISPLAY_NUM) : undefined;
-const CALL_TIMEOUT_MS = Number(process.env.SANDBOX_CALL_TIMEOUT_MS || 15000);
 const WIDTH = 1024;
 const HEIGHT = 768;
 
@@ -23,42 +23,6 @@ const PASTE = "pasted ünïcode ✓ 🙂\n";
 const TITLE = `sdk-compat-${process.pid}`;
 const DIR = `${tmpdir()}/sdk-compat-${process.pid}-${Date.now()}`;
 const TYPED = `${DIR}/typed.txt`;
-
-let failures = 0;
-
-function emit(method, ok, detail) {
-  if (!ok) failures += 1;
-  process.stdout.write(JSON.stringify({ method, ok, detail }) + "\n");
-}
-
-/** Runs one check: `fn` returns a short detail string or throws; a hung call fails after the timeout. */
-async function check(method, fn) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
-  });
-  try {
-    const detail = await Promise.race([fn(), timeout]);
-    emit(method, true, detail ?? "");
-    return true;
-  } catch (error) {
-    emit(method, false, describe(error));
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function describe(error) {
-  if (error instanceof SandboxAgentError) {
-    return `SandboxAgentError ${error.status}: ${JSON.stringify(error.problem ?? null)}`;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
-
-function expect(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 /** Fails unless every listed field of `value` has the given `typeof` ("integer" for whole numbers). */
 function shape(what, value, fields, optional = {}) {
@@ -76,23 +40,6 @@ function shape(what, value, fields, optional = {}) {
       expect(ofType(value[field], type), `${what}.${field} is not ${type}: ${JSON.stringify(value)}`);
     }
   }
-}
-
-function equal(what, actual, expected) {
-  expect(JSON.stringify(actual) === JSON.stringify(expected),
-    `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-}
-
-/** Polls `fn` until it returns a truthy value (bounded), else fails naming `what`. */
-async function poll(what, fn, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (let i = 0; i < 1000 && Date.now() < deadline; i += 1) {
-    last = await fn();
-    if (last) return last;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
 
 /** The SDK call must fail with a SandboxAgentError of this status carrying a problem+json `code`. */
@@ -491,4 +438,4 @@ async function main() {
 main()
   .catch((error) => emit("main", false, describe(error)))
   // Hung calls abandoned by a timeout may keep sockets open; exit explicitly.
-  .finally(() => process.exit(failures ? 1 : 0));
+  .finally(() => process.exit(failures() ? 1 : 0));
