@@ -50,6 +50,7 @@ ROUTE_MODULES = (
     "api.routes.recording",
     "api.routes.stream",
     "api.routes.processes",
+    "api.routes.terminal",
     "api.routes.fs",
     "api.routes.actions",
     "api.routes.vendors",

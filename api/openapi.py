@@ -42,6 +42,7 @@ _STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the request
                 401: "Missing or wrong token", 403: "Forbidden", 404: "Not found",
                 409: "Conflict with the current state", 413: "Payload too large", 415: "Wrong content type",
                 416: "Range not satisfiable", 422: "Body of the wrong shape",
+                426: "A WebSocket endpoint asked without the upgrade",
                 500: "Internal error", 501: "Not supported on this platform", 502: "Upstream failure",
                 503: "Desktop not ready", 504: "Timed out"}
 
@@ -80,7 +81,9 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
         doc["requestBody"] = {"required": op.body_required, "content": {
             "application/json": {"schema": defs[(op.body.__name__, "validation")]}}}
     responses: dict[str, Any] = {}
-    if op.status == 204 and op.response is None:
+    if op.upgrade:
+        responses["101"] = {"description": "Switching Protocols: the WebSocket is open"}
+    elif op.status == 204 and op.response is None:
         responses["204"] = {"description": _STATUS_TEXT[204]}
     elif op.response is not None:
         responses[str(op.status)] = {"description": _STATUS_TEXT.get(op.status, "OK"), "content": {
@@ -95,7 +98,7 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
                                 "headers": {"Content-Range": {"schema": {"type": "string"},
                                                               "description": "e.g. `bytes 0-1023/4096`"}}}
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
-    statuses = set(op.errors)
+    statuses = set(op.errors) | ({426} if op.upgrade else set())
     if op.body is not None:
         statuses |= {400, 413, 415, 422}
     if op.query is not None:

@@ -52,6 +52,8 @@ class Operation:
     """Media type of a non-JSON success response (images, video, event streams); a comma-separated
     list when the request chooses among several (`image/png, image/jpeg, image/webp`)."""
     status: int = 200
+    upgrade: bool = False
+    """A WebSocket endpoint: the document shows its handshake (101); a plain HTTP request gets a 426."""
     ranges: bool = False
     """A binary response that honours a `Range` header: 206 with Content-Range (and 416) as well."""
     errors: tuple[int, ...] = ()

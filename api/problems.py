@@ -97,3 +97,10 @@ async def refuse_websocket(websocket: WebSocket, exc: ServiceError) -> None:
         await websocket.send_denial_response(service_error_response(exc))
     except RuntimeError:
         await websocket.close(1008, exc.message[:120])
+
+
+async def upgrade_required(request: Request) -> Response:
+    """A plain HTTP request to a WebSocket's path: 426 saying how to connect, rather than a bare 404."""
+    detail = "this endpoint is a WebSocket: connect with an `Upgrade: websocket` handshake"
+    return problem_response(problem_body(426, "invalid_request", "Upgrade Required", detail, "upgrade_required"),
+                            {"Upgrade": "websocket", "Connection": "Upgrade"})

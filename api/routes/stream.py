@@ -8,7 +8,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from api.models.stream import DesktopStreamStatusResponse
 from api.operations import Operation
-from api.problems import refuse_websocket
+from api.problems import refuse_websocket, upgrade_required
 from desktop.errors import ServiceError
 from streaming.manager import StreamManager, StreamStatus
 
@@ -92,6 +92,9 @@ OPERATIONS = [
               response=DesktopStreamStatusResponse, tags=("stream",)),
     Operation("GET", "/v1/desktop/stream/status", status, "Whether the live view is on, its viewers and rates",
               response=DesktopStreamStatusResponse, tags=("stream",)),
+    Operation("GET", SIGNALING_PATH, upgrade_required,
+              "Live-view signalling over a WebSocket (neko v3 events; ?access_token= for browsers)",
+              upgrade=True, errors=(409,), tags=("stream",)),
 ]
 
 WEBSOCKET_ROUTES = [WebSocketRoute(SIGNALING_PATH, signaling)]

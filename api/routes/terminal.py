@@ -13,14 +13,13 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from api.models.base import WireModel
 from api.models.processes import ProcessInputRequest, ProcessTerminalResizeRequest
-from api.problems import problem_body, problem_response, refuse_websocket
+from api.operations import Operation
+from api.problems import refuse_websocket, upgrade_required
 from api.routes.processes import decode_input
 from desktop.errors import PayloadTooLarge, ServiceError
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
@@ -163,14 +162,11 @@ async def terminal(websocket: WebSocket) -> None:
     await TerminalSession(websocket, process, manager).run()
 
 
-async def upgrade_required(request: Request) -> Response:
-    """A plain HTTP request to the socket's path: 426 saying how to connect, rather than a bare 404."""
-    detail = "this endpoint is a WebSocket: connect with an `Upgrade: websocket` handshake"
-    return problem_response(problem_body(426, "invalid_request", "Upgrade Required", detail, "upgrade_required"),
-                            {"Upgrade": "websocket", "Connection": "Upgrade"})
+WEBSOCKET_ROUTES = [WebSocketRoute(TERMINAL_PATH, terminal)]
 
-
-# The Route answers only HTTP requests and the WebSocketRoute only handshakes, so they share the path.
-WEBSOCKET_ROUTES: list[WebSocketRoute | Route] = [
-    WebSocketRoute(TERMINAL_PATH, terminal), Route(TERMINAL_PATH, upgrade_required, methods=["GET"]),
+# The handshake, as the API document shows it; a plain HTTP GET of the path answers 426.
+OPERATIONS = [
+    Operation("GET", TERMINAL_PATH, upgrade_required,
+              "Terminal of a tty process over a WebSocket (binary output; input, resize and close frames)",
+              upgrade=True, errors=(404, 409), tags=("processes",)),
 ]
