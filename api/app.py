@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from api.auth import TokenAuthMiddleware
+from api.browser_guard import BrowserGuardMiddleware, HostPolicy, OriginPolicy
 from api.cors import CorsMiddleware, CorsPolicy
 from api.metrics import Metrics, RequestMetricsMiddleware
 from api.openapi import build_openapi
@@ -31,6 +32,7 @@ from desktop.errors import PermissionDenied, ServiceError
 from desktop.options import StartOptions
 from desktop.runtime import Desktop
 from recording.manager import RecordingManager
+from sandbox_desktop_client import local_servers
 from streaming.manager import StreamManager
 
 logger = logging.getLogger("sandbox_desktop.api")
@@ -71,6 +73,8 @@ class ServerConfig:
 
     token: str | None = None
     cors: CorsPolicy = field(default_factory=CorsPolicy)
+    hosts: HostPolicy = field(default_factory=HostPolicy)
+    """The Host names the server answers to (`--allowed-host`; enforced on loopback binds)."""
     state_dir: Path | None = None
     start_desktop: StartOptions | None = None
     """Start a desktop with these options when the server starts."""
@@ -80,6 +84,8 @@ class ServerConfig:
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
     webrtc_public_addresses: tuple[str, ...] = ()
     """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
+    announce: tuple[int, Path] | None = None
+    """(port, token file) of a generated token, announced to local clients while the server runs."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -160,6 +166,8 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if config.announce is not None:
+            local_servers.announce(config.announce[0], config.url, config.announce[1])
         await recordings.start()
         await stream.start()
         if config.start_desktop is not None:
@@ -170,6 +178,8 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
         try:
             yield
         finally:
+            if config.announce is not None:
+                local_servers.withdraw(config.announce[0])
             await desktop.shutdown()
             await stream.shutdown()
             await recordings.shutdown()
@@ -182,6 +192,8 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
         middleware=[
             # Outermost, so refused (401) and failed (500) requests are counted too.
             Middleware(RequestMetricsMiddleware, metrics=metrics, routes=routes),
+            # Before CORS and the token: a page we do not serve gets nothing, not even a preflight.
+            Middleware(BrowserGuardMiddleware, hosts=config.hosts, origins=OriginPolicy.from_cors(config.cors.origins)),
             Middleware(CorsMiddleware, policy=config.cors),
             Middleware(TokenAuthMiddleware, token=config.token),
         ],

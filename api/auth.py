@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.problems import problem_body, problem_response
+from api.problems import problem_body, problem_response, send_refusal
 
 # Open without a token: liveness probes must work in containers that hold no secret.
 PUBLIC_PATHS = frozenset({"/v1/health"})
@@ -59,21 +59,4 @@ class TokenAuthMiddleware:
             details={"message": "missing or invalid bearer token; send `Authorization: Bearer <token>`"},
         )
         response = problem_response(body, {"WWW-Authenticate": 'Bearer realm="sandbox-desktop"'})
-        if scope["type"] == "websocket":
-            # Refuse the handshake with an HTTP answer (ASGI websocket.http.response) when supported.
-            await _reject_websocket(scope, receive, send, response.status_code, bytes(response.body))
-            return
-        await response(scope, receive, send)
-
-
-async def _reject_websocket(scope: Scope, receive: Receive, send: Send, status: int, body: bytes) -> None:
-    extensions = scope.get("extensions") or {}
-    if "websocket.http.response" in extensions:
-        await send({
-            "type": "websocket.http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/problem+json")],
-        })
-        await send({"type": "websocket.http.response.body", "body": body})
-    else:
-        await send({"type": "websocket.close", "code": 1008})
+        await send_refusal(scope, receive, send, response)

@@ -14,26 +14,18 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from api import cli_client, mcp_server, probe
+from api.browser_guard import ALLOWED_HOSTS_ENV, HostPolicy
 from api.cors import CorsPolicy
 from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
 from desktop.parsing import ascii_int
+from sandbox_desktop_client import local_servers
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
 PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding `host` keeps the server reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -73,7 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("-t", "--token", default=os.environ.get(TOKEN_ENV) or None,
                         help=f"bearer token required on /v1 (default: ${TOKEN_ENV})")
     server.add_argument("-n", "--no-token", action="store_true",
-                        help="run without a token, even on a non-loopback address")
+                        help="run without a token (default: a random token kept in the state directory, "
+                             "which local clients find by themselves)")
+    server.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                        help="also answer to this Host name: NAME, *.DOMAIN or an IP, optionally :PORT, or * for "
+                             "any (repeatable; default: "
+                             f"${ALLOWED_HOSTS_ENV}, comma-separated). Loopback binds answer to localhost, "
+                             "*.localhost, 127.0.0.1 and [::1] on their port; other binds check names only "
+                             "when this is given")
     server.add_argument("-O", "--cors-allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="allow this browser origin (repeatable; `*` for any)")
     server.add_argument("-M", "--cors-allow-method", action="append", default=[], metavar="METHOD",
@@ -83,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("-C", "--cors-allow-credentials", action="store_true",
                         help="allow credentialed CORS requests")
     server.add_argument("--state-dir", type=Path, default=None,
-                        help="where desktops keep home/, recordings/ and logs "
-                             "(default $XDG_STATE_HOME/sandbox-desktop/desktop)")
+                        help="where desktops keep home/, recordings/ and logs, and the server its generated "
+                             "token (default $XDG_STATE_HOME/sandbox-desktop/desktop)")
     server.add_argument("--log-level", default="info",
                         choices=["critical", "error", "warning", "info", "debug"])
     server.add_argument("--log-format", default="text", choices=LOG_FORMATS,
@@ -125,9 +124,25 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     Server(config).run()
 
 
+def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--allowed-host` flags, else the comma-separated environment variable."""
+    if args.allowed_host:
+        return tuple(args.allowed_host)
+    return tuple(h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip())
+
+
+def display_url(host: str, port: int) -> str:
+    """The address to print: a wildcard bind is reached on this machine at 127.0.0.1 (or [::1])."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def run_server(args: argparse.Namespace) -> int:
     from api.app import ServerConfig, create_app
-    from desktop.options import StartOptions
+    from desktop.options import StartOptions, default_state_dir
 
     token = None if args.no_token else args.token
     # Every process the desktop starts inherits our environment; none of them may learn the token.
@@ -136,14 +151,15 @@ def run_server(args: argparse.Namespace) -> int:
         print(f"refusing an empty token: pass a real one with --token or {TOKEN_ENV} "
               "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)", file=sys.stderr)
         return 2
-    if token is None and not args.no_token and not is_loopback(args.host):
-        print(f"refusing to listen on {args.host} without a token: pass --token (or set {TOKEN_ENV}), "
-              "or --no-token to run unprotected", file=sys.stderr)
-        return 2
     try:
         public = public_addresses(args)
     except argparse.ArgumentTypeError as exc:
         print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        hosts = HostPolicy.for_bind(args.host, args.port, allowed_hosts(args))
+    except ValueError as exc:
+        print(f"sandbox-desktop: --allowed-host: {exc}", file=sys.stderr)
         return 2
     cors = CorsPolicy(
         origins=tuple(args.cors_allow_origin),
@@ -156,15 +172,30 @@ def run_server(args: argparse.Namespace) -> int:
         width, height = args.desktop_size
         start = StartOptions(width=width, height=height)
     state_dir = args.state_dir.expanduser().resolve() if args.state_dir else None
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}"
+    url = display_url(args.host, args.port)
+    token_file = None
+    if token is None and not args.no_token:
+        try:
+            token, token_file = local_servers.load_or_create_token(state_dir or default_state_dir())
+        except OSError as exc:
+            print(f"sandbox-desktop: cannot keep a generated token in {state_dir or default_state_dir()}: {exc}; "
+                  "pass --state-dir, or --token", file=sys.stderr)
+            return 2
     disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api)) if off)
-    config = ServerConfig(token=token, cors=cors, state_dir=state_dir, start_desktop=start, url=url,
-                          disabled_apis=disabled, webrtc_public_addresses=public)
+    # A server on port 0 cannot say which port it got before it binds: it is not announced.
+    announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
+    config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
+                          disabled_apis=disabled, webrtc_public_addresses=public, announce=announce)
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
           f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+    if token_file is not None and token is not None:
+        print(f"sandbox-desktop: inspector: {url}/ui/#token={token}  (token kept in {token_file}; "
+              "local clients find it there)", file=sys.stderr, flush=True)
+    elif token is None:
+        print("sandbox-desktop: warning: --no-token: every local user and every process of this machine can drive "
+              "the desktop and run commands through it", file=sys.stderr, flush=True)
     serve(app, args.host, args.port, args.log_level)
     return 0
 

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from sandbox_desktop_client import ApiError, Client
+from sandbox_desktop_client.local_servers import resolve_token
 
 URL_ENV = "SANDBOX_DESKTOP_URL"
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
@@ -182,7 +183,7 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
     common.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
                         help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
     common.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
-                        help=f"bearer token (default ${TOKEN_ENV})")
+                        help=f"bearer token (default ${TOKEN_ENV}, else the one a local server announced)")
 
     def command(parent: Any, name: str, handler: Handler | None, help: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = parent.add_parser(name, parents=[common], help=help, description=help)
@@ -239,7 +240,7 @@ def run_client_command(args: argparse.Namespace) -> int:
     """Run a parsed client subcommand: 0 on success, 1 for an error answer or bad input, 2 if unreachable."""
     handler: Handler | None = args.client_handler
     if handler is None:
-        out(viewer_url(args.url, args.token))
+        out(viewer_url(args.url, resolve_token(args.token, args.url)))
         return 0
     try:
         with Client(args.url, args.token) as client:

@@ -286,7 +286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
                         help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
-                        help=f"bearer token (default ${TOKEN_ENV})")
+                        help=f"bearer token (default ${TOKEN_ENV}, else the one a local server announced)")
     parser.add_argument("--allow", type=tool_list, action="extend", metavar="TOOL[,TOOL...]",
                         help=f"offer only these tools (repeatable; default all: {', '.join(TOOL_NAMES)})")
     parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",

@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
+from sandbox_desktop_client.local_servers import resolve_token
+
 URL_ENV = "SANDBOX_DESKTOP_URL"
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:2468"
@@ -24,15 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
                         help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
-                        help=f"bearer token (default ${TOKEN_ENV})")
+                        help=f"bearer token (default ${TOKEN_ENV}, else the one a local server announced)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
 
 
 def run(args: argparse.Namespace) -> int:
     """0 when ready (each check printed), 1 when not ready or refused (the reason on stderr), 2 if unreachable."""
     request = urllib.request.Request(args.url.rstrip("/") + READY_PATH)
-    if args.token:
-        request.add_header("Authorization", f"Bearer {args.token}")
+    token = resolve_token(args.token, args.url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=args.timeout) as response:
             body = json.loads(response.read())

@@ -9,6 +9,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from desktop.errors import TYPE_PREFIX, ServiceError
@@ -104,3 +105,17 @@ async def upgrade_required(request: Request) -> Response:
     detail = "this endpoint is a WebSocket: connect with an `Upgrade: websocket` handshake"
     return problem_response(problem_body(426, "invalid_request", "Upgrade Required", detail, "upgrade_required"),
                             {"Upgrade": "websocket", "Connection": "Upgrade"})
+
+
+async def send_refusal(scope: Scope, receive: Receive, send: Send, response: Response) -> None:
+    """Answer an HTTP request, or refuse a WebSocket handshake, with `response` (from middleware, before
+    any route). A server without the ASGI denial-response extension can only close the socket (1008)."""
+    if scope["type"] != "websocket":
+        await response(scope, receive, send)
+        return
+    if "websocket.http.response" in (scope.get("extensions") or {}):
+        await send({"type": "websocket.http.response.start", "status": response.status_code,
+                    "headers": response.raw_headers})
+        await send({"type": "websocket.http.response.body", "body": bytes(response.body)})
+    else:
+        await send({"type": "websocket.close", "code": 1008})

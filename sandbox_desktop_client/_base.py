@@ -23,12 +23,12 @@ from api.models.recording import DesktopRecordingInfo, DesktopRecordingListRespo
 from api.models.windows import DesktopWindowInfo, DesktopWindowListResponse
 
 from .errors import error_for
+from .local_servers import TOKEN_ENV, resolve_token  # noqa: F401 - part of this module's surface for the clients
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_URL = "http://127.0.0.1:2468"
-TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
 DEFAULT_TIMEOUT = 30.0
 DOWNLOAD_CHUNK = 1 << 20
 
@@ -76,8 +76,6 @@ class Call(Generic[T]):
     extra_timeout: float = 0.0
 
 
-def resolve_token(token: str | None) -> str | None:
-    return token if token is not None else os.environ.get(TOKEN_ENV) or None
 
 
 def client_options(url: str, token: str | None, timeout: float) -> dict[str, Any]:

@@ -27,12 +27,13 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """A sandbox-desktop server; the token defaults to $SANDBOX_DESKTOP_TOKEN. Use as a context manager."""
+    """A sandbox-desktop server; the token defaults to $SANDBOX_DESKTOP_TOKEN, then to
+    the one a server on this machine announced (docs/security.md). Use as a context manager."""
 
     def __init__(self, url: str = b.DEFAULT_URL, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
                  **httpx_options: Any) -> None:
         self.timeout = timeout
-        self._http = httpx.AsyncClient(**b.client_options(url, b.resolve_token(token), timeout), **httpx_options)
+        self._http = httpx.AsyncClient(**b.client_options(url, b.resolve_token(token, url), timeout), **httpx_options)
 
     async def __aenter__(self) -> AsyncClient:
         return self

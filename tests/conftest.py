@@ -17,7 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.routing import Mount, Route, WebSocketRoute
 
+from api.app import ServerConfig, create_app
 from tests.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +63,10 @@ class ServerProcess:
 
 def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str, str] | None = None,
                   wait: bool = True) -> ServerProcess:
-    """Start a server; `token=""` makes a random one, `None` runs without a token."""
+    """Start a server; `token=""` makes a random one (passed with --token), `None` passes no token flag (the
+    server then reads $SANDBOX_DESKTOP_TOKEN or makes its own; pass "--no-token" for an open server).
+
+    Its announcement for local clients goes to `tmp/xdg-state` ($XDG_STATE_HOME), never the user's own."""
     if token == "":
         token = secrets.token_urlsafe(16)
     port = free_port()
@@ -72,6 +77,7 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
     if token:
         args.append(f"--token={token}")  # `=`: a token may start with "-"
     full_env = {k: v for k, v in os.environ.items() if k != "SANDBOX_DESKTOP_TOKEN"}
+    full_env["XDG_STATE_HOME"] = str(tmp / "xdg-state")
     full_env.update(env or {})
     log = open(log_path, "wb")  # noqa: SIM115 - the child owns it for its lifetime
     proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=full_env,
@@ -190,3 +196,29 @@ def assert_problem(response: httpx.Response, status: int, code: str | None = Non
     if code is not None:
         assert body["code"] == code, body
     return dict(body)
+
+
+SAMPLE_IDS = {"recordings": "rec_1", "processes": "proc_1", "windows": "4194305"}
+
+
+@pytest.fixture(scope="module")
+def routes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
+    """(method, path) of every route the app really has ("WS" for WebSockets), so none can be missed."""
+    app = create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("routes")))
+    found: list[tuple[str, str]] = []
+    for route in app.routes:
+        if isinstance(route, WebSocketRoute):
+            found.append(("WS", route.path))
+        elif isinstance(route, Route):
+            found += [(method, route.path) for method in sorted(route.methods or ())]
+        elif isinstance(route, Mount):
+            found.append(("GET", route.path + "/"))
+        else:
+            raise AssertionError(f"unknown route type {route!r}: teach this test about it")
+    return found
+
+
+def concrete(path: str) -> str:
+    """`/v1/processes/{id}/logs` → `/v1/processes/proc_1/logs`."""
+    parts = path.split("/")
+    return "/".join(SAMPLE_IDS.get(parts[i - 1], "1") if p.startswith("{") else p for i, p in enumerate(parts))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
-from tests.conftest import ServerProcess, wait_for
+from tests.conftest import ServerProcess, launch_server, wait_for
 from tests.xprobe import Probe
 
 pytestmark = pytest.mark.skipif(chromium_path() is None,
@@ -37,6 +37,14 @@ SIZE = (1024, 768)
 def network() -> Iterator[PrivateNetwork]:
     with PrivateNetwork.create() as net:
         yield net
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory, network: PrivateNetwork) -> Iterator[ServerProcess]:
+    """conftest's `srv`, answering also to the address the browser reaches it by (the forwarder's)."""
+    server = launch_server(tmp_path_factory.mktemp("inspector"), "--allowed-host", network.outer)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -20,22 +20,19 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.routing import Mount, Route, WebSocketRoute
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from api import auth
-from api.app import ServerConfig, create_app
 from api.operations import MAX_JSON_BODY_BYTES
 from api.routes.ui import UI_DIR
 from streaming.viewer import signaling_url
-from tests.conftest import REPO, ServerProcess, assert_problem, launch_server
+from tests.conftest import REPO, ServerProcess, assert_problem, concrete, launch_server
 from tests.test_fs_api import info, tar_bytes
 
 DESKTOP = {"displayNum": 420, "width": 800, "height": 600}  # `srv`: the live view, windows and apps
 PUBLIC = frozenset({"/", "/v1/health"})
 """Answered without the token; so is the static inspector under /ui (it sends the token itself)."""
-SAMPLE_IDS = {"recordings": "rec_1", "processes": "proc_1", "windows": "4194305"}
 SECRET_TEXT = b"outside-secret-7c1e"
 HOSTILE_PATHS = ["..%2Foutside%2Fsecret.txt", "%2e%2e%2foutside%2fsecret.txt", "~%2F..%2Foutside%2Fsecret.txt",
                  "sub%2F..%2F..%2Foutside%2Fsecret.txt", "secret%00.txt", "%00"]
@@ -58,31 +55,8 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     server.stop()
 
 
-@pytest.fixture(scope="module")
-def routes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
-    """(method, path) of every route the app really has ("WS" for WebSockets), so none can be missed."""
-    app = create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("routes")))
-    found: list[tuple[str, str]] = []
-    for route in app.routes:
-        if isinstance(route, WebSocketRoute):
-            found.append(("WS", route.path))
-        elif isinstance(route, Route):
-            found += [(method, route.path) for method in sorted(route.methods or ())]
-        elif isinstance(route, Mount):
-            found.append(("GET", route.path + "/"))
-        else:
-            raise AssertionError(f"unknown route type {route!r}: teach this test about it")
-    return found
-
-
 def is_public(path: str) -> bool:
     return path in PUBLIC or path == "/ui" or path.startswith("/ui/")
-
-
-def concrete(path: str) -> str:
-    """`/v1/processes/{id}/logs` → `/v1/processes/proc_1/logs`."""
-    parts = path.split("/")
-    return "/".join(SAMPLE_IDS.get(parts[i - 1], "1") if p.startswith("{") else p for i, p in enumerate(parts))
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -325,18 +299,19 @@ def test_processes_do_not_inherit_the_token(tmp_path: Path) -> None:
         server.stop()
 
 
-# -- 4. loopback unless there is a token ---------------------------------------------------------
+# -- 4. a token unless --no-token ----------------------------------------------------------------
 
-@pytest.mark.parametrize(("host", "env"), [("0.0.0.0", {}), ("::", {}), ("192.0.2.1", {}),
-                                           ("0.0.0.0", {"SANDBOX_DESKTOP_TOKEN": ""})])
-def test_a_non_loopback_address_needs_a_token(tmp_path: Path, host: str, env: dict[str, str]) -> None:
-    server = launch_server(tmp_path, "--host", host, token=None, env=env, wait=False)
+@pytest.mark.parametrize("env", [{}, {"SANDBOX_DESKTOP_TOKEN": ""}])
+def test_a_non_loopback_bind_without_a_token_makes_one(tmp_path: Path, env: dict[str, str]) -> None:
+    """Secure by default on any address: no token given is a generated one, never an open server."""
+    server = launch_server(tmp_path, "--host", "0.0.0.0", token=None, env=env)  # requests go to 127.0.0.1 only
     try:
-        code = server.proc.wait(20)
+        assert httpx.get(server.url + "/v1/desktop/status", timeout=10).status_code == 401
+        token = (server.state_dir / "token").read_text().strip()
+        assert httpx.get(server.url + "/v1/desktop/status", headers=bearer(token), timeout=10).status_code == 200
+        assert f"#token={token}" in server.log()
     finally:
         server.stop()
-    assert code != 0
-    assert f"refusing to listen on {host} without a token" in server.log() and "--token" in server.log()
 
 
 @pytest.mark.parametrize("token", ["", "   "])
