@@ -1,9 +1,12 @@
 """Batches of input actions run one batch at a time, in order, stopping at the first error.
 
 Steps arrive validated and in screen pixels (the API layer maps client coordinates first). A batch
-holds an asyncio lock for its whole run, so two batches never interleave; single REST mouse and
-keyboard requests do not take it and may run between a batch's steps. Whatever fails, modifiers held
-for a click, scroll or drag are released, and buttons a batch pressed are released when it ends.
+holds the desktop's input lock (desktop/xthread.py) while its steps run and its buttons are released,
+so no other input (REST, live view, another batch) lands between its steps; the mouse and keyboard
+methods the steps call take the same lock again, which the holder may. The settle and the final
+screenshot run outside it, under a lock of batches only, so two batches never interleave while
+single input requests need not wait for a batch's observation. Whatever fails, modifiers held for a
+click, scroll or drag are released, and buttons a batch pressed are released when it ends.
 """
 
 from __future__ import annotations
@@ -144,28 +147,33 @@ class Actions:
         self.screen = screen
         self.frames = frames
         self._lock = asyncio.Lock()
+        """Batches one at a time, observation included; taken before the input lock, never after it."""
 
     async def run(self, session: Session, steps: list[Step], settle: Settle | None = None,
                   final: ShotOptions | None = None) -> BatchOutcome:
         """Run `steps` in order; then settle and take the `final` screenshot, even after an error."""
         outcome = BatchOutcome()
         async with self._lock:
-            pressed: set[str] = set()
-            try:
-                for index, step in enumerate(steps):
-                    try:
-                        outcome.results.append(await self._run_step(session, step, pressed))
-                    except ServiceError as exc:
-                        outcome.error = (index, exc)
-                        break
-                    except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
-                        logger.exception("batch step %d (%s) failed", index, type(step).__name__)
-                        outcome.error = (index, DesktopError("desktop_input_failed", f"{type(exc).__name__}: {exc}"))
-                        break
-            finally:
-                await self._release(session, pressed)
+            async with session.x.input:
+                await self._run_steps(session, steps, outcome)
             await self._observe(session, outcome, len(steps), settle, final)
         return outcome
+
+    async def _run_steps(self, session: Session, steps: list[Step], outcome: BatchOutcome) -> None:
+        pressed: set[str] = set()
+        try:
+            for index, step in enumerate(steps):
+                try:
+                    outcome.results.append(await self._run_step(session, step, pressed))
+                except ServiceError as exc:
+                    outcome.error = (index, exc)
+                    break
+                except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
+                    logger.exception("batch step %d (%s) failed", index, type(step).__name__)
+                    outcome.error = (index, DesktopError("desktop_input_failed", f"{type(exc).__name__}: {exc}"))
+                    break
+        finally:
+            await self._release(session, pressed)
 
     async def _observe(self, session: Session, outcome: BatchOutcome, index: int, settle: Settle | None,
                        final: ShotOptions | None) -> None:

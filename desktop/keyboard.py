@@ -1,9 +1,10 @@
 """The keyboard through XTest, in-process: type any Unicode text, press chords, hold and release keys.
 
-Every X call runs on the session's input thread (`session.x`), so keyboard and mouse actions keep
-their arrival order. Keyboard requests also take one asyncio lock for their whole duration: two
-concurrent `type` requests never interleave, while mouse and window actions may run between the
-chunks of a long text (and between characters when `delayMs` > 0).
+Every X call runs on the session's X thread (`session.x`) as a short job that never sleeps; the
+waits between characters (`delayMs`) and for spare keycodes are on the event loop. Keyboard requests
+hold the desktop's input lock (`session.x.input`, desktop/xthread.py) for their whole duration, as
+mouse and window actions do: two concurrent `type` requests never interleave, and no click or drag
+lands between the characters of a text.
 """
 
 from __future__ import annotations
@@ -78,7 +79,6 @@ class Keyboard:
         self.hold = hold
         self.log = log
         self.idle_restore = idle_restore
-        self._lock = asyncio.Lock()
         self._x: XThread | None = None
         self._restorer: asyncio.Task[None] | None = None
         self._generation = 0
@@ -377,8 +377,8 @@ class Keyboard:
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session: Session) -> AsyncIterator[int]:
-        """Keyboard requests one at a time, in arrival order; arm the idle restore afterwards."""
-        async with self._lock:
+        """Input actions one at a time, in arrival order (the input lock); arm the idle restore afterwards."""
+        async with session.x.input:
             generation = self._generation
             self._x = session.x
             try:

@@ -1,12 +1,15 @@
-"""Mouse input through XTest, run on the session's input thread so actions keep their order.
+"""Mouse input through XTest, on the session's X thread, ordered by the desktop's input lock.
 
 Every public coroutine validates its coordinates against the screen first (400 naming the field,
-no 16-bit wrap-around), then does all X work in one call on the input thread, and answers the
-pointer position after the action with the window under it.
+no 16-bit wrap-around), then takes the input lock and does its X work in short jobs on the X
+thread, waiting between them on the event loop (a drag's pace, the gap of a double click, the
+window manager applying click-to-focus; desktop/xthread.py says why), and answers the pointer
+position after the action with the window under it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from desktop.errors import invalid_action
 from desktop.session import Session
 from desktop.window_control import SOURCE_PAGER, send_root_message
 from desktop.windows import active_window_id
+from desktop.xthread import XThread
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
 WHEEL_UP, WHEEL_DOWN, WHEEL_LEFT, WHEEL_RIGHT = 4, 5, 6, 7
@@ -109,74 +113,95 @@ def _under_pointer(d: Display) -> tuple[int, int, int | None, int]:
     return int(reply.root_x), int(reply.root_y), window, top
 
 
-def _activate_under_pointer(d: Display) -> None:
+def _request_activation(d: Display) -> int | None:
     """Click-to-focus, done here rather than by a window manager binding.
 
     A WM's click-to-focus binding grabs the pointer synchronously: the pointer freezes until the
     WM has handled the press, and events sent meanwhile are reordered (keys overtake clicks) or
     replayed to the WM instead of the app. Activating the window first (EWMH, as a pager would)
     keeps every event in order; keys typed next go to the window that was clicked.
+
+    Returns the client window when the press must wait for the WM to make it active (see
+    `_await_active`), None when it may go at once.
     """
     _, _, client, _ = _under_pointer(d)
     if client is None or client == active_window_id(d):
-        return
+        return None
     send_root_message(d, client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
-    deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
-    while active_window_id(d) != client and time.monotonic() < deadline:
-        time.sleep(0.001)
+    return None if active_window_id(d) == client else client
+
+
+def _is_active(d: Display, client: int) -> bool:
+    return active_window_id(d) == client
 
 
 def _move(d: Display, x: int, y: int) -> None:
     xtest.fake_input(d, X.MotionNotify, x=x, y=y)
 
 
-def _press(d: Display, button: int) -> None:
-    if button in FOCUSING_BUTTONS:
-        _activate_under_pointer(d)
-    xtest.fake_input(d, X.ButtonPress, button)
+def _move_sync(d: Display, x: int, y: int) -> None:
+    _move(d, x, y)
+    d.sync()
 
 
 def _release(d: Display, button: int) -> None:
     xtest.fake_input(d, X.ButtonRelease, button)
 
 
-def _finish(d: Display, target: tuple[int, int] | None = None) -> PointerState:
-    """The pointer state after an action; with a `target`, once the pointer has got there.
+@dataclass(frozen=True)
+class _Activating:
+    """A press held back until the window manager has made `client` active."""
 
-    The server answers QueryPointer only after the events sent before it, except while a client
-    holds the pointer frozen: openbox does, briefly, after a button press on a window (its
-    click-to-focus binding), and motion sent meanwhile waits in the server's queue. So a position
-    that is not yet the target is read again, for at most SETTLE_POINTER_S.
+    client: int
+
+
+def _press_job(d: Display, at: tuple[int, int] | None, button: int, activate: bool, release: bool,
+               finish: bool) -> _Activating | PointerState | None:
+    """Move to `at`, press `button` (and release it), then read the pointer if `finish`.
+
+    With `activate`, a focusing button first asks for click-to-focus; if the window manager has not
+    applied it yet, nothing is pressed and the caller waits, then calls again without `activate`.
     """
-    state = pointer_state(d)
-    deadline = time.monotonic() + SETTLE_POINTER_S
-    while target is not None and (state.x, state.y) != target and time.monotonic() < deadline:
-        time.sleep(0.002)
-        state = pointer_state(d)
-    return state
-
-
-def _move_to(d: Display, x: int, y: int) -> PointerState:
-    _move(d, x, y)
-    return _finish(d, (x, y))
-
-
-def _click(d: Display, x: int, y: int, button: int, count: int) -> PointerState:
-    _move(d, x, y)
-    for i in range(count):
-        if i:
-            d.sync()
-            time.sleep(MULTI_CLICK_GAP_S)
-        _press(d, button)
+    if at is not None:
+        _move(d, *at)
+    if activate and button in FOCUSING_BUTTONS:
+        client = _request_activation(d)
+        if client is not None:
+            return _Activating(client)
+    xtest.fake_input(d, X.ButtonPress, button)
+    if release:
         _release(d, button)
-    return _finish(d, (x, y))
+    if finish:
+        return pointer_state(d)
+    d.sync()
+    return None
 
 
-def _button(d: Display, x: int | None, y: int | None, button: int, down: bool) -> PointerState:
-    if x is not None and y is not None:
-        _move(d, x, y)
-    (_press if down else _release)(d, button)
-    return _finish(d, (x, y) if x is not None and y is not None else None)
+def _button_job(d: Display, at: tuple[int, int] | None, button: int) -> PointerState:
+    """Move to `at` (if given) and release `button`; the pointer afterwards."""
+    if at is not None:
+        _move(d, *at)
+    _release(d, button)
+    return pointer_state(d)
+
+
+def _release_job(d: Display, button: int) -> PointerState:
+    return _button_job(d, None, button)
+
+
+def _move_job(d: Display, x: int, y: int) -> PointerState:
+    _move(d, x, y)
+    return pointer_state(d)
+
+
+def _scroll_job(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
+    _move(d, x, y)
+    for count, positive, negative in ((delta_y, WHEEL_DOWN, WHEEL_UP), (delta_x, WHEEL_RIGHT, WHEEL_LEFT)):
+        button = positive if count > 0 else negative
+        for _ in range(abs(count)):  # wheel buttons do not focus: no activation to wait for
+            xtest.fake_input(d, X.ButtonPress, button)
+            _release(d, button)
+    return pointer_state(d)
 
 
 def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Iterator[tuple[int, int]]:
@@ -184,33 +209,6 @@ def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Itera
     (sx, sy), (ex, ey) = start, end
     for i in range(1, steps + 1):
         yield round(sx + (ex - sx) * i / steps), round(sy + (ey - sy) * i / steps)
-
-
-def _drag(d: Display, start: tuple[int, int], end: tuple[int, int], button: int, steps: int,
-          duration_s: float) -> PointerState:
-    _move(d, *start)
-    _press(d, button)
-    try:
-        d.sync()
-        pause = duration_s / steps if steps else 0.0
-        for point in drag_path(start, end, steps):
-            if pause:
-                time.sleep(pause)
-            _move(d, *point)
-            d.sync()
-    finally:
-        _release(d, button)  # never leave the button held, whatever failed
-    return _finish(d, end)
-
-
-def _scroll(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
-    _move(d, x, y)
-    for count, positive, negative in ((delta_y, WHEEL_DOWN, WHEEL_UP), (delta_x, WHEEL_RIGHT, WHEEL_LEFT)):
-        button = positive if count > 0 else negative
-        for _ in range(abs(count)):
-            _press(d, button)
-            _release(d, button)
-    return _finish(d, (x, y))
 
 
 def pointer_grabbed(d: Display) -> bool:
@@ -250,12 +248,78 @@ def release_buttons(d: Display) -> None:
     d.sync()
 
 
+# -- waiting, on the event loop between jobs (desktop/xthread.py: jobs never sleep) -----------------
+
+async def _await_active(x: XThread, client: int) -> None:
+    """Until the window manager has made `client` active, for at most ACTIVATE_TIMEOUT_S."""
+    deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+        if await x.call(_is_active, client):
+            return
+
+
+async def _press(x: XThread, at: tuple[int, int] | None, button: int, release: bool,
+                 finish: bool) -> PointerState | None:
+    """`_press_job`, waiting for click-to-focus between its two halves when the WM is not done yet."""
+    result = await x.call(_press_job, at, button, True, release, finish)
+    if isinstance(result, _Activating):
+        await _await_active(x, result.client)
+        result = await x.call(_press_job, None, button, False, release, finish)
+    assert not isinstance(result, _Activating)
+    return result
+
+
+async def _settled(x: XThread, state: PointerState | None, target: tuple[int, int] | None) -> PointerState:
+    """The pointer state after an action; with a `target`, once the pointer has got there.
+
+    The server answers QueryPointer only after the events sent before it, except while a client
+    holds the pointer frozen: openbox does, briefly, after a button press on a window (its
+    click-to-focus binding), and motion sent meanwhile waits in the server's queue. So a position
+    that is not yet the target is read again, for at most SETTLE_POINTER_S.
+    """
+    if state is None:
+        state = await x.call(pointer_state)
+    deadline = time.monotonic() + SETTLE_POINTER_S
+    while target is not None and (state.x, state.y) != target and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
+        state = await x.call(pointer_state)
+    return state
+
+
+async def _click(x: XThread, at: tuple[int, int], button: int, count: int) -> PointerState:
+    state = None
+    for i in range(count):
+        if i:
+            await asyncio.sleep(MULTI_CLICK_GAP_S)
+        state = await _press(x, None if i else at, button, release=True, finish=i == count - 1)
+    return await _settled(x, state, at)
+
+
+async def _drag(x: XThread, start: tuple[int, int], end: tuple[int, int], button: int, steps: int,
+                duration_s: float) -> PointerState:
+    try:
+        await _press(x, start, button, release=False, finish=False)
+        pause = duration_s / steps if steps else 0.0
+        for point in drag_path(start, end, steps):
+            if pause:
+                await asyncio.sleep(pause)
+            await x.call(_move_sync, *point)
+    finally:
+        # Never leave the button held, whatever failed, also when the request is cancelled (its
+        # client went away): the job is queued at once and runs even if this task stops waiting.
+        state = await asyncio.shield(x.submit(_release_job, button))
+    return await _settled(x, state, end)
+
+
 # -- the feature -----------------------------------------------------------------------------
 
 class Mouse:
-    """Mouse actions; stateless, everything happens on the session's input thread.
+    """Mouse actions; stateless. X work runs on the session's X thread in short jobs, and every
+    action but `position` holds the desktop's input lock for its whole run (desktop/xthread.py).
 
-    With an `ActionLog`, each action is recorded once it has been validated, before it runs.
+    With an `ActionLog`, each action is recorded once it has been validated and holds the lock,
+    before it runs.
     """
 
     def __init__(self, log: ActionLog | None = None) -> None:
@@ -270,25 +334,34 @@ class Mouse:
 
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
-        self._record("move", x=x, y=y)
-        return await session.x.call(_move_to, x, y)
+        async with session.x.input:
+            self._record("move", x=x, y=y)
+            return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
 
     async def click(self, session: Session, x: int, y: int, button: str = "left", count: int = 1) -> PointerState:
         check_point(session, x, y)
         if not 1 <= count <= MAX_CLICKS:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
         number = button_number(button)
-        self._record("click", x=x, y=y, button=button, count=count)
-        return await session.x.call(_click, x, y, number, count)
+        async with session.x.input:
+            self._record("click", x=x, y=y, button=button, count=count)
+            return await _click(session.x, (x, y), number, count)
 
     async def button(self, session: Session, x: int | None, y: int | None, button: str, down: bool) -> PointerState:
         if (x is None) != (y is None):
             raise invalid_action("x and y must both be provided when setting coordinates", "x" if x is None else "y")
+        at = None
         if x is not None and y is not None:
             check_point(session, x, y)
+            at = (x, y)
         number = button_number(button)
-        self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
-        return await session.x.call(_button, x, y, number, down)
+        async with session.x.input:
+            self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
+            if down:
+                state = await _press(session.x, at, number, release=False, finish=True)
+            else:
+                state = await session.x.call(_button_job, at, number)
+            return await _settled(session.x, state, at)
 
     async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int], button: str = "left",
                    steps: int | None = None, duration_ms: int = 0) -> PointerState:
@@ -302,8 +375,9 @@ class Mouse:
         if not 0 <= duration_ms <= MAX_DRAG_MS:
             raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
         number = button_number(button)
-        self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
-        return await session.x.call(_drag, start, end, number, steps, duration_ms / 1000)
+        async with session.x.input:  # for the whole drag: no other input lands between its steps
+            self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
+            return await _drag(session.x, start, end, number, steps, duration_ms / 1000)
 
     async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
         check_point(session, x, y)
@@ -312,8 +386,10 @@ class Mouse:
         for value, field in ((delta_x, "deltaX"), (delta_y, "deltaY")):
             if abs(value) > 100:
                 raise invalid_action(f"{field} must be between -100 and 100 wheel clicks", field)
-        self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
-        return await session.x.call(_scroll, x, y, delta_x, delta_y)
+        async with session.x.input:
+            self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
+            return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))
 
     async def release_all(self, session: Session) -> None:
+        """Release every button that is down; takes no lock (for error paths)."""
         await session.x.call(release_buttons)

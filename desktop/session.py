@@ -16,7 +16,8 @@ class Session:
     width: int
     height: int
     x: XThread
-    """The input thread: every mouse, keyboard and window action runs here, in arrival order."""
+    """The X thread: mouse, keyboard, window actions and status run here as short jobs; input actions
+    also hold `x.input`, the desktop's input lock, which keeps them in arrival order (desktop/xthread.py)."""
     env: dict[str, str]
     """The environment of desktop processes (DISPLAY, HOME, session bus...)."""
     home: str

@@ -6,6 +6,7 @@ to put the frame where the client area lands on `x`, `y` (frame extents from `_N
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -16,6 +17,7 @@ from Xlib.protocol import event
 from desktop.errors import DesktopError, invalid_action
 from desktop.session import Session
 from desktop.windows import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
+from desktop.xthread import XThread
 
 SOURCE_PAGER = 2  # EWMH source indication: a pager or tool acting for the user
 NORTHWEST_GRAVITY = 1
@@ -54,18 +56,37 @@ def send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
     d.flush()
 
 
-def _settle(d: Display, wid: int, done: Callable[[WindowInfo], bool],
-            before: WindowInfo | None = None) -> WindowInfo:
+def _request_focus(d: Display, wid: int) -> WindowInfo:
+    """Ask the WM to activate the window; the window as it is right after."""
+    _managed(d, wid)
+    send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    return _managed(d, wid)
+
+
+def _request_move_resize(d: Display, wid: int, flags: int, x: int, y: int, width: int,
+                         height: int) -> tuple[WindowInfo, WindowInfo]:
+    """Ask the WM to move/resize the window; the window before the request and right after."""
+    before = _managed(d, wid)
+    # NorthWestGravity positions the frame; the frame extents turn our client-area target into it.
+    left, top = before.client.x - before.frame.x, before.client.y - before.frame.y
+    send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
+                       [NORTHWEST_GRAVITY | flags | (SOURCE_PAGER << 12), x - left, y - top, width, height])
+    return before, _managed(d, wid)
+
+
+async def _settle(x: XThread, wid: int, info: WindowInfo, done: Callable[[WindowInfo], bool],
+                  before: WindowInfo | None = None) -> WindowInfo:
     """Poll until `done(info)` holds, or the window changed from `before` and then stopped changing.
 
     The second case covers a window manager or application that adjusts the request (terminals
     round sizes to character cells); SETTLE_TIMEOUT_S bounds a request that is refused outright.
+    Each read is one short job on the X thread; the waits between them are on the event loop
+    (desktop/xthread.py: jobs never sleep).
     """
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     last = None
     stable = 0
     while True:
-        info = _managed(d, wid)
         if done(info):
             return info
         stable = stable + 1 if info == last else 0
@@ -73,28 +94,17 @@ def _settle(d: Display, wid: int, done: Callable[[WindowInfo], bool],
         if (changed and stable >= 5) or time.monotonic() > deadline:
             return info
         last = info
-        time.sleep(0.003)
+        await asyncio.sleep(0.003)
+        info = await x.call(_managed, wid)
 
 
-def _focus(d: Display, wid: int) -> WindowInfo:
-    _managed(d, wid)
-    send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
-    return _settle(d, wid, lambda info: info.is_active)
-
-
-def _move_resize(d: Display, wid: int, flags: int, x: int, y: int, width: int, height: int) -> WindowInfo:
-    before = _managed(d, wid)
-    # NorthWestGravity positions the frame; the frame extents turn our client-area target into it.
-    left, top = before.client.x - before.frame.x, before.client.y - before.frame.y
-    send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
-                       [NORTHWEST_GRAVITY | flags | (SOURCE_PAGER << 12), x - left, y - top, width, height])
-
+def _applied(flags: int, x: int, y: int, width: int, height: int) -> Callable[[WindowInfo], bool]:
     def applied(info: WindowInfo) -> bool:
         if flags & _MOVE_FLAGS and (info.client.x, info.client.y) != (x, y):
             return False
         return not (flags & _SIZE_FLAGS and (info.client.width, info.client.height) != (width, height))
 
-    return _settle(d, wid, applied, before)
+    return applied
 
 
 def _focused(d: Display) -> WindowInfo:
@@ -106,7 +116,12 @@ def _focused(d: Display) -> WindowInfo:
 
 
 class Windows:
-    """Window queries and actions; everything happens on the session's input thread."""
+    """Window queries and actions on the session's X thread.
+
+    Focus, move and resize hold the desktop's input lock (desktop/xthread.py): they change where
+    input lands, so they stay ordered with mouse and keyboard actions as they were when everything
+    ran as one job each. The queries take no lock.
+    """
 
     async def list(self, session: Session) -> list[WindowInfo]:
         return await session.x.call(list_windows)
@@ -115,18 +130,28 @@ class Windows:
         return await session.x.call(_focused)
 
     async def focus(self, session: Session, window_id: str) -> WindowInfo:
-        return await session.x.call(_focus, parse_window_id(window_id))
+        wid = parse_window_id(window_id)
+        async with session.x.input:
+            info = await session.x.call(_request_focus, wid)
+            return await _settle(session.x, wid, info, lambda found: found.is_active)
 
     async def move(self, session: Session, window_id: str, x: int, y: int) -> WindowInfo:
         wid = parse_window_id(window_id)
         for value, field in ((x, "x"), (y, "y")):
             if abs(value) > MAX_COORDINATE:
                 raise invalid_action(f"{field} must be between -{MAX_COORDINATE} and {MAX_COORDINATE}", field)
-        return await session.x.call(_move_resize, wid, _MOVE_FLAGS, x, y, 0, 0)
+        return await self._move_resize(session, wid, _MOVE_FLAGS, x, y, 0, 0)
 
     async def resize(self, session: Session, window_id: str, width: int, height: int) -> WindowInfo:
         wid = parse_window_id(window_id)
         for value, field in ((width, "width"), (height, "height")):
             if not 0 < value <= MAX_COORDINATE:
                 raise invalid_action(f"{field} must be between 1 and {MAX_COORDINATE}", field)
-        return await session.x.call(_move_resize, wid, _SIZE_FLAGS, 0, 0, width, height)
+        return await self._move_resize(session, wid, _SIZE_FLAGS, 0, 0, width, height)
+
+    @staticmethod
+    async def _move_resize(session: Session, wid: int, flags: int, x: int, y: int, width: int,
+                           height: int) -> WindowInfo:
+        async with session.x.input:
+            before, info = await session.x.call(_request_move_resize, wid, flags, x, y, width, height)
+            return await _settle(session.x, wid, info, _applied(flags, x, y, width, height), before)

@@ -3,6 +3,26 @@
 python-xlib objects are not thread-safe, so each connection lives in exactly one thread and the
 event loop hands work to it (design §2). A lost connection (the X server restarted) is dropped
 and reopened on the next call.
+
+Who may touch what, and why:
+
+- An `XThread` runs short jobs on its connection and nothing else. Everything of a desktop's
+  control connection shares it: input (mouse, keyboard, window focus/move/resize), the status
+  document (`Desktop.snapshot`), window listing, pointer position, readiness. A job therefore
+  never sleeps or polls with a sleep: anything queued behind it would wait as long (a 5 s drag
+  done as one job held `GET /v1/desktop/status` for 5 s). A job returns as soon as its X requests
+  are sent and answered; when an action must wait (a drag's pace, the gap of a double click, the
+  window manager applying focus or geometry, the pointer settling) the waiting is an
+  `await asyncio.sleep` on the event loop between jobs, so other jobs run in the gaps.
+- Once actions yield between their jobs, the single thread no longer keeps one action's events
+  from landing in the middle of another's. `XThread.input` (an `InputLock`) restores that: every
+  input action (REST mouse, keyboard and window actions, a batch's steps, the live view's events)
+  holds it for its whole run, so a click sent during a drag is applied after the drag's release.
+  Reads (status, window listing, pointer position) and features with their own connections
+  (screenshots, the capture loop, the clipboard) never take it.
+- Threads with a connection of their own that serve no queue (the capture loop of
+  desktop/frames.py pacing its ticks, the clipboard owner of desktop/clipboard.py waiting in
+  select for events or a wake-up) block only themselves while they wait.
 """
 
 from __future__ import annotations
@@ -40,18 +60,62 @@ def open_display(name: str) -> xdisplay.Display:
     return xdisplay.Display(name)
 
 
+class InputLock:
+    """The lock that orders input on one desktop; the task holding it may take it again.
+
+    Re-entry is what lets a batch hold it for all its steps while each step calls the same mouse
+    and keyboard methods a single REST request calls, which take it too. Waiters get it in
+    arrival order (asyncio.Lock is FIFO).
+    """
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+
+    def held(self) -> bool:
+        """Whether the current task holds it."""
+        return self._owner is not None and self._owner is asyncio.current_task()
+
+    async def __aenter__(self) -> None:
+        if not self.held():
+            await self._lock.acquire()
+            self._owner = asyncio.current_task()
+        self._depth += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+
 class XThread:
-    """A single-thread executor with its own `Xlib.display.Display`."""
+    """A single-thread executor with its own `Xlib.display.Display`, and the desktop's input lock."""
 
     def __init__(self, display_name: str, name: str) -> None:
         self.display_name = display_name
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"x-{name}")
         self._display: xdisplay.Display | None = None
+        self._closed = False
+        self.input = InputLock()
+        """Held by every input action for its whole run (see the module docstring)."""
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(display, *args)` in the owning thread and return its result."""
+        return await self.submit(fn, *args)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue `fn(display, *args)` at once, not when awaited; the future of its result.
+
+        For the clean-up of an action (a drag's release) that must happen although the request was
+        cancelled: `await asyncio.shield(x.submit(...))` runs it even if the caller is cancelled
+        again while it waits (cancelling the future itself would drop a job not started yet).
+        """
+        if self._closed:
+            raise DesktopError("desktop_runtime_inactive", "the desktop stopped")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run, fn, args)
+        return loop.run_in_executor(self._executor, self._run, fn, args)
 
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         for attempt in (1, 2):
@@ -85,7 +149,8 @@ class XThread:
             self._display = None
 
     async def close(self) -> None:
-        """Close the connection in its own thread and stop the thread."""
+        """Close the connection in its own thread and stop the thread; later calls are refused."""
+        self._closed = True  # before the last job: a call queued after it would reopen the connection
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._drop)
         self._executor.shutdown(wait=False)

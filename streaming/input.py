@@ -1,7 +1,8 @@
 """Data-channel input (neko's binary, big-endian opcodes, contract §7.3) → the desktop's input path.
 
-Events go through `desktop.mouse` and `desktop.keyboard`, which run on the same input thread as
-the REST API, so ordering holds across both. One task per viewer applies its events in order;
+Events go through `desktop.mouse` and `desktop.keyboard`, which take the desktop's input lock and
+run on the same X thread as the REST API, so ordering holds across both (an event arriving during a
+REST drag is applied after its release). One task per viewer applies its events in order;
 pointer moves queued behind each other are coalesced (only the newest matters). Every key and
 button a viewer holds is released when it disconnects or loses control, and a key held for
 HELD_KEY_TIMEOUT_S without the browser repeating its keydown is released (a lost keyup).

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
 from starlette.requests import Request
+from starlette.responses import Response
 
 from api.context import desktop_of
 from api.models.base import WireModel
@@ -19,7 +24,8 @@ from desktop.mouse import PointerState
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)
-
+CLIENT_CLOSED_REQUEST = 499
+T = TypeVar("T")
 
 
 def position_model(state: PointerState) -> MousePositionResponse:
@@ -53,11 +59,41 @@ async def up(request: Request, body: MouseButtonRequest) -> MousePositionRespons
     return position_model(await desktop.mouse.button(desktop.session(), body.x, body.y, body.button, down=False))
 
 
-async def drag(request: Request, body: MouseDragRequest) -> MousePositionResponse:
+async def drag(request: Request, body: MouseDragRequest) -> MousePositionResponse | Response:
     desktop = desktop_of(request)
-    state = await desktop.mouse.drag(desktop.session(), (body.start_x, body.start_y), (body.end_x, body.end_y),
-                                     body.button, body.steps, body.duration_ms)
+    dragging = desktop.mouse.drag(desktop.session(), (body.start_x, body.start_y), (body.end_x, body.end_y),
+                                  body.button, body.steps, body.duration_ms)
+    state = await unless_client_leaves(request, dragging)
+    if state is None:  # nobody to answer; the status is for the access log and metrics
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
     return position_model(state)
+
+
+async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
+    """`await work`, or cancel it when the client disconnects first (None then).
+
+    A drag may last a minute and holds the desktop's input lock all along (docs/mouse.md): one whose
+    client is gone stops where it is and releases its button rather than keep every other input
+    waiting.
+    """
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+        if task not in done and watcher.exception() is not None:  # no way to watch: let the work finish
+            await asyncio.wait((task,))
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait((task,))  # its clean-up (the button's release) has run when this returns
+    return None if task.cancelled() else task.result()
+
+
+async def _disconnected(request: Request) -> None:
+    # The body has been read: the next message the server delivers is the disconnect.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def scroll(request: Request, body: MouseScrollRequest) -> MousePositionResponse:
