@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from sandbox_desktop_client import ApiError, Client
 from sandbox_desktop_client.local_servers import resolve_token
@@ -29,6 +31,18 @@ class UsageError(Exception):
 
 def out(text: str = "") -> None:
     print(text, flush=True)
+
+
+def server_url(text: str) -> str:
+    """`--url` (and `$SANDBOX_DESKTOP_URL`): an http(s) address, else a usage error (exit 2)."""
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError) as e:
+        raise argparse.ArgumentTypeError(f"not a URL: {text!r} ({e})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// address such as {DEFAULT_URL} "
+                                         f"(from --url or ${URL_ENV}), got {text!r}")
+    return text
 
 
 # Commands: each takes the open client and the parsed arguments, and writes its result to stdout.
@@ -180,7 +194,7 @@ def viewer_url(url: str, token: str | None) -> str:
 def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register the client subcommands on the `sandbox-desktop` parser."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
+    common.add_argument("--url", default=os.environ.get(URL_ENV) or DEFAULT_URL, type=server_url,
                         help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
     common.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
                         help=f"bearer token (default ${TOKEN_ENV}, else the one a local server announced)")
@@ -237,7 +251,10 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_client_command(args: argparse.Namespace) -> int:
-    """Run a parsed client subcommand: 0 on success, 1 for an error answer or bad input, 2 if unreachable."""
+    """Run a parsed client subcommand: 0 on success, 1 for an error answer or bad input, 2 if unreachable.
+
+    Every failure is a non-zero exit with one `error:` line on stderr, never a traceback (docs/cli.md).
+    """
     handler: Handler | None = args.client_handler
     if handler is None:
         out(viewer_url(args.url, resolve_token(args.token, args.url)))
@@ -255,10 +272,15 @@ def run_client_command(args: argparse.Namespace) -> int:
         print(f"error: cannot reach the server at {args.url}: is `sandbox-desktop server` running?",
               file=sys.stderr)
         return 2
-    except httpx.TransportError as e:
+    except (httpx.HTTPError, httpx.InvalidURL) as e:  # a transport failure, or no usable answer at all
         print(f"error: talking to {args.url} failed: {e or type(e).__name__}", file=sys.stderr)
         return 2
-    except OSError as e:
+    except (ValidationError, json.JSONDecodeError, KeyError) as e:  # KeyError: a header it always sends
+        first = f"no {e.args[0]}" if isinstance(e, KeyError) else (str(e).splitlines() or [type(e).__name__])[0]
+        print(f"error: the answer from {args.url} is not what sandbox-desktop sends ({first}): "
+              "is --url the server's address?", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:  # a file that cannot be written, an id that is no id
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import importlib
 import json
 import os
 import sys
@@ -299,13 +300,27 @@ def add_mcp_command(subparsers: argparse._SubParsersAction) -> None:
     add_arguments(subparsers.add_parser("mcp", help=help, description=help))
 
 
+# The parts of the `mcp` SDK the server uses; a partial install is as unusable as none.
+MCP_MODULES = ("mcp", "mcp.types", "mcp.server.lowlevel", "mcp.server.stdio")
+
+
+def missing_mcp() -> str | None:
+    """Why the `mcp` SDK cannot be used (the ImportError's text), or None if it can."""
+    for name in MCP_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            return str(e) or name
+    return None
+
+
 def run_mcp(args: argparse.Namespace) -> int:
-    """Serve MCP on stdin/stdout until the client closes them; 2 if the `mcp` package is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        print("error: `sandbox-desktop mcp` needs the mcp package: pip install 'sandbox-desktop[mcp]'",
-              file=sys.stderr)
+    """Serve MCP on stdin/stdout until the client closes them; 2 (a message on stderr, nothing on stdout,
+    which is the protocol's channel) if the `mcp` package is missing (docs/mcp.md)."""
+    problem = missing_mcp()
+    if problem is not None:
+        print(f"error: `sandbox-desktop mcp` needs the mcp package ({problem}): "
+              "pip install 'sandbox-desktop[mcp]'", file=sys.stderr)
         return 2
     allowed = set(args.allow or TOOL_NAMES)
     asyncio.run(serve(args.url, args.token, [t for t in TOOLS if t.name in allowed], args.timeout))

@@ -41,7 +41,8 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 _STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the requested Range)", 400: "Bad request",
                 401: "Missing or wrong token", 403: "Forbidden", 404: "Not found",
                 409: "Conflict with the current state", 413: "Payload too large", 415: "Wrong content type",
-                416: "Range not satisfiable", 422: "Body of the wrong shape",
+                416: "Range not satisfiable",
+                422: "Body of the wrong shape, or naming what cannot be used (a missing command, directory or file)",
                 426: "A WebSocket endpoint asked without the upgrade",
                 500: "Internal error", 501: "Not supported on this platform", 502: "Upstream failure",
                 503: "Desktop not ready", 504: "Timed out"}

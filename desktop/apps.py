@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.errors import DesktopError, invalid_action
-from desktop.processes import ManagedProcess, ProcessManager
+from desktop.errors import DesktopError, ServiceError, StreamError, UnusableValue, field_errors, invalid_action
+from desktop.processes import ManagedProcess, ProcessManager, SpawnError
 from desktop.session import Session
 from desktop.windows import list_windows
 
@@ -24,6 +24,8 @@ EARLY_EXIT_S = 0.15
 OPEN_TIMEOUT_S = 5.0
 DEFAULT_WAIT_MS = 5000
 MAX_WAIT_MS = 60_000
+# xdg-open's exit status for "the file to open does not exist" (docs/apps.md).
+XDG_OPEN_FILE_MISSING = 2
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,33 @@ def exited_error(process: ManagedProcess, what: str) -> DesktopError:
                         output=output or None)
 
 
+def target_missing(process: ManagedProcess, target: str, home: str) -> DesktopError:
+    """xdg-open refused a target that does not exist: a 422 naming `target`, with xdg-open's output."""
+    relative = "" if target.startswith("/") or ":" in target else f" (a relative path is looked up from {home})"
+    output = process.output_tail(2000).strip()
+    message = f"target {target!r} does not exist{relative}"
+    return DesktopError("target_not_found", message, processId=process.id, exitCode=process.exit_code,
+                        output=output or None, errors=field_errors("target", message))
+
+
+def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: str) -> ServiceError:
+    """A spawn refused by the OS, told in the request's own terms. `app_field` is None when the
+    program is the server's choice (xdg-open): then it failing, like the desktop HOME missing as
+    the working directory, is the server's fault."""
+    if exc.code == "arguments_too_long":
+        return UnusableValue(exc.code, args_field, f"{args_field} of {app!r}{exc.phrase}")
+    if exc.subject == "cwd":
+        return StreamError(f"cannot start {app!r}: the desktop HOME {exc.value!r} {exc.phrase}")
+    if app_field is None:
+        return StreamError(f"cannot start {app!r}: it {exc.phrase}")
+    if exc.code == "command_busy":
+        return UnusableValue(exc.code, app_field, f"{app_field} {app!r} {exc.phrase}", status=exc.status)
+    if exc.code == "command_not_found":
+        return DesktopError("app_not_found", f"Application '{app}' not found in PATH")
+    message = f"{app_field} {app!r} {exc.phrase}"
+    return DesktopError("app_not_executable", message, errors=field_errors(app_field, message))
+
+
 class Apps:
     """Launch and open, through the process registry (owner `desktop`)."""
 
@@ -87,20 +116,29 @@ class Apps:
         if not 0 < wait_ms <= MAX_WAIT_MS:
             raise invalid_action(f"waitTimeoutMs must be between 1 and {MAX_WAIT_MS}", "waitTimeoutMs")
         executable = find_app(app, session.env)
-        process = await self.processes.spawn(executable, args, env=session.env, cwd=session.home, owner="desktop")
+        process = await self._spawn(session, executable, args, app, "app", "args")
         if not wait:
-            await self._fail_if_exits(process, EARLY_EXIT_S, app)
+            if await self._failed_at_once(process, EARLY_EXIT_S):
+                raise exited_error(process, app)
             return Launched(process)
         window = await self._wait_for_window(session, process, wait_ms / 1000, app)
         return Launched(process, window)
 
-    async def _fail_if_exits(self, process: ManagedProcess, seconds: float, what: str) -> None:
+    async def _spawn(self, session: Session, executable: str, args: list[str], app: str,
+                     app_field: str | None, args_field: str) -> ManagedProcess:
+        try:
+            return await self.processes.spawn(executable, args, env=session.env, cwd=session.home,
+                                              owner="desktop")
+        except SpawnError as exc:
+            raise spawn_failure(exc, app, app_field, args_field) from exc
+
+    async def _failed_at_once(self, process: ManagedProcess, seconds: float) -> bool:
+        """Whether the process exits unsuccessfully within `seconds`."""
         try:
             await asyncio.wait_for(process.wait(), seconds)
         except TimeoutError:
-            return
-        if process.exit_code != 0:
-            raise exited_error(process, what)
+            return False
+        return process.exit_code != 0
 
     async def _wait_for_window(self, session: Session, process: ManagedProcess, timeout: float,
                                what: str) -> int | None:
@@ -125,7 +163,9 @@ class Apps:
         if "\x00" in target:
             raise invalid_action("target must not contain NUL bytes", "target")
         executable = find_app("xdg-open", session.env)
-        process = await self.processes.spawn(executable, [target], env=session.env, cwd=session.home,
-                                             owner="desktop")
-        await self._fail_if_exits(process, OPEN_TIMEOUT_S, f"xdg-open {target}")
+        process = await self._spawn(session, executable, [target], "xdg-open", None, "target")
+        if await self._failed_at_once(process, OPEN_TIMEOUT_S):
+            if process.exit_code == XDG_OPEN_FILE_MISSING:
+                raise target_missing(process, target, session.home)
+            raise exited_error(process, f"xdg-open {target}")
         return process

@@ -110,7 +110,11 @@ DESKTOP_CODES: dict[str, tuple[int, str]] = {
     "window_not_found": (404, "Window Not Found"),
     "no_focused_window": (404, "No Focused Window"),
     "app_not_found": (404, "App Not Found"),
-    "app_exited": (502, "App Exited"),
+    # An app that fails at once failed on what the caller asked for (its arguments, its target): a 4xx,
+    # as are the other apps problems a request can cause (docs/errors.md, "Caller mistakes").
+    "app_exited": (422, "App Exited"),
+    "app_not_executable": (422, "App Not Executable"),
+    "target_not_found": (422, "Target Not Found"),
     "clipboard_failed": (500, "Clipboard Failed"),
     "stream_already_active": (409, "Stream Already Active"),
     "stream_not_active": (409, "Stream Not Active"),
@@ -128,10 +132,27 @@ class DesktopError(ServiceError):
         super().__init__(message, code=code, **kwargs)
 
 
+def field_errors(field: str, message: str, location: str = "body") -> list[dict[str, str]]:
+    """The `errors` member naming one request field."""
+    return [{"location": location, "field": field, "message": message, "type": "value_error"}]
+
+
+class UnusableValue(ServiceError):
+    """A well-formed request whose field names something that cannot be used: a command that does not
+    exist, a working directory that is a file. The caller's mistake, so a 4xx (422 unless said
+    otherwise) with a code of its own (also the urn kind), `errors` naming the field and a detail
+    naming the field and the value (docs/errors.md, "Caller mistakes").
+    """
+
+    def __init__(self, code: str, field: str, message: str, *, status: int = 422, **extensions: Any) -> None:
+        self.status, self.kind = status, code
+        self.title = code.replace("_", " ").title()
+        super().__init__(message, code=code, errors=field_errors(field, message), **extensions)
+
+
 def invalid_action(message: str, field: str, location: str = "body") -> DesktopError:
     """A 400 `desktop_invalid_action` whose `errors` name the offending request field."""
-    return DesktopError("desktop_invalid_action", message,
-                        errors=[{"location": location, "field": field, "message": message, "type": "value_error"}])
+    return DesktopError("desktop_invalid_action", message, errors=field_errors(field, message, location))
 
 
 class FieldError(ServiceError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,8 +55,16 @@ def map_os_error(
         return Conflict(f"{p} is busy (a mount point or in use)")
     if code in (errno.ENOSPC, errno.EDQUOT):
         return PayloadTooLarge(f"no space left on the device (or quota) holding {p}")
-    if code in (errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL, errno.ENXIO):
+    if code == errno.EFBIG:
+        return PayloadTooLarge(f"{p}: the file would be larger than its file system (or the server's limit) allows")
+    if code in (errno.EMLINK, errno.ETXTBSY):
+        return Conflict(f"{p}: {reason}")
+    if isinstance(exc, shutil.SpecialFileError):  # no errno: shutil refuses to copy a FIFO, socket or device
+        return InvalidRequest(f"{p} is a FIFO, socket or device, which cannot be copied to another file system")
+    if code in (errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL, errno.ENXIO, errno.ENODEV,
+                errno.EOPNOTSUPP):
         return InvalidRequest(f"{p}: {reason}")
+    # What is left (EIO, ENOMEM, ...) is the machine failing, not the request.
     return StreamError(f"{p}: {reason}")
 
 

@@ -23,6 +23,7 @@ import anyio.to_thread
 
 from desktop.errors import Conflict, InvalidRequest
 from desktop.file_errors import lossy, map_os_error, os_errors
+from desktop.file_move import move_across
 
 READ_CHUNK = 256 * 1024
 """Bytes per read when a file is streamed out."""
@@ -315,8 +316,7 @@ def _move(source: Path, dest: Path, overwrite: bool) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise map_os_error(exc, source, write=True) from exc
-        with os_errors(dest, write=True):
-            shutil.move(source, dest)  # another file system: copy, then delete the source
+        move_across(source, dest)  # another file system: copy, then delete the source
 
 
 class Files:

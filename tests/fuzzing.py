@@ -2,8 +2,10 @@
 OpenAPI document, with generated requests (schemathesis).
 
 Each operation gets valid (positive) and invalid (negative) generated requests against a real server
-with an active desktop; every response must be a non-5xx, documented status, with the documented
-content type (problem+json on errors) and a JSON body valid against the documented schema.
+with an active desktop; every response must be a documented status, with the documented content type
+(problem+json on errors) and a JSON body valid against the documented schema, and never a 5xx but the
+two `server_error` allows: whatever a request gets wrong is the caller's mistake, a 4xx
+(docs/errors.md). Process cases carry mistakes on purpose (tests/fuzz_inputs.py).
 The operations that change state later cases need (`STATEFUL`) run in a phase of their own, on a
 second server whose xdg-open is a stub: each case starts from a set-up state and is followed by a reset.
 `tests/test_fuzz.py` runs it with a few examples per operation, `bench/fuzz.py` with many more.
@@ -15,9 +17,7 @@ import contextlib
 import copy
 import functools
 import json
-import math
 import os
-import re
 import shlex
 import time
 from collections.abc import Callable, Iterator
@@ -31,8 +31,6 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.core import NotSet
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -42,14 +40,13 @@ from schemathesis.specs.openapi.checks import (
 
 from desktop.options import MAX_DIMENSION, STREAM_AUDIO_CODECS, STREAM_VIDEO_CODECS
 from tests.conftest import ServerProcess, launch_server
+from tests.fuzz_inputs import CONFIG, START, STATEFUL_DISPLAY, STATEFUL_PORTS, tame
 
 FUZZ_DESKTOP = {"displayNum": 353}
 
 # The states a stateful case can start from: the phase's desktop with nothing running, the same with
 # the live view armed and a recording running, and no desktop at all.
 IDLE, BUSY, INACTIVE = "idle", "busy", "inactive"
-START = ("POST", "/v1/desktop/start")
-CONFIG = ("POST", "/v1/processes/config")
 # Operations that change state later cases need, and the states each is fuzzed from. Fuzzed on a
 # server of their own (`stateful_server`); every other operation in the document runs in the main phase.
 STATEFUL: dict[tuple[str, str], tuple[str, ...]] = {
@@ -62,14 +59,9 @@ STATEFUL: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/v1/desktop/open"): (IDLE, INACTIVE),
     CONFIG: (IDLE,),
 }
-# The stateful phase's desktop. Random starts are pinned to its first display (Xvfb tries the next
-# nine, so 480-489 at most), its WebRTC ports and a state directory in the phase's temp dir.
-STATEFUL_DISPLAY = 480
-STATEFUL_PORTS = (59490, 59499)
+# The stateful phase's desktop (random starts are pinned to its display and ports: tests/fuzz_inputs.py).
 STATEFUL_DESKTOP = {"displayNum": STATEFUL_DISPLAY, "width": 640, "height": 480,
                     "webrtcPortRange": f"{STATEFUL_PORTS[0]}-{STATEFUL_PORTS[1]}"}
-# Random starts bigger than this are clamped (8192x8192 is valid, but a 256 MB framebuffer per case).
-MAX_START_DIMENSION = 1024
 # The start request states its ranges only in prose. As schema bounds (in the phase's copy of the
 # document) they make positive cases real starts, where random integers almost never are a valid
 # geometry, and negative cases probe the edges.
@@ -87,20 +79,44 @@ START_RANGES: dict[str, dict[str, Any]] = {
 OPENED_LOG = "xdg-open.log"
 XDG_OPEN_STUB = """#!/bin/sh
 # Stands in for xdg-open on the stateful phase's server: records what it is asked to open, opens nothing.
+# Like xdg-open (docs/apps.md) it refuses an option (exit 1) and a file that does not exist (exit 2).
 printf '%s\\n' "$*" >> {log}
+case "$1" in -*) echo "xdg-open: unexpected option '$1'" >&2; exit 1;; esac
+file=$1
+case "$file" in file:///*) file=${{file#file://}};; esac
+if [ "$file" = "$1" ] && printf '%s' "$1" | grep -Eq '^[[:alpha:]+.-]+:'; then exit 0; fi
+[ -e "$file" ] || {{ echo "xdg-open: file '$file' does not exist" >&2; exit 2; }}
 """
 
-# Commands run by the process operations are pinned to this harmless one; the other fields stay random.
-SAFE_COMMAND = "true"
-# Waits, delays and durations (ms) above this are clamped so one case cannot take a minute.
-MAX_DURATION_MS = 200
 # A request slower than this counts as a hang.
 REQUEST_TIMEOUT_S = 30.0
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-_FS_MUTATING = {("PUT", "/v1/fs/file"), ("DELETE", "/v1/fs/entry"), ("POST", "/v1/fs/mkdir"),
-                ("POST", "/v1/fs/upload-batch"), ("POST", "/v1/fs/move")}
-_DURATION_KEY = re.compile(r"(Ms|_ms|Seconds|timeout|Timeout)$")
+# `server_error` stands in for schemathesis's not_a_server_error, which allows no exception at all.
+CHECKS = [status_code_conformance, content_type_conformance, response_schema_conformance]
+# The only 5xx a generated request may get (docs/errors.md): the readiness probe's documented "not
+# ready", and a desktop whose packages are missing, both about the machine rather than the request.
+ALLOWED_5XX_OPERATIONS = {("GET", "/v1/health/ready"): 503}
+ALLOWED_5XX_CODES = {"desktop_dependencies_missing": 503}
+
+
+def problem_code(response: Any) -> str | None:
+    """The problem `code` of an error response (httpx's or schemathesis's), if it has one."""
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return None
+    return body.get("code") if isinstance(body, dict) and isinstance(body.get("code"), str) else None
+
+
+def server_error(method: str, path: str, response: Any) -> str | None:
+    """Why this answer breaks the no-5xx rule, or None if it keeps it."""
+    status, code = response.status_code, problem_code(response)
+    if status < 500 or ALLOWED_5XX_OPERATIONS.get((method.upper(), path)) == status:
+        return None
+    if code is not None and ALLOWED_5XX_CODES.get(code) == status:
+        return None
+    return (f"server error: {status} {code or 'without a code'}; a generated request must get a 4xx for "
+            "what it gets wrong, a 5xx only for the machine's faults (docs/errors.md)")
 
 
 @dataclass
@@ -127,6 +143,8 @@ class FuzzReport:
     """Counts per operation and the distinct failures (first example of each)."""
 
     cases: dict[str, int] = field(default_factory=dict)
+    answers: dict[str, set[tuple[int, str | None]]] = field(default_factory=dict)
+    """Per operation, every (status, problem code) it answered."""
     failures: dict[tuple[str, str, int | None], Failure] = field(default_factory=dict)
     repeats: dict[tuple[str, str, int | None], int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -189,92 +207,6 @@ def operations(schema: Any, stateful: bool = False) -> Iterator[Any]:
             yield op
 
 
-def _clamp_durations(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (min(v, MAX_DURATION_MS) if _DURATION_KEY.search(k) and isinstance(v, int | float)
-                    and not isinstance(v, bool) and math.isfinite(v) else _clamp_durations(v))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clamp_durations(v) for v in value]
-    return value
-
-
-def _confine(path: object, root: Path) -> str:
-    """A generated path re-rooted under `root`: random names stay random, but never escape."""
-    name = str(path).replace("/", "_").replace("\\", "_").strip() or "x"
-    if name in (".", ".."):
-        name = "x"
-    return str(root / name[:200])
-
-
-def _port_range(text: str) -> str:
-    """A valid `LOW-HIGH` moved into the phase's ports (order kept); anything else as it was."""
-    low, sep, high = text.partition("-")
-    try:
-        bounds = (int(low), int(high)) if sep else None
-    except ValueError:
-        return text
-    if bounds is None or not 1024 <= bounds[0] <= bounds[1] <= 65535:
-        return text  # refused by the server before anything listens
-    first = STATEFUL_PORTS[0]
-    span = STATEFUL_PORTS[1] - first + 1
-    return f"{first + bounds[0] % span}-{first + max(bounds[0] % span, bounds[1] % span)}"
-
-
-def _raw_object(raw: bytes | str) -> Any:
-    """A raw body as the parsed object the server would read from it (blank reads as `{}`), else unchanged."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
-def _confine_start(body: Any, state_root: Path) -> Any:
-    """A random desktop start kept small, on the phase's display and ports, with its state under `state_root`."""
-    if isinstance(body, NotSet):
-        body = {}  # no body reads as `{}`, which would start on the default display 99
-    elif isinstance(body, bytes | str):
-        body = _raw_object(body)  # so does a blank one, and raw JSON may hold an object
-    if not isinstance(body, dict):
-        return body  # not an object: refused before anything starts
-    body = {**body, "displayNum": STATEFUL_DISPLAY}
-    for name in ("width", "height"):
-        value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            body[name] = min(value, MAX_START_DIMENSION)
-    if isinstance(body.get("stateDir"), str):
-        body["stateDir"] = _confine(body["stateDir"], state_root)
-    if isinstance(body.get("webrtcPortRange"), str):
-        body["webrtcPortRange"] = _port_range(body["webrtcPortRange"])
-    return body
-
-
-def tame(case: Any, sandbox: Path) -> None:
-    """Make a generated case safe to send: pinned commands, short waits, writes and desktops inside `sandbox`."""
-    key = (case.method.upper(), case.path)
-    if key == START:
-        case.body = _confine_start(case.body, sandbox)
-        case.media_type = case.media_type or "application/json"  # a body without one is not sent
-    if isinstance(case.body, dict):
-        if key != CONFIG:  # limits are not waits: the phase restores them before anything uses them
-            case.body = _clamp_durations(case.body)
-        if case.path in ("/v1/processes", "/v1/processes/run") and case.method.upper() == "POST":
-            case.body["command"] = SAFE_COMMAND
-            if "cwd" in case.body:
-                case.body["cwd"] = str(sandbox)
-        if key == ("POST", "/v1/fs/move"):
-            for name in ("from", "to"):
-                if name in case.body:
-                    case.body[name] = _confine(case.body[name], sandbox)
-    if isinstance(case.query, dict):
-        case.query = _clamp_durations(case.query)
-        if key in _FS_MUTATING and "path" in case.query:
-            case.query["path"] = _confine(case.query["path"], sandbox)
-
-
 class StateError(Exception):
     """Setting up a stateful case's state, or resetting after it, went wrong."""
 
@@ -295,6 +227,11 @@ def fuzz_operation(op: Any, mode: GenerationMode, max_examples: int, headers: di
         except Exception as exc:  # a hang or a dropped connection is a finding, not a crash
             report.add(Failure(label, how, request, None, "", f"transport: {exc!r}"))
             return
+        code = problem_code(response) if response.status_code >= 400 else None
+        report.answers.setdefault(label, set()).add((response.status_code, code))
+        if (problem := server_error(case.method, case.path, response)) is not None:
+            body = response.content[:400].decode("utf-8", "replace")
+            report.add(Failure(label, how, request, response.status_code, body, problem))
         try:
             case.validate_response(response, checks=CHECKS, headers=headers)
         except (FailureGroup, Exception) as exc:  # FailureGroup is a BaseExceptionGroup

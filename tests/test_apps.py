@@ -1,4 +1,8 @@
-"""Launch and open on a real desktop: windows by _NET_WM_PID, environment, failures with output."""
+"""Launch and open on a real desktop: windows by _NET_WM_PID, environment, failures with output.
+
+What a request gets wrong is a 4xx naming the field (docs/apps.md): an app that fails at once, a
+target that does not exist, a file that is no program; never the 502 these once were.
+"""
 
 from __future__ import annotations
 
@@ -60,11 +64,35 @@ def test_unknown_app_is_404(api: httpx.Client) -> None:
 
 def test_app_that_exits_at_once_is_an_error_with_its_output(api: httpx.Client) -> None:
     response = api.post("/v1/desktop/launch", json={"app": "sh", "args": ["-c", "echo boom >&2; exit 3"]})
-    problem = assert_problem(response, 502, "app_exited")
+    problem = assert_problem(response, 422, "app_exited")
     assert problem["exitCode"] == 3 and "boom" in problem["output"]  # type: ignore[operator]
     assert "exit code 3" in problem["detail"]  # type: ignore[operator]
     waited = api.post("/v1/desktop/launch", json={"app": "sh", "args": ["-c", "exit 4"], "wait": True})
-    assert assert_problem(waited, 502, "app_exited")["exitCode"] == 4
+    assert assert_problem(waited, 422, "app_exited")["exitCode"] == 4
+    # A real program refusing its arguments, as a mistyped launch does.
+    refused = assert_problem(api.post("/v1/desktop/launch", json={"app": "ls", "args": ["/no/such/dir"]}), 422,
+                             "app_exited")
+    assert refused["exitCode"] == 2 and "/no/such/dir" in refused["output"]  # type: ignore[operator]
+
+
+def test_a_file_that_is_no_program_is_a_422_naming_app(api: httpx.Client, tmp_path: Path) -> None:
+    plain, script = tmp_path / "notes.txt", tmp_path / "orphan.sh"
+    plain.write_text("echo hi\n")
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    plain_exec = tmp_path / "no-shebang"
+    plain_exec.write_text("echo hi\n")
+    plain_exec.chmod(0o755)
+    for app, says in ((plain_exec, "neither a binary"), (script, "interpreter '/no/such/interpreter'")):
+        problem = assert_problem(api.post("/v1/desktop/launch", json={"app": str(app)}), 422, "app_not_executable")
+        assert problem["detail"].startswith(f"app '{app}' ") and says in problem["detail"], problem  # type: ignore[union-attr]
+        assert [e["field"] for e in problem["errors"]] == ["app"]  # type: ignore[attr-defined]
+    # Not executable at all, or a directory: not an app on PATH (the reference's 404).
+    for app in (plain, tmp_path):
+        assert_problem(api.post("/v1/desktop/launch", json={"app": str(app)}), 404, "app_not_found")
+    huge = assert_problem(api.post("/v1/desktop/launch", json={"app": "echo", "args": ["x" * 200_000]}), 422,
+                          "arguments_too_long")
+    assert [e["field"] for e in huge["errors"]] == ["args"]  # type: ignore[attr-defined]
 
 
 def test_launch_validation(api: httpx.Client) -> None:
@@ -93,11 +121,18 @@ def test_open_runs_the_registered_handler(api: httpx.Client, srv: ServerProcess,
     assert wait_file(opened).strip() == str(document)
 
 
-def test_failing_open_reports_exit_code_and_output(api: httpx.Client) -> None:
+def test_failing_open_reports_exit_code_and_output(api: httpx.Client, srv: ServerProcess) -> None:
     response = api.post("/v1/desktop/open", json={"target": "/no/such/file.txt"})
-    problem = assert_problem(response, 502, "app_exited")
-    assert problem["exitCode"] != 0
-    assert "xdg-open" in problem["detail"]  # type: ignore[operator]
+    problem = assert_problem(response, 422, "target_not_found")
+    assert problem["detail"] == "target '/no/such/file.txt' does not exist", problem
+    assert problem["exitCode"] == 2 and "does not exist" in problem["output"]  # type: ignore[operator]
+    assert [e["field"] for e in problem["errors"]] == ["target"]  # type: ignore[attr-defined]
+    relative = assert_problem(api.post("/v1/desktop/open", json={"target": "0"}), 422, "target_not_found")
+    assert f"'0' does not exist (a relative path is looked up from {srv.state_dir / 'home'})" in relative["detail"]  # type: ignore[operator]
+    option = assert_problem(api.post("/v1/desktop/open", json={"target": "--no-such-option"}), 422, "app_exited")
+    assert option["exitCode"] == 1 and "xdg-open" in option["detail"]  # type: ignore[operator]
+    huge = assert_problem(api.post("/v1/desktop/open", json={"target": "x" * 200_000}), 422, "arguments_too_long")
+    assert [e["field"] for e in huge["errors"]] == ["target"]  # type: ignore[attr-defined]
 
 
 def test_stop_ends_launched_apps(api: httpx.Client) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -131,6 +134,87 @@ def test_unreachable_server_exits_2() -> None:
     done = cli(None, "status", url=url)
     assert done.returncode == 2
     assert f"cannot reach the server at {url}" in done.stderr and "sandbox-desktop server" in done.stderr
+    assert done.stdout == ""
+
+
+# One invocation of every client command, its arguments valid (docs/cli.md).
+EVERY_COMMAND = (("status",), ("status", "--json"), ("start",), ("stop",), ("screenshot", "-o", "{tmp}/s.png"),
+                 ("click", "1", "1"), ("type", "hi"), ("key", "Return"), ("windows",), ("clipboard", "get"),
+                 ("clipboard", "set", "x"), ("record", "start"), ("record", "stop"), ("record", "list"),
+                 ("record", "download", "rec_1", "-o", "{tmp}/r.mp4"))
+
+
+def every_command(tmp: Path) -> list[list[str]]:
+    return [[arg.replace("{tmp}", str(tmp)) for arg in argv] for argv in EVERY_COMMAND]
+
+
+def test_every_command_exits_non_zero_on_failure(srv: ServerProcess, tmp_path: Path) -> None:
+    """An error answer is 1, no answer 2: a script never mistakes a failure for success."""
+    unreachable = f"http://127.0.0.1:{free_port()}"
+    for argv in every_command(tmp_path):
+        refused = cli(srv, *argv, "--token", "wrong")
+        assert refused.returncode == 1 and "HTTP 401" in refused.stderr, (argv, refused.stderr)
+        gone = cli(None, *argv, url=unreachable)
+        assert gone.returncode == 2 and f"cannot reach the server at {unreachable}" in gone.stderr, (argv, gone)
+        assert refused.stdout == gone.stdout == "", argv
+
+
+@pytest.fixture
+def not_a_sandbox() -> Iterator[str]:
+    """Some other web server: 200 and plain text to every request."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_answer_that_is_not_the_apis_exits_1(not_a_sandbox: str, tmp_path: Path) -> None:
+    for argv in (["status"], ["windows"], ["screenshot", "-o", str(tmp_path / "s.png")], ["record", "list"]):
+        done = cli(None, *argv, url=not_a_sandbox)
+        assert done.returncode == 1, (argv, done.stderr)
+        assert done.stderr.startswith(f"error: the answer from {not_a_sandbox} is not what sandbox-desktop sends")
+        assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_bad_usage_exits_2_and_bad_input_1(srv: ServerProcess, tmp_path: Path) -> None:
+    for url in ("ftp://x", "not a url", "http://[::1", ""):
+        for argv in (["status"], ["viewer"]):
+            done = cli(None, *argv, url=url)
+            assert done.returncode == 2 and "argument --url" in done.stderr, (url, done.stderr)
+    garbage = subprocess.run([sys.executable, "-m", "api.cli", "status"], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "SANDBOX_DESKTOP_URL": "garbage"}, timeout=30)
+    assert garbage.returncode == 2 and "SANDBOX_DESKTOP_URL" in garbage.stderr
+    for argv in (["click", "1"], ["record"], ["clipboard"], ["key"], ["screenshot"]):
+        assert cli(srv, *argv).returncode == 2, argv
+    bad_id = cli(srv, "record", "download", "a/b", "-o", str(tmp_path / "r.mp4"))
+    assert bad_id.returncode == 1 and bad_id.stderr == "error: not an id: 'a/b'\n", bad_id.stderr
+    unwritable = cli(srv, "screenshot", "-o", str(tmp_path / "no-such-dir" / "s.png"))
+    assert unwritable.returncode == 1 and unwritable.stderr.startswith("error: "), unwritable.stderr
+
+
+def test_mcp_without_the_extra_exits_2(tmp_path: Path) -> None:
+    """`sandbox-desktop mcp` without the `mcp` package: its message on stderr, nothing on stdout, exit 2."""
+    hidden = tmp_path / "mcp"  # shadows an installed `mcp` as if it were not there
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'mcp'\", name='mcp')\n")
+    entry = "import sys; from api.entry import main; sys.argv[0] = 'sandbox-desktop'; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", entry, "mcp"], cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=30)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "needs the mcp package" in done.stderr and "pip install 'sandbox-desktop[mcp]'" in done.stderr
     assert done.stdout == ""
 
 

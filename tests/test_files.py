@@ -96,6 +96,11 @@ def test_os_errors_map_to_client_errors() -> None:
     assert isinstance(map_os_error(OSError(errno.ENOTEMPTY, "full"), "/x"), Conflict)
     assert isinstance(map_os_error(OSError(errno.ENOTDIR, "nd"), "/x", write=True), Conflict)
     assert map_os_error(OSError(errno.ENOSPC, "full"), "/x").status == 413
+    # What a request gets wrong is never a 5xx (docs/errors.md): a 5xx is left for I/O errors.
+    statuses = {e: map_os_error(OSError(e, os.strerror(e)), "/x").status
+                for e in (errno.EFBIG, errno.EMLINK, errno.ETXTBSY, errno.EOPNOTSUPP, errno.ENODEV, errno.EIO)}
+    assert statuses == {errno.EFBIG: 413, errno.EMLINK: 409, errno.ETXTBSY: 409, errno.EOPNOTSUPP: 400,
+                        errno.ENODEV: 400, errno.EIO: 502}
 
 
 # --- read and write ------------------------------------------------------------------------------

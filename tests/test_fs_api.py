@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import os
+import shutil
 import socket
 import tarfile
 import threading
@@ -228,6 +229,34 @@ def test_move_body_validation(client: httpx.Client, tmp_path: Path) -> None:
     assert field_names(problem) == ["from"]
     problem = assert_problem(client.post("/v1/fs/move", json={"from": str(tmp_path)}), 422)
     assert field_names(problem) == ["to"]
+
+
+def test_a_move_to_another_file_system_copies_all_or_nothing(client: httpx.Client, tmp_path: Path) -> None:
+    """A FIFO or device cannot be copied across file systems: a 400 naming it, nothing left behind
+    (docs/files.md); it was a 502, and /dev/zero a copy that never ended."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system at /dev/shm")
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "a.txt").write_text("a")
+    os.mkfifo(tree / "sub" / "pipe")
+    os.mkfifo(tmp_path / "pipe")
+    dest = other / f"sandbox-desktop-test-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        for source, named in ((tmp_path / "pipe", tmp_path / "pipe"), (tree, tree / "sub" / "pipe"),
+                              (Path("/dev/zero"), Path("/dev/zero"))):
+            move = {"from": str(source), "to": str(dest / source.name)}
+            problem = assert_problem(client.post("/v1/fs/move", json=move), 400, "invalid_request")
+            assert f"{named} is a FIFO, socket or device" in str(problem["detail"]), problem
+            assert list(dest.iterdir()) == [] and source.exists()  # no staging copy, the source kept
+        (tree / "sub" / "pipe").unlink()
+        moved = client.post("/v1/fs/move", json={"from": str(tree), "to": str(dest / "tree")})
+        assert moved.status_code == 200, moved.text
+        assert (dest / "tree" / "sub" / "a.txt").read_text() == "a" and not tree.exists()
+        assert [p.name for p in dest.iterdir()] == ["tree"]
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
 
 
 # --- ~ and relative paths ------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Fuzzing of every API operation (the harness is tests/fuzzing.py): valid and invalid generated requests
-against a real server with an active desktop; no 5xx, only documented statuses, content types and bodies.
+against a real server with an active desktop; no 5xx (docs/errors.md), only documented statuses, content
+types and bodies.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 pytest.importorskip("schemathesis")
@@ -15,16 +17,13 @@ from schemathesis import GenerationMode
 from schemathesis.core import NotSet
 
 from tests.conftest import ServerProcess
+from tests.fuzz_inputs import MAX_START_DIMENSION, STATEFUL_DISPLAY, _confine_start, _port_range
 from tests.fuzzing import (
     FUZZ_DESKTOP,
-    MAX_START_DIMENSION,
     OPENED_LOG,
     STATEFUL,
-    STATEFUL_DISPLAY,
     FuzzReport,
-    _confine_start,
     _expect,
-    _port_range,
     fetch_document,
     fuzz,
     fuzz_operation,
@@ -32,6 +31,7 @@ from tests.fuzzing import (
     load_schema,
     op_label,
     operations,
+    server_error,
     stateful_server,
 )
 
@@ -46,6 +46,9 @@ def test_fuzz_every_operation(srv: ServerProcess, tmp_path: Path) -> None:
     assert fuzzed == {op_label(op) for op in operations(load_schema(srv))}, sorted(fuzzed)
     assert srv.proc.poll() is None, srv.log()
     assert not report.failures, report.render()
+    for label in ("POST /v1/processes", "POST /v1/processes/run"):  # the mistakes were sent, and were 4xx
+        refused = {code for status, code in report.answers[label] if status == 422}
+        assert {"command_not_found", "command_not_executable"} <= refused, report.answers[label]
 
 
 def test_fuzz_stateful_operations(tmp_path: Path) -> None:
@@ -55,6 +58,8 @@ def test_fuzz_stateful_operations(tmp_path: Path) -> None:
         print(report.render())
         with server.client() as api:  # the stub, not a real handler, is what opens targets
             opened = _expect(api.post("/v1/desktop/open", json={"target": "https://fuzz.invalid/x"}), 200).json()
+            missing = api.post("/v1/desktop/open", json={"target": "no-such-file.txt"})
+            option = api.post("/v1/desktop/open", json={"target": "-x"})
         alive = server.proc.poll() is None
         log = server.log()
     assert set(report.cases) == {f"{method} {path}" for method, path in STATEFUL}, sorted(report.cases)
@@ -63,6 +68,9 @@ def test_fuzz_stateful_operations(tmp_path: Path) -> None:
     assert started_on and started_on <= set(range(STATEFUL_DISPLAY, STATEFUL_DISPLAY + 10)), started_on
     assert opened["exitCode"] in (0, None), opened
     assert "https://fuzz.invalid/x" in (tmp_path / OPENED_LOG).read_text().splitlines(), opened
+    # The stub fails as xdg-open does, so the cases reach the server's 4xx answers to a failed open.
+    assert (missing.status_code, missing.json()["code"]) == (422, "target_not_found"), missing.text
+    assert (option.status_code, option.json()["code"]) == (422, "app_exited"), option.text
     assert alive, log
     assert not report.failures, report.render()
 
@@ -76,6 +84,21 @@ def test_fuzzer_reports_a_schema_violation(srv: ServerProcess, tmp_path: Path) -
     report = FuzzReport()
     fuzz_operation(op, GenerationMode.POSITIVE, 3, {"Authorization": f"Bearer {srv.token}"}, tmp_path, report)
     assert [f.status for f in report.failures.values()] == [200], report.render()
+
+
+def test_only_the_machines_faults_may_be_a_5xx() -> None:
+    """The no-5xx rule: a caller's mistake answered 5xx is a finding; the two documented exceptions are not."""
+    def answer(status: int, code: str) -> httpx.Response:
+        return httpx.Response(status, json={"status": status, "code": code})
+
+    assert server_error("POST", "/v1/processes", answer(502, "stream_error")) is not None
+    assert server_error("POST", "/v1/desktop/open", answer(500, "internal_error")) is not None
+    assert server_error("GET", "/v1/desktop/status", answer(503, "desktop_runtime_failed")) is not None
+    assert server_error("GET", "/v1/desktop/status", httpx.Response(502, text="bad gateway")) is not None
+    assert server_error("POST", "/v1/processes", answer(422, "command_not_found")) is None
+    assert server_error("get", "/v1/health/ready", answer(503, "desktop_not_ready")) is None
+    assert server_error("GET", "/v1/health/ready", answer(500, "internal_error")) is not None
+    assert server_error("POST", "/v1/desktop/start", answer(503, "desktop_dependencies_missing")) is None
 
 
 def test_random_starts_are_confined(tmp_path: Path) -> None:

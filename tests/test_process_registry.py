@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from desktop.errors import Conflict, InvalidRequest, NotFound, StreamError
-from desktop.processes import LogBuffer, ManagedProcess, ProcessConfig, ProcessManager
+from desktop.errors import Conflict, InvalidRequest, NotFound
+from desktop.processes import LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, SpawnError
 
 T = TypeVar("T")
 
@@ -133,10 +133,12 @@ def test_spawn_failures_name_the_command_and_keep_ids() -> None:
     async def body() -> None:
         async with manager() as m:
             assert (await m.spawn("true")).id == "proc_1"
-            with pytest.raises(StreamError, match=r"no-such-command-xyz.*No such file"):
+            with pytest.raises(SpawnError, match="command 'no-such-command-xyz' was not found on PATH") as missing:
                 await m.spawn("no-such-command-xyz")
-            with pytest.raises(StreamError, match="working directory '/no/such/dir'"):
+            assert (missing.value.status, missing.value.code) == (422, "command_not_found")
+            with pytest.raises(SpawnError, match="cwd '/no/such/dir' does not exist") as no_dir:
                 await m.spawn("true", cwd="/no/such/dir")
+            assert (no_dir.value.status, no_dir.value.code) == (422, "cwd_not_found")
             with pytest.raises(InvalidRequest, match="command must not be empty"):
                 await m.spawn("  ")
             assert (await m.spawn("true")).id == "proc_2"

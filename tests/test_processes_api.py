@@ -111,7 +111,8 @@ def test_run_and_create_validate_their_bodies(client: httpx.Client) -> None:
     assert error_fields(problem) == ["timeoutMs"]
     assert_problem(client.post("/v1/processes", json={"args": []}), 422)
     assert_problem(client.post("/v1/processes", content=b"{}"), 415)
-    problem = assert_problem(client.post("/v1/processes", json={"command": "no-such-command-xyz"}), 502)
+    problem = assert_problem(client.post("/v1/processes", json={"command": "no-such-command-xyz"}), 422,
+                             "command_not_found")
     assert "no-such-command-xyz" in str(problem["detail"])
     # Optional fields accept null, as the reference's clients send them.
     nulls = {"args": None, "cwd": None, "env": None, "tty": None, "interactive": None}
@@ -175,7 +176,7 @@ def test_logs_filters_and_last_event_id_resume(client: httpx.Client, procs: list
 def test_list_is_numeric_and_filters_by_owner(client: httpx.Client, procs: list[str]) -> None:
     made = [create(client, {"command": "true"})["id"] for _ in range(3)]
     procs.extend(made)
-    assert client.post("/v1/processes", json={"command": "no-such-command-xyz"}).status_code == 502
+    assert client.post("/v1/processes", json={"command": "no-such-command-xyz"}).status_code == 422
     after = create(client, {"command": "true"})["id"]
     procs.append(after)
     numbers = [int(i.removeprefix("proc_")) for i in [*made, after]]

@@ -230,7 +230,7 @@ OPERATIONS = [
               query=ProcessLogsQuery, response=ProcessLogsResponse, errors=(404,), tags=TAGS),
     Operation("POST", PROCESS + "/input", write_input, "Write to a process's stdin or terminal",
               body=ProcessInputRequest, response=ProcessInputResponse, body_required=True,
-              errors=(404, 409, 413, 504), tags=TAGS),
+              errors=(404, 409, 413), tags=TAGS),
     Operation("POST", PROCESS + "/terminal/resize", resize_terminal, "Resize a process's terminal",
               body=ProcessTerminalResizeRequest, response=ProcessTerminalResizeResponse,
               body_required=True, errors=(404, 409), tags=TAGS),

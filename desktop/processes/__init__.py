@@ -4,6 +4,7 @@ from desktop.processes.logs import STREAM_FILTERS, LogBuffer, LogEntry, Stream, 
 from desktop.processes.managed import ManagedProcess, Owner
 from desktop.processes.registry import ProcessConfig, ProcessManager
 from desktop.processes.runner import RunResult
+from desktop.processes.spawn_errors import SpawnError
 
 __all__ = [
     "STREAM_FILTERS",
@@ -14,6 +15,7 @@ __all__ = [
     "ProcessConfig",
     "ProcessManager",
     "RunResult",
+    "SpawnError",
     "Stream",
     "StreamFilter",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from desktop.errors import Conflict, InvalidRequest, StreamError, Timeout
 from desktop.processes.logs import CHUNK_BYTES, Stream, now_ms
+from desktop.processes.spawn_errors import spawn_error
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
@@ -30,6 +31,13 @@ OutputSink = Callable[[Stream, bytes], None]
 DEFAULT_TERMINAL_SIZE = (80, 24)
 INPUT_TIMEOUT_S = 5.0
 """How long a write to a child's input may wait for the child to read."""
+
+
+class InputNotRead(Timeout):
+    """Input the process did not read in time. The process's state, not a fault of the server, so a
+    409 that keeps the `timeout` code (docs/processes.md, "Input")."""
+
+    status, title = 409, "Conflict"
 
 
 class _ExitProtocol(asyncio.SubprocessProtocol):
@@ -162,8 +170,8 @@ class Child:
                 async with asyncio.timeout_at(deadline):
                     await self._writable
             except TimeoutError:
-                raise Timeout(f"process did not read its input within {timeout_s:.0f} s "
-                              f"({written} of {len(data)} bytes written)") from None
+                raise InputNotRead(f"process did not read its input within {timeout_s:.0f} s "
+                                   f"({written} of {len(data)} bytes written)") from None
             finally:
                 if self._input_fd == fd:  # else close_input() already unregistered it
                     loop.remove_writer(fd)
@@ -267,7 +275,7 @@ async def start_child(
         for fd in ours:
             os.close(fd)
         if isinstance(exc, OSError):
-            raise spawn_error(command, cwd, exc) from exc
+            raise spawn_error(command, cwd, env, exc) from exc
         if isinstance(exc, ValueError):  # e.g. an embedded NUL in an argument
             raise InvalidRequest(f"cannot start {command!r}: {exc}") from exc
         raise
@@ -307,19 +315,6 @@ async def _read(loop: asyncio.AbstractEventLoop, fd: int, reader: _Reader) -> _R
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def spawn_error(command: str, cwd: str | None, exc: OSError) -> StreamError:
-    """A spawn failure that names the command, the OS error and what to check."""
-    reason = exc.strerror or str(exc)
-    if cwd is not None and exc.filename == cwd:
-        return StreamError(f"failed to start {command!r}: working directory {cwd!r}: {reason}")
-    hint = ""
-    if isinstance(exc, FileNotFoundError):
-        hint = "; check the command name and PATH"
-    elif isinstance(exc, PermissionError):
-        hint = "; the file is not executable by this user"
-    return StreamError(f"failed to start {command!r}: {reason}{hint}")
 
 
 def set_window_size(fd: int, cols: int, rows: int) -> None:

@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.errors import Conflict, InvalidRequest, NotFound
+from desktop.errors import Conflict, InvalidRequest, NotFound, StreamError
 from desktop.processes.child import Child, start_child
 from desktop.processes.logs import LogBuffer, now_ms
 from desktop.processes.managed import ManagedProcess, Owner, ProcessOutput
 from desktop.processes.runner import RunResult, run_once
+from desktop.processes.spawn_errors import SpawnError
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
@@ -94,7 +95,8 @@ class ProcessManager:
         """Start a process in its own session and register it.
 
         `env` is the complete environment (None: the server's). Raises Conflict at the
-        concurrency limit and StreamError if the command cannot be started.
+        concurrency limit, SpawnError (a 4xx naming the field) if the command or `cwd` cannot be
+        used, and StreamError if the machine cannot start it (or a `protected` one, the desktop's own).
         """
         if not command.strip():
             raise InvalidRequest("command must not be empty")
@@ -110,6 +112,13 @@ class ProcessManager:
         try:
             child = await start_child(command, args, sink=output.write, cwd=cwd, env=env, tty=tty,
                                       stdin=interactive, pass_fds=pass_fds)
+        except SpawnError as exc:
+            output.close()
+            if protected:
+                # The desktop's own programs (Xvfb, openbox) are the server's choice: failing to start
+                # them is this machine's fault, not a caller's mistake (docs/errors.md).
+                raise StreamError(f"failed to start {command!r}: {exc.message}") from exc
+            raise
         except BaseException:
             output.close()
             raise

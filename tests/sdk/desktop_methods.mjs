@@ -409,9 +409,10 @@ async function main() {
 
   await check("openDesktopTarget", async () => {
     const open = () => sdk.openDesktopTarget({ target: `${DIR}/no/such/file.pdf` });
-    const problem = await expectProblem(open, 502, "app_exited");
+    // A target that does not exist is the caller's mistake: a 4xx naming it (docs/apps.md).
+    const problem = await expectProblem(open, 422, "target_not_found");
     shape("problem", problem, { exitCode: "integer", processId: "string" });
-    return `502 app_exited, exit code ${problem.exitCode}`;
+    return `422 target_not_found, exit code ${problem.exitCode}`;
   });
 
   await check("focusDesktopWindow(unknown id)", async () => {
