@@ -25,15 +25,19 @@ from api.metrics import Metrics, RequestMetricsMiddleware
 from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
+from api.registry import DesktopRegistry
+from api.routes.desktops import MANY_PREFIX, SINGLE_PREFIX, per_desktop
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
+from api.scoped_tokens import TokenStore
+from api.services import DesktopServices, Lifecycle, ServerServices, build_desktop_services
+from desktop import options as options_module
+from desktop.dependencies import DependencyChecker
 from desktop.errors import PermissionDenied, ServiceError
 from desktop.options import StartOptions
-from desktop.runtime import Desktop
-from recording.manager import RecordingManager
+from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
-from streaming.manager import StreamManager
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -43,6 +47,7 @@ VERSION = "0.1.0"
 ROUTE_MODULES = (
     "api.routes.health",
     "api.routes.desktop",
+    "api.routes.desktops",
     "api.routes.screenshot",
     "api.routes.mouse",
     "api.routes.keyboard",
@@ -84,6 +89,8 @@ class ServerConfig:
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
     webrtc_public_addresses: tuple[str, ...] = ()
     """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
+    max_desktops: int = 16
+    """Desktops the server holds at once (`--max-desktops`); one more is a 429 `too_many_desktops`."""
     announce: tuple[int, Path] | None = None
     """(port, token file) of a generated token, announced to local clients while the server runs."""
 
@@ -146,19 +153,25 @@ def disabled_routes(disabled: frozenset[str]) -> list[BaseRoute]:
     return routes
 
 
-def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlette:
-    """Build the ASGI app around a Desktop (a new one unless given)."""
-    desktop = desktop or Desktop(state_dir=config.state_dir)
-    # recording/ and streaming/ build on desktop/ (never the reverse): they finalise through its stop hooks.
-    recordings = RecordingManager(desktop)
-    stream = StreamManager(desktop, config.webrtc_public_addresses)
-    desktop.add_stop_hook(recordings.on_desktop_stop)
-    desktop.add_stop_hook(stream.on_desktop_stop)
-    # A failed desktop shows nothing new: viewers are told why, the recording ends where the screen did.
-    desktop.add_failure_hook(recordings.on_desktop_failure)
-    desktop.add_failure_hook(stream.on_desktop_failure)
-    metrics = Metrics(desktop, recordings, stream)
-    operations = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
+def create_app(config: ServerConfig) -> Starlette:
+    """Build the ASGI app: the server's services (docs/architecture.md), its routes and middleware."""
+    processes = ProcessManager()
+    dependencies = DependencyChecker()
+    default_state_dir = config.state_dir or options_module.default_state_dir()
+
+    def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
+        return build_desktop_services(desktop_id, state_dir, processes, dependencies,
+                                      config.webrtc_public_addresses, lifecycle)
+
+    tokens = TokenStore()
+    desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,
+                               on_deleted=tokens.revoke)
+    default = desktops.default
+    metrics = Metrics(desktops)
+    services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
+                              tokens=tokens, version=VERSION)
+    single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
+    operations = [*single, *per_desktop(single)]
     openapi = build_openapi(operations, VERSION)
 
     async def openapi_document(request: Request) -> Response:
@@ -168,10 +181,10 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if config.announce is not None:
             local_servers.announce(config.announce[0], config.url, config.announce[1])
-        await recordings.start()
-        await stream.start()
+        await default.open()
+        desktops.start_reaper()
         if config.start_desktop is not None:
-            snapshot = await desktop.start(config.start_desktop)
+            snapshot = await default.desktop.start(config.start_desktop)
             print(f"sandbox-desktop: desktop {snapshot.display} active ({snapshot.width}x{snapshot.height}); "
                   f"status: {config.url}/v1/desktop/status, screenshot: {config.url}/v1/desktop/screenshot",
                   file=sys.stderr, flush=True)
@@ -180,13 +193,13 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
         finally:
             if config.announce is not None:
                 local_servers.withdraw(config.announce[0])
-            await desktop.shutdown()
-            await stream.shutdown()
-            await recordings.shutdown()
+            await desktops.shutdown()
+            await processes.shutdown()
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *STREAM_WEBSOCKETS,
-              *TERMINAL_WEBSOCKETS, *UI_ROUTES, Route("/v1/openapi.json", openapi_document, methods=["GET"])]
+              *per_desktop_websockets(STREAM_WEBSOCKETS), *TERMINAL_WEBSOCKETS, *UI_ROUTES,
+              Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         routes=routes,
         middleware=[
@@ -195,7 +208,7 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
             # Before CORS and the token: a page we do not serve gets nothing, not even a preflight.
             Middleware(BrowserGuardMiddleware, hosts=config.hosts, origins=OriginPolicy.from_cors(config.cors.origins)),
             Middleware(CorsMiddleware, policy=config.cors),
-            Middleware(TokenAuthMiddleware, token=config.token),
+            Middleware(TokenAuthMiddleware, token=config.token, scoped=tokens),
         ],
         exception_handlers={
             ServiceError: handle_service_error,
@@ -204,10 +217,12 @@ def create_app(config: ServerConfig, desktop: Desktop | None = None) -> Starlett
         },
         lifespan=lifespan,
     )
-    app.state.desktop = desktop
-    app.state.recordings = recordings
-    app.state.stream = stream
-    app.state.metrics = metrics
-    app.state.config = config
-    app.state.version = VERSION
+    # The one untyped hop: routes read it back through api.services.server_of, typed.
+    app.state.services = services
     return app
+
+
+def per_desktop_websockets(routes: Sequence[WebSocketRoute]) -> list[WebSocketRoute]:
+    """`/v1/desktop/...` WebSockets again under `/v1/desktops/{desktop_id}/...` (api/routes/desktops.py)."""
+    return [WebSocketRoute(MANY_PREFIX + r.path.removeprefix(SINGLE_PREFIX), r.endpoint)
+            for r in routes if r.path.startswith(SINGLE_PREFIX + "/")]

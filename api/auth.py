@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.problems import problem_body, problem_response, send_refusal
+from api.scoped_tokens import ROLE_SCOPE_KEY, TokenStore
 
 # Open without a token: liveness probes must work in containers that hold no secret.
 PUBLIC_PATHS = frozenset({"/v1/health"})
@@ -40,18 +41,37 @@ def presented_token(scope: Scope) -> str | None:
 
 
 class TokenAuthMiddleware:
-    """Rejects requests to protected paths without the right token with a 401 problem."""
+    """Rejects requests to protected paths without the right token with a 401 problem; a token scoped to one
+    desktop (api/scoped_tokens.py) passes only within its scope, else 403 `token_scope`."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, scoped: TokenStore | None = None) -> None:
         self.app = app
         self.token = token
+        self.scoped = scoped or TokenStore()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.token is None or scope["type"] not in ("http", "websocket") or not is_protected(scope["path"]):
+        if scope["type"] not in ("http", "websocket") or not is_protected(scope["path"]):
             await self.app(scope, receive, send)
             return
         given = presented_token(scope)
-        if given is not None and tokens_match(given, self.token):
+        if given is not None and self.token is not None and tokens_match(given, self.token):
+            await self.app(scope, receive, send)
+            return
+        # Even an open server (--no-token) honours a scoped token's limits: a view link stays view-only.
+        scoped = self.scoped.find(given) if given is not None else None
+        if scoped is not None:
+            method = "WS" if scope["type"] == "websocket" else scope["method"]
+            if scoped.allows(method, scope["path"]):
+                scope[ROLE_SCOPE_KEY] = scoped.role
+                await self.app(scope, receive, send)
+                return
+            body = problem_body(
+                403, "token_scope", "Token Scope", f"this token is for desktop {scoped.desktop_id!r} with role "
+                f"{scoped.role.value!r}, which does not cover {method} {scope['path']}", "token_scope",
+                desktopId=scoped.desktop_id, role=scoped.role.value)
+            await send_refusal(scope, receive, send, problem_response(body))
+            return
+        if self.token is None:
             await self.app(scope, receive, send)
             return
         body = problem_body(

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--webrtc-public-address", action="append", type=parse_public_address, metavar="ADDR",
                         help="IP address at which viewers reach the live view's UDP ports through a 1:1 NAT or "
                              f"port forwarding (repeatable; default: ${PUBLIC_ADDRESS_ENV}, comma-separated)")
+    server.add_argument("--max-desktops", type=int, default=16, metavar="N",
+                        help="desktops the server holds at once, the default one included while it runs "
+                             "(default 16; one more is a 429 too_many_desktops)")
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
@@ -116,7 +119,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
             # A Python signal handler may run in the middle of a loop callback: hand over safely.
-            asyncio.get_event_loop().call_soon_threadsafe(app.state.desktop.processes.end_follows)
+            asyncio.get_event_loop().call_soon_threadsafe(app.state.services.processes.end_follows)
 
     # Logging is configured already (configure_logging); the app writes its own access log, without queries.
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
@@ -156,6 +159,9 @@ def run_server(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as exc:
         print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
         return 2
+    if args.max_desktops < 1:
+        print("sandbox-desktop: --max-desktops must be at least 1", file=sys.stderr)
+        return 2
     try:
         hosts = HostPolicy.for_bind(args.host, args.port, allowed_hosts(args))
     except ValueError as exc:
@@ -185,7 +191,8 @@ def run_server(args: argparse.Namespace) -> int:
     # A server on port 0 cannot say which port it got before it binds: it is not announced.
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
-                          disabled_apis=disabled, webrtc_public_addresses=public, announce=announce)
+                          disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
+                          max_desktops=args.max_desktops)
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"

@@ -1,4 +1,4 @@
-"""CORS as in contract §8, without the reference's startup crash on `--cors-allow-credentials`."""
+"""CORS as the reference server does it (docs/security.md), without its startup crash on `--cors-allow-credentials`."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 _STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the requested Range)", 400: "Bad request",
                 401: "Missing or wrong token", 403: "Forbidden", 404: "Not found",
                 409: "Conflict with the current state", 413: "Payload too large", 415: "Wrong content type",
-                416: "Range not satisfiable",
+                416: "Range not satisfiable", 429: "Too many (desktops)",
                 422: "Body of the wrong shape, or naming what cannot be used (a missing command, directory or file)",
                 426: "A WebSocket endpoint asked without the upgrade",
                 500: "Internal error", 501: "Not supported on this platform", 502: "Upstream failure",
@@ -68,7 +68,8 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
 
 
 def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) -> dict[str, Any]:
-    doc: dict[str, Any] = {"summary": op.summary, "operationId": op.handler.__name__, "tags": list(op.tags)}
+    doc: dict[str, Any] = {"summary": op.summary, "operationId": op.operation_id or op.handler.__name__,
+                           "tags": list(op.tags)}
     params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
               for n in re.findall(r"{(\w+)(?::\w+)?}", op.path)]
     if op.query is not None:

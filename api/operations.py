@@ -63,6 +63,8 @@ class Operation:
     body_required: bool = False
     """Whether an empty body is an error; otherwise it reads as `{}`."""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    operation_id: str | None = None
+    """The OpenAPI operationId when the handler's name is taken (a per-desktop copy of an operation)."""
 
     async def endpoint(self, request: Request) -> Response:
         """The Starlette endpoint: parse inputs, call the handler, serialise the result."""

@@ -118,6 +118,11 @@ DESKTOP_CODES: dict[str, tuple[int, str]] = {
     "clipboard_failed": (500, "Clipboard Failed"),
     "stream_already_active": (409, "Stream Already Active"),
     "stream_not_active": (409, "Stream Not Active"),
+    # Many desktops (docs/desktops.md).
+    "desktop_not_found": (404, "Desktop Not Found"),
+    "desktop_paused": (409, "Desktop Paused"),
+    "desktop_is_default": (409, "Desktop Is Default"),
+    "too_many_desktops": (429, "Too Many Desktops"),
 }
 
 

@@ -4,7 +4,7 @@ A dedicated thread owns an mss connection (XShm grabs) and a python-xlib connect
 XDamage on the root window. It ticks at the highest rate any subscriber asked for, grabs only
 when something was drawn since the last grab (an idle screen costs a damage-event check per
 tick), and publishes the newest frame; subscribers that fall behind skip frames, nothing queues.
-Capture runs only while someone subscribes (design §2).
+Capture runs only while someone subscribes (docs/architecture.md).
 """
 
 from __future__ import annotations

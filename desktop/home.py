@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 # One desktop, no root-window mouse bindings: openbox's defaults switch desktops when the wheel
@@ -63,8 +64,11 @@ DEFAULT_RC_XML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def prepare_home(home: Path) -> Path:
-    """Create HOME and write the default `rc.xml` unless the user put their own there."""
+def prepare_home(home: Path, template: Path | None = None) -> Path:
+    """Create HOME (a copy of `template`, when the desktop has one) and write the default `rc.xml` unless the
+    user (or the template) put their own there."""
+    if template is not None:
+        shutil.copytree(template, home, symlinks=True, dirs_exist_ok=True)
     config = home / ".config" / "openbox"
     config.mkdir(parents=True, exist_ok=True)
     for sub in (".cache", ".local/share", ".local/share/fonts"):
@@ -75,6 +79,15 @@ def prepare_home(home: Path) -> Path:
         tmp.write_text(DEFAULT_RC_XML)
         tmp.replace(rc)
     return rc
+
+
+def restore_home(home: Path, template: Path | None = None) -> None:
+    """HOME as a fresh desktop gets it: everything in it removed, then prepared again (docs/desktops.md, reset)."""
+    if home.is_symlink() or home.is_file():
+        home.unlink()
+    elif home.exists():
+        shutil.rmtree(home)
+    prepare_home(home, template)
 
 
 def autostart_script(home: Path) -> Path | None:

@@ -4,7 +4,7 @@ A keysym the layout lacks (é on a US layout, 日, 🙂) is typed by binding it 
 no keysym at all (Xvfb has about 19). Bindings are kept as a small LRU and only changed once a
 keycode has been idle for a while: toolkits that read the keymap lazily (GTK through XKB) look a
 key event up when they process it, so rebinding right after sending it would mangle the text
-(design §7). Every method runs in the input thread that owns the connection.
+(docs/keyboard.md). Every method runs in the input thread that owns the connection.
 """
 
 from __future__ import annotations

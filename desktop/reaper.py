@@ -33,8 +33,15 @@ def marked_pids(marker: str, proc_root: Path = Path("/proc")) -> list[int]:
 def kill_marked(marker: str, grace_s: float = 1.0) -> list[int]:
     """SIGTERM every marked process, SIGKILL what is left after `grace_s`; returns the pids found."""
     pids = marked_pids(marker)
+    kill_pids(pids, grace_s)
+    return pids
+
+
+def kill_pids(pids: list[int], grace_s: float = 1.0) -> None:
+    """SIGTERM each process, SIGKILL what is left after `grace_s` (a stopped one is continued to see it)."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)
     deadline = time.monotonic() + grace_s
     remaining = pids
     while remaining and time.monotonic() < deadline:
@@ -42,7 +49,32 @@ def kill_marked(marker: str, grace_s: float = 1.0) -> list[int]:
         remaining = [p for p in remaining if _alive(p)]
     for pid in remaining:
         _signal(pid, signal.SIGKILL)
+
+
+def signal_marked(marker: str, sig: int) -> list[int]:
+    """Send `sig` to every marked process (SIGSTOP/SIGCONT to pause and resume a whole desktop)."""
+    pids = marked_pids(marker) if marker else []
+    for pid in pids:
+        _signal(pid, sig)
     return pids
+
+
+def stop_marked(marker: str, timeout_s: float = 1.0) -> list[int]:
+    """SIGSTOP every marked process and wait until each one is stopped (delivery is asynchronous: a process
+    running on another core stops a moment later); a process forked meanwhile is caught by a second round."""
+    deadline = time.monotonic() + timeout_s
+    stopped: set[int] = set()
+    while True:
+        pids = [p for p in marked_pids(marker) if p not in stopped] if marker else []
+        for pid in pids:
+            _signal(pid, signal.SIGSTOP)
+        pending = [p for p in pids if _state(p) not in ("T", "t", "Z", None)]
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.002)
+            pending = [p for p in pending if _state(p) not in ("T", "t", "Z", None)]
+        stopped.update(pids)
+        if not pids or time.monotonic() >= deadline:
+            return sorted(stopped)
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -50,9 +82,13 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def _alive(pid: int) -> bool:
+def _state(pid: int) -> str | None:
+    """The process's state letter from /proc (R, S, T, Z...), None when it is gone."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return False
-    return state != "Z"
+        return None
+
+
+def _alive(pid: int) -> bool:
+    return _state(pid) not in (None, "Z")

@@ -10,12 +10,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from Xlib.display import Display
@@ -26,63 +25,24 @@ from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
 from desktop.errors import Conflict, DesktopError, invalid_action
 from desktop.frames import FrameSource
-from desktop.home import desktop_environment, prepare_home
+from desktop.home import desktop_environment, prepare_home, restore_home
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse, pointer_grabbed
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
-from desktop.reaper import kill_marked
+from desktop.reaper import kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
 from desktop.screen import Screen
 from desktop.session import Session
-from desktop.supervisor import ChildExit, Supervisor
+from desktop.snapshot import ChildStatus, DesktopSnapshot, rfc3339_ns
+from desktop.supervisor import Supervisor
 from desktop.window_control import Windows
-from desktop.windows import WindowInfo, list_windows
+from desktop.windows import WindowInfo, close_other_clients, list_windows
 from desktop.xthread import XThread
 
 logger = logging.getLogger("sandbox_desktop.runtime")
 
 StopHook = Callable[[], Awaitable[None]]
 FailureHook = Callable[[str], Awaitable[None]]
-
-
-def rfc3339_ns(epoch_ns: int) -> str:
-    """`2026-11-29T07:35:48.247140610+00:00`: RFC 3339 in UTC with nanoseconds, as the reference."""
-    seconds, nanos = divmod(epoch_ns, 1_000_000_000)
-    base = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{base}.{nanos:09d}+00:00"
-
-
-@dataclass(frozen=True)
-class ChildStatus:
-    name: str
-    pid: int | None
-    running: bool
-    log_path: str | None
-    process_id: str | None
-
-
-@dataclass(frozen=True)
-class DesktopSnapshot:
-    """Everything `GET /v1/desktop/status` reports."""
-
-    state: str
-    missing_dependencies: tuple[str, ...]
-    runtime_log_path: str
-    processes: tuple[ChildStatus, ...] = ()
-    display: str | None = None
-    width: int | None = None
-    height: int | None = None
-    dpi: int | None = None
-    started_at: str | None = None
-    last_error: tuple[str, str] | None = None
-    install_command: str | None = None
-    windows: tuple[WindowInfo, ...] = ()
-    restart_count: int = 0
-    last_exit: ChildExit | None = None
-    state_dir: str | None = None
-    missing_optional: tuple[str, ...] = field(default_factory=tuple)
-    pointer_grabbed: bool = False
-    """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
 
 
 class Desktop:
@@ -93,8 +53,15 @@ class Desktop:
         state_dir: Path | None = None,
         processes: ProcessManager | None = None,
         dependencies: DependencyChecker | None = None,
+        desktop_id: str = "default",
+        home_template: Path | None = None,
     ) -> None:
+        self.id = desktop_id
+        self.home_template = home_template
+        """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.default_state_dir = state_dir or default_state_dir()
+        # A registry shared with other desktops (the server's) is shut down by its owner, not here.
+        self._owns_processes = processes is None
         self.processes = processes or ProcessManager()
         self.dependencies = dependencies or DependencyChecker()
         self.layout = StateLayout(self.default_state_dir)
@@ -103,6 +70,8 @@ class Desktop:
         self.x: XThread | None = None
         self._state = "inactive"
         self._last_error: tuple[str, str] | None = None
+        self.paused_reason: str | None = None
+        """Why every process of the desktop is frozen (`pause`), or None while it runs."""
         self._started_ns: int | None = None
         self._marker = ""
         self._stop_hooks: list[StopHook] = []
@@ -130,6 +99,8 @@ class Desktop:
         """The state as on the wire, folding in missing dependencies and supervisor health."""
         if self._state in ("starting", "stopping"):
             return self._state
+        if self.paused_reason is not None:
+            return "paused"
         if self.dependencies.report().missing:
             return "install_required"
         if self._state == "active" and self.supervisor is not None:
@@ -190,6 +161,9 @@ class Desktop:
                                missingDependencies=list(report.missing), installCommand=report.install_command)
         if self._state == "inactive":
             raise DesktopError("desktop_runtime_inactive", "Desktop runtime has not been started")
+        if self.paused_reason is not None:
+            raise DesktopError("desktop_paused", f"the desktop is paused ({self.paused_reason}); "
+                               f"POST /v1/desktops/{self.id}/resume first", resume=f"/v1/desktops/{self.id}/resume")
         if self._state in ("starting", "stopping"):
             raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
         supervisor = self.supervisor
@@ -219,7 +193,62 @@ class Desktop:
         env.update(extra or {})
         return env
 
+    @property
+    def paused(self) -> bool:
+        return self.paused_reason is not None
+
+    @property
+    def display_num(self) -> int | None:
+        return self.supervisor.display_num if self.supervisor is not None else None
+
+    @property
+    def display_name(self) -> str | None:
+        return self.supervisor.display if self.supervisor is not None and self.display_num is not None else None
+
     # -- lifecycle -----------------------------------------------------------------------------
+
+    async def pause(self, reason: str) -> None:
+        """Freeze every process of the desktop (SIGSTOP of each one carrying its marker: the X server, the
+        window manager, the session bus, apps and all their descendants). It then uses no CPU and keeps its
+        windows, files and memory; actions answer 409 `desktop_paused` until `resume`."""
+        if self.paused_reason is not None:
+            return
+        self.require_active()
+        self.paused_reason = reason
+        # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
+        await asyncio.to_thread(stop_marked, self._marker)
+        logger.info("desktop %s paused: %s", self.id, reason)
+        self.log(f"desktop paused: {reason}")
+
+    async def reset(self) -> None:
+        """Back to a freshly started state, same id and display, recording and viewers kept: every process of
+        the desktop but its X server, window manager and session bus ends, any other X client's windows are
+        closed, held keys and buttons are released, the clipboard is emptied and HOME is restored from its
+        template (docs/desktops.md, "Reset")."""
+        session = self.session()
+        supervisor = self.require_active()
+        async with session.x.input:
+            await self.mouse.release_all(session)
+            keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
+            ours = set(await asyncio.to_thread(marked_pids, self._marker))
+            apps = [p for p in self.processes.list("desktop") if p.running and not p.protected and p.pid in ours]
+            await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
+            rest = [pid for pid in await asyncio.to_thread(marked_pids, self._marker) if pid not in keep]
+            await asyncio.to_thread(kill_pids, rest, 0.5)
+            await session.x.call(close_other_clients)
+            await self.clipboard.set(session, "", "both")
+            await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
+        self.log("desktop reset")
+        logger.info("desktop %s reset", self.id)
+
+    async def resume(self) -> None:
+        """Thaw what `pause` froze; a desktop that is not paused is left as it is."""
+        if self.paused_reason is None:
+            return
+        await asyncio.to_thread(signal_marked, self._marker, signal.SIGCONT)
+        self.paused_reason = None
+        logger.info("desktop %s resumed", self.id)
+        self.log("desktop resumed")
 
     async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
         """Start the desktop, or return the running one if the request agrees with it."""
@@ -266,7 +295,7 @@ class Desktop:
         layout = StateLayout(options.state_dir or self.default_state_dir)
         try:
             await asyncio.to_thread(layout.create)
-            await asyncio.to_thread(prepare_home, layout.home)
+            await asyncio.to_thread(prepare_home, layout.home, self.home_template)
         except OSError as exc:
             reason = f"the state directory {layout.root} cannot be used: {exc.strerror or exc}"
             if options.state_dir is None:  # the server's own --state-dir: not the client's doing
@@ -313,13 +342,17 @@ class Desktop:
                 await hook()
             except Exception:
                 logger.exception("desktop stop hook failed")
+        if self.paused_reason is not None:  # stopped processes cannot exit on SIGTERM: thaw them first
+            await self.resume()
         for feature in (self.frames, self.screen, self.keyboard, self.clipboard):
             await feature.close()
         if self.x is not None:
             await self.x.close()
             self.x = None
         # Launched apps first, while the X server is still there for them to exit cleanly.
-        apps = [p for p in self.processes.list("desktop") if p.running and not p.protected]
+        # This desktop's apps only: the registry may be shared with other desktops (the marker tells them apart).
+        ours = set(await asyncio.to_thread(marked_pids, self._marker)) if self._marker else set()
+        apps = [p for p in self.processes.list("desktop") if p.running and not p.protected and p.pid in ours]
         await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
         if self.supervisor is not None:
             await self.supervisor.stop()
@@ -335,7 +368,8 @@ class Desktop:
             self._set_state("stopping")
             await self._teardown()
             self._set_state("inactive")
-        await self.processes.shutdown()
+        if self._owns_processes:
+            await self.processes.shutdown()
 
     # -- status --------------------------------------------------------------------------------
 
@@ -347,7 +381,7 @@ class Desktop:
         options = self.options
         windows: tuple[WindowInfo, ...] = ()
         grabbed = False
-        if state == "active" and self.x is not None:
+        if state == "active" and self.x is not None:  # not while paused: a stopped X server never answers
             with contextlib.suppress(DesktopError):
                 windows, grabbed = await self.x.call(_windows_and_grab)
         started = sup is not None and options is not None and sup.display_num is not None

@@ -1,7 +1,7 @@
 """Keeps one desktop session's children alive: Xvfb, openbox and the session bus.
 
 A watcher task awaits each child's exit (no polling) and restarts it at once; repeated crashes
-and failed restarts back off and, past a cap per minute, the session is declared failed (design §3).
+and failed restarts back off and, past a cap per minute, the session is declared failed (docs/desktop.md).
 """
 
 from __future__ import annotations

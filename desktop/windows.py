@@ -148,3 +148,13 @@ def describe_windows(d: Display, wids: list[int]) -> list[WindowInfo]:
 def list_windows(d: Display) -> list[WindowInfo]:
     """Visible, managed application windows (docks, the desktop and unmapped windows left out)."""
     return describe_windows(d, client_window_ids(d))
+
+
+def close_other_clients(d: Display) -> int:
+    """Disconnect the X client of every managed window (XKillClient): what a fresh desktop would not have.
+    The window manager's own windows are not client windows, so it stays; returns how many were closed."""
+    windows = list_windows(d)
+    for window in windows:
+        request.KillClient(display=d.display, onerror=None, resource=window.id)
+    d.sync()
+    return len(windows)

@@ -2,13 +2,14 @@
 
 Xvfb takes its display's lock file atomically and exits at once when the display is taken, so
 "try N, then N+1" is race-free; `-displayfd` tells us the moment it accepts connections, and a
-real X connection confirms it (design §3).
+real X connection confirms it (docs/desktop.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,18 +22,32 @@ DISPLAY_ATTEMPTS = 10
 
 
 def display_in_use(num: int) -> bool:
-    """A cheap pre-check: a lock file whose owner is alive means the display is taken."""
+    """A cheap pre-check: a lock file whose owner is alive, or a socket an X server answers on, means the display
+    is taken (the socket too: a lock file can be gone while its server still runs, e.g. after a /tmp clean-up)."""
     lock = Path(f"/tmp/.X{num}-lock")
     try:
         pid = int(lock.read_text().strip())
     except (OSError, ValueError):
-        return False
+        return _socket_answers(num)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return _socket_answers(num)
     except PermissionError:
         return True
+    return True
+
+
+def _socket_answers(num: int) -> bool:
+    path = f"/tmp/.X11-unix/X{num}"
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.2)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
     return True
 
 

@@ -1,7 +1,7 @@
 """One thread that owns one X connection; every call runs there, in arrival order.
 
 python-xlib objects are not thread-safe, so each connection lives in exactly one thread and the
-event loop hands work to it (design §2). A lost connection (the X server restarted) is dropped
+event loop hands work to it (docs/architecture.md). A lost connection (the X server restarted) is dropped
 and reopened on the next call.
 
 Who may touch what, and why:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.runtime import rfc3339_ns
+from desktop.snapshot import rfc3339_ns
 from recording.mp4file import probe, repair
 
 logger = logging.getLogger("sandbox_desktop.recording")

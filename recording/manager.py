@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.errors import Conflict, NotFound, StreamError
-from desktop.runtime import Desktop, rfc3339_ns
+from desktop.runtime import Desktop
+from desktop.snapshot import rfc3339_ns
 from recording.action_track import ActionTrack, read_track
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings

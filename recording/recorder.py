@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from desktop.frames import Frame, Subscription
-from desktop.runtime import rfc3339_ns
+from desktop.snapshot import rfc3339_ns
 from recording.catalog import Claim, RecordingRecord
 from recording.encoder import EncoderSettings, Mp4Writer
 

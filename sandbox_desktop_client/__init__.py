@@ -13,17 +13,19 @@ if TYPE_CHECKING:
     from ._base import Call, Progress, Screenshot
     from .async_client import AsyncClient
     from .client import Client
+    from .desktops import AsyncDesktopClient, DesktopClient
     from .errors import ApiError, ClientError, ConflictError, NotFoundError, ServerError
 
 _EXPORTS = {
     "Call": "._base", "Progress": "._base", "Screenshot": "._base",
     "AsyncClient": ".async_client", "Client": ".client",
+    "DesktopClient": ".desktops", "AsyncDesktopClient": ".desktops",
     "ApiError": ".errors", "ClientError": ".errors", "ConflictError": ".errors", "NotFoundError": ".errors",
     "ServerError": ".errors",
 }
 
-__all__ = ["ApiError", "AsyncClient", "Call", "Client", "ClientError", "ConflictError", "NotFoundError",
-           "Progress", "Screenshot", "ServerError"]
+__all__ = ["ApiError", "AsyncClient", "AsyncDesktopClient", "Call", "Client", "ClientError", "ConflictError",
+           "DesktopClient", "NotFoundError", "Progress", "Screenshot", "ServerError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,6 +16,7 @@ from api.models.actions import ActionsResponse
 from api.models.apps import LaunchResponse, OpenResponse
 from api.models.clipboard import ClipboardResponse
 from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from api.models.desktops import DesktopListResponse, DesktopResource, TokenResponse
 from api.models.health import ReadinessResponse
 from api.models.mouse import MousePositionResponse
 from api.models.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
@@ -303,3 +304,43 @@ def processes(owner: str | None) -> Call[list[ProcessInfo]]:
 def content_length(response: httpx.Response) -> int | None:
     value = response.headers.get("content-length")
     return int(value) if value and value.isascii() and value.isdigit() else None
+
+
+# -- many desktops (docs/desktops.md) -------------------------------------------------------------
+
+SINGLE_PREFIX = "/v1/desktop/"
+
+
+def scoped(path: str, desktop_id: str | None) -> str:
+    """`/v1/desktop/<p>` → `/v1/desktops/{id}/<p>` for a client bound to one desktop; other paths unchanged."""
+    if desktop_id is None or not path.startswith(SINGLE_PREFIX):
+        return path
+    return f"/v1/desktops/{_path_id(desktop_id)}/" + path.removeprefix(SINGLE_PREFIX)
+
+
+def create_desktop(lifecycle: Mapping[str, Any], fields: Mapping[str, Any]) -> Call[DesktopResource]:
+    return Call("POST", "/v1/desktops", model(DesktopResource), json=wire(**lifecycle, **fields), extra_timeout=30)
+
+
+def list_desktops(tags: Mapping[str, str] | None) -> Call[list[DesktopResource]]:
+    params = {"tag": [f"{k}={v}" for k, v in (tags or {}).items()]} if tags else {}
+    return Call("GET", "/v1/desktops", lambda r: DesktopListResponse.model_validate(r.json()).desktops,
+                params=params)
+
+
+def get_desktop(desktop_id: str) -> Call[DesktopResource]:
+    return Call("GET", f"/v1/desktops/{_path_id(desktop_id)}", model(DesktopResource))
+
+
+def delete_desktop(desktop_id: str) -> Call[None]:
+    return Call("DELETE", f"/v1/desktops/{_path_id(desktop_id)}", nothing, extra_timeout=30)
+
+
+def desktop_lifecycle(desktop_id: str, action: str) -> Call[DesktopResource]:
+    """`pause`, `resume` or `reset`."""
+    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/{action}", model(DesktopResource), extra_timeout=30)
+
+
+def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[TokenResponse]:
+    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/tokens", model(TokenResponse),
+                json=wire(role=role, ttl_seconds=ttl_seconds))

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -23,6 +23,9 @@ from api.models.windows import DesktopWindowInfo
 from . import _base as b
 from ._base import Call, Progress, Screenshot
 
+if TYPE_CHECKING:
+    from .desktops import AsyncDesktops
+
 T = TypeVar("T")
 
 
@@ -34,6 +37,15 @@ class AsyncClient:
                  **httpx_options: Any) -> None:
         self.timeout = timeout
         self._http = httpx.AsyncClient(**b.client_options(url, b.resolve_token(token, url), timeout), **httpx_options)
+        self._desktop: str | None = None
+        """The desktop this client drives: None for `/v1/desktop` (`default`), else an `AsyncDesktopClient`'s id."""
+
+    @property
+    def desktops(self) -> AsyncDesktops:
+        """The server's desktops: create, list, get, attach, delete (docs/desktops.md)."""
+        from .desktops import AsyncDesktops  # it subclasses this module's client: imported when first used
+
+        return AsyncDesktops(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -47,7 +59,8 @@ class AsyncClient:
 
     async def send(self, call: Call[T]) -> T:
         """Send one prepared call and parse its answer; raises `ApiError` for a non-2xx status."""
-        response = await self._http.request(call.method, call.path, **b.request_options(call, self.timeout))
+        response = await self._http.request(call.method, b.scoped(call.path, self._desktop),
+                                            **b.request_options(call, self.timeout))
         b.check(response)
         return call.parse(response)
 
@@ -172,7 +185,7 @@ class AsyncClient:
                            progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
         """Stream the MP4 to `path` chunk by chunk; a failed download leaves no partial file."""
         call, target = b.download_recording(recording_id), Path(path)
-        async with self._http.stream(call.method, call.path) as response:
+        async with self._http.stream(call.method, b.scoped(call.path, self._desktop)) as response:
             if not response.is_success:
                 await response.aread()
                 b.check(response)

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -22,6 +22,9 @@ from api.models.windows import DesktopWindowInfo
 from . import _base as b
 from ._base import Call, Progress, Screenshot
 
+if TYPE_CHECKING:
+    from .desktops import Desktops
+
 T = TypeVar("T")
 
 
@@ -33,6 +36,15 @@ class Client:
                  **httpx_options: Any) -> None:
         self.timeout = timeout
         self._http = httpx.Client(**b.client_options(url, b.resolve_token(token, url), timeout), **httpx_options)
+        self._desktop: str | None = None
+        """The desktop this client drives: None for `/v1/desktop` (`default`), else a `DesktopClient`'s id."""
+
+    @property
+    def desktops(self) -> Desktops:
+        """The server's desktops: create, list, get, attach, delete (docs/desktops.md)."""
+        from .desktops import Desktops  # it subclasses this module's client: imported when first used
+
+        return Desktops(self)
 
     def __enter__(self) -> Client:
         return self
@@ -46,7 +58,8 @@ class Client:
 
     def send(self, call: Call[T]) -> T:
         """Send one prepared call and parse its answer; raises `ApiError` for a non-2xx status."""
-        response = self._http.request(call.method, call.path, **b.request_options(call, self.timeout))
+        response = self._http.request(call.method, b.scoped(call.path, self._desktop),
+                                      **b.request_options(call, self.timeout))
         b.check(response)
         return call.parse(response)
 
@@ -171,7 +184,7 @@ class Client:
                            progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
         """Stream the MP4 to `path` chunk by chunk; a failed download leaves no partial file."""
         call, target = b.download_recording(recording_id), Path(path)
-        with self._http.stream(call.method, call.path) as response:
+        with self._http.stream(call.method, b.scoped(call.path, self._desktop)) as response:
             if not response.is_success:
                 response.read()
                 b.check(response)

@@ -1,7 +1,7 @@
 """The picture handed to the encoder: the latest screen image with the pointer drawn in, as yuv420p.
 
 One preallocated BGRX frame is refilled for every picture (a fresh 5 MB frame per picture costs
-2-14 ms more, streaming-notes §5.2); swscale then converts it to yuv420p. Odd screen sizes are
+2-14 ms more, docs/streaming.md); swscale then converts it to yuv420p. Odd screen sizes are
 cropped by one column or row, since 4:2:0 video needs even dimensions.
 """
 

@@ -1,4 +1,4 @@
-"""Video encoders tuned for desktops (streaming-notes §6.3): libx264 ultrafast/zerolatency, libvpx realtime.
+"""Video encoders tuned for desktops (docs/streaming.md): libx264 ultrafast/zerolatency, libvpx realtime.
 
 aiortc's own encoders use x264's `medium` preset, cap the bitrate at 1.5-3 Mbps, re-create the
 encoder on every REMB change and use a 3000-frame VP8 GOP; these are opened once per stream and

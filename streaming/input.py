@@ -1,4 +1,4 @@
-"""Data-channel input (neko's binary, big-endian opcodes, contract §7.3) → the desktop's input path.
+"""Data-channel input (neko's binary, big-endian opcodes, docs/streaming.md) → the desktop's input path.
 
 Events go through `desktop.mouse` and `desktop.keyboard`, which take the desktop's input lock and
 run on the same X thread as the REST API, so ordering holds across both (an event arriving during a

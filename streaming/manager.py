@@ -173,9 +173,10 @@ class StreamManager:
                            code="stream_not_active")
         return self._config
 
-    async def serve(self, link: Link) -> None:
-        """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted)."""
-        viewer = SignalingSession(f"viewer_{next(self._ids)}", link, self)
+    async def serve(self, link: Link, can_control: bool = True) -> None:
+        """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted); a viewer
+        that cannot control (a view-only token) watches only."""
+        viewer = SignalingSession(f"viewer_{next(self._ids)}", link, self, can_control)
         if self._config is None:  # stopped between the handshake and now
             await viewer.disconnect("desktop streaming is not active")
             return
@@ -193,6 +194,10 @@ class StreamManager:
                 self._tasks.discard(task)
 
     # -- for sessions ------------------------------------------------------------------------
+
+    def can_control(self, viewer: str) -> bool:
+        session = self._sessions.get(viewer)
+        return session is not None and session.can_control
 
     def viewer_ids(self) -> list[str]:
         return list(self._sessions)

@@ -3,7 +3,7 @@
 The server is the offerer (neko's model, and what the SDK expects: it relies on `ondatachannel`).
 aiortc gathers every candidate before the offer is made, so they all travel inside its SDP; the
 viewer's trickled candidates are added once its answer is applied. No STUN server (`iceServers=[]`):
-on a LAN or loopback it would only delay the offer (streaming-notes §3.2).
+on a LAN or loopback it would only delay the offer (docs/streaming.md).
 """
 
 from __future__ import annotations

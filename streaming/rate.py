@@ -1,7 +1,7 @@
 """Frame-rate control: lower the rate when pictures cost too much of their period, raise it back slowly.
 
 Latest-frame-wins capture already keeps latency from accumulating; this keeps a saturated
-machine from spending every cycle on the stream (streaming-notes §6.3: 30 → 20 → 15 → ...).
+machine from spending every cycle on the stream (docs/streaming.md: 30 → 20 → 15 → ...).
 """
 
 from __future__ import annotations

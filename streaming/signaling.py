@@ -1,4 +1,4 @@
-"""The neko v3 signalling subset one viewer speaks over its WebSocket (contract §7.2, §7.4).
+"""The neko v3 signalling subset one viewer speaks over its WebSocket (docs/streaming.md).
 
 Every text message is `{"event": ..., "payload": {...}}`. The server opens with `system/init`,
 answers `signal/request` with `signal/provide` (its offer), takes `signal/answer` and trickled
@@ -45,8 +45,10 @@ class Link(Protocol):
 class SignalingSession:
     """One connected viewer: its WebSocket, its peer connection and its input."""
 
-    def __init__(self, viewer_id: str, link: Link, manager: StreamManager) -> None:
+    def __init__(self, viewer_id: str, link: Link, manager: StreamManager, can_control: bool = True) -> None:
         self.id = viewer_id
+        self.can_control = can_control
+        """False for a viewer admitted with a view-only token: it watches and can never take control."""
         self.link = link
         self.peer: ViewerPeer | None = None
         self.input = RemoteInput(manager.desktop, lambda: manager.control.holds(viewer_id), self._reply)
@@ -116,6 +118,9 @@ class SignalingSession:
     # -- events ------------------------------------------------------------------------------
 
     async def _control_request(self, payload: dict[str, Any]) -> None:
+        if not self.can_control:
+            logger.info("%s asked for control with a view-only token: refused", self.id)
+            return
         control = self._manager.control
         if not control.request(self.id) and control.host is not None:
             # neko tells the host someone asked; the request is remembered (see streaming/control.py).
@@ -177,7 +182,8 @@ class SignalingSession:
         config = self._manager.require_config()
         host = self._manager.control.host
         sessions = {
-            viewer: {"id": viewer, "profile": {"name": viewer, "can_watch": True, "can_host": True},
+            viewer: {"id": viewer, "profile": {"name": viewer, "can_watch": True,
+                                               "can_host": self._manager.can_control(viewer)},
                      "state": {"is_connected": True, "is_watching": viewer in self._manager.watching()}}
             for viewer in self._manager.viewer_ids()
         }

@@ -1,4 +1,4 @@
-"""A live-view client in Python that speaks exactly the SDK's side of the protocol (contract §7.2).
+"""A live-view client in Python that speaks exactly the SDK's side of the protocol (docs/streaming.md).
 
 On `system/init` it sends `control/request` and `signal/request {video:{}, audio:{}}`, answers the
 server's offer, trickles its candidates as `signal/candidate`, takes the server-created data
@@ -46,10 +46,12 @@ SIGNALING_PATH = "/v1/desktop/stream/signaling"
 
 
 def signaling_url(base: str, token: str | None) -> str:
-    """`http://host:port` (or a ws:// URL) → the signalling WebSocket URL with `access_token`."""
+    """`http://host:port` (or a ws:// URL, or a signalling URL of one desktop such as
+    `http://host:port/v1/desktops/ID/stream/signaling`) → the signalling WebSocket URL with `access_token`."""
     parts = urlsplit(base)
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
-    path = parts.path if parts.path.endswith(SIGNALING_PATH) else parts.path.rstrip("/") + SIGNALING_PATH
+    given = parts.path.endswith("/stream/signaling")
+    path = parts.path if given else parts.path.rstrip("/") + SIGNALING_PATH
     query = f"access_token={quote(token, safe='')}" if token else parts.query
     return urlunsplit((scheme, parts.netloc, path, query, ""))
 

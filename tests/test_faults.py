@@ -218,7 +218,7 @@ def test_removed_xvfb_is_a_503_with_the_install_command_and_start_recovers(tmp_p
             (bin_dir / "Xvfb").symlink_to(shutil.which("Xvfb") or "/bin/false")
             failed = wait_for(lambda: (s := status(api))["state"] == "failed" and s, "state failed")
             assert failed["lastError"]["code"] == "desktop_runtime_failed"
-            assert "Xvfb" in failed["lastError"]["message"] and "No such file" in failed["lastError"]["message"]
+            assert "Xvfb" in failed["lastError"]["message"] and "not found on PATH" in failed["lastError"]["message"]
             back = api.post("/v1/desktop/start", json={"displayNum": 411}, timeout=30)
             assert back.status_code == 200 and back.json()["state"] == "active", back.text
             assert back.json()["display"] == display and x_answers(display)

@@ -169,52 +169,41 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     server.stop()
 
 
+def refusals(server: ServerProcess, routes: list[tuple[str, str]], header: str, values: list[str],
+             status: int, code: str, named: str) -> list[str]:
+    """Every route (and WebSocket) asked with `header: value` for each value; what was not refused with
+    `status` and `code`, the problem naming the value in its member `named`."""
+    port = urlsplit(server.url).port
+    failures: list[str] = []
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for value in (v.format(port=port) for v in values):
+            for method, path in routes:
+                if method == "WS":
+                    answer, body = handshake(server.url, concrete(path), {header: value})
+                    problem = json.loads(body)
+                else:
+                    response = client.request(method, concrete(path), headers={header: value},
+                                              content=b"{}" if method in ("POST", "PUT", "PATCH") else None)
+                    answer = response.status_code
+                    problem = response.json() if method != "HEAD" else {"code": code, named: value}
+                if answer != status or problem.get("code") != code or problem.get(named) != value:
+                    failures.append(f"{method} {path} with {header} {value}: {answer} {problem}")
+    return failures
+
+
 FOREIGN_HOSTS = ["attacker.example:{port}", "attacker.example", "localhost:1", "127.0.0.1.nip.example:{port}"]
+FOREIGN_ORIGINS = ["http://evil.example", "http://127.0.0.1:1", "null", "http://localhost.evil.example:{port}"]
 
 
 def test_a_foreign_host_is_refused_on_every_route(open_server: ServerProcess, routes: list[tuple[str, str]]) -> None:
-    port = urlsplit(open_server.url).port
-    failures: list[str] = []
-    with httpx.Client(base_url=open_server.url, timeout=30) as client:
-        for template in FOREIGN_HOSTS:
-            host = template.format(port=port)
-            for method, path in routes:
-                if method == "WS":
-                    status, body = handshake(open_server.url, concrete(path), {"Host": host})
-                    problem = json.loads(body)
-                else:
-                    response = client.request(method, concrete(path), headers={"Host": host},
-                                              content=b"{}" if method in ("POST", "PUT", "PATCH") else None)
-                    status, problem = response.status_code, (response.json() if method != "HEAD" else {})
-                if status != 421 or (method != "HEAD" and (problem.get("code") != "host_not_allowed"
-                                                           or problem.get("host") != host
-                                                           or "--allowed-host" not in problem.get("detail", ""))):
-                    failures.append(f"{method} {path} with Host {host}: {status} {problem}")
+    failures = refusals(open_server, routes, "Host", FOREIGN_HOSTS, 421, "host_not_allowed", "host")
     assert not failures, "\n".join(failures)
     assert "Traceback" not in open_server.log()
 
 
-FOREIGN_ORIGINS = ["http://evil.example", "http://127.0.0.1:1", "null", "http://localhost.evil.example:{port}"]
-
-
 def test_a_foreign_origin_is_refused_on_every_route(open_server: ServerProcess,
                                                     routes: list[tuple[str, str]]) -> None:
-    port = urlsplit(open_server.url).port
-    failures: list[str] = []
-    with httpx.Client(base_url=open_server.url, timeout=30) as client:
-        for template in FOREIGN_ORIGINS:
-            origin = template.format(port=port)
-            for method, path in routes:
-                if method == "WS":
-                    status, body = handshake(open_server.url, concrete(path), {"Origin": origin})
-                    code = json.loads(body).get("code")
-                else:
-                    response = client.request(method, concrete(path), headers={"Origin": origin},
-                                              content=b"{}" if method in ("POST", "PUT", "PATCH") else None)
-                    status, code = response.status_code, (response.json().get("code") if method != "HEAD"
-                                                           else "origin_not_allowed")
-                if status != 403 or code != "origin_not_allowed":
-                    failures.append(f"{method} {path} from {origin}: {status} {code}")
+    failures = refusals(open_server, routes, "Origin", FOREIGN_ORIGINS, 403, "origin_not_allowed", "origin")
     assert not failures, "\n".join(failures)
     assert "Traceback" not in open_server.log()
 

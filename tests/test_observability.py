@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -66,22 +67,25 @@ def test_screenshot_capture_and_encode_are_timed_per_format(api: httpx.Client) -
     def grew(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
 
-    assert grew("sandbox_desktop_screenshot_capture_seconds_count") == 4
-    assert grew("sandbox_desktop_screenshot_capture_seconds_sum") > 0
-    assert grew("sandbox_desktop_screenshot_encode_seconds_count", format="jpeg") == 2
-    assert grew("sandbox_desktop_screenshot_encode_seconds_count", format="png") == 1
-    assert grew("sandbox_desktop_screenshot_encode_seconds_count", format="webp") == 1
+    assert grew("sandbox_desktop_screenshot_capture_seconds_count", desktop="default") == 4
+    assert grew("sandbox_desktop_screenshot_capture_seconds_sum", desktop="default") > 0
+    assert grew("sandbox_desktop_screenshot_encode_seconds_count", desktop="default", format="jpeg") == 2
+    assert grew("sandbox_desktop_screenshot_encode_seconds_count", desktop="default", format="png") == 1
+    assert grew("sandbox_desktop_screenshot_encode_seconds_count", desktop="default", format="webp") == 1
 
 
 def test_desktop_state_and_restarts_follow_the_desktop(api: httpx.Client) -> None:
     samples = scrape(api)
-    assert value(samples, "sandbox_desktop_up") == 1
-    assert value(samples, "sandbox_desktop_state", state="active") == 1
-    assert value(samples, "sandbox_desktop_state", state="failed") == 0
-    restarts = value(samples, "sandbox_desktop_restarts_total")
+    assert value(samples, "sandbox_desktop_up", desktop="default") == 1
+    assert value(samples, "sandbox_desktop_state", desktop="default", state="active") == 1
+    assert value(samples, "sandbox_desktop_state", desktop="default", state="failed") == 0
+    assert ("sandbox_desktop_state", (("desktop", "default"), ("state", "paused"))) in samples
+    assert value(samples, "sandbox_desktop_desktops", state="active") == 1
+    restarts = value(samples, "sandbox_desktop_restarts_total", desktop="default")
     openbox = next(p["pid"] for p in api.get("/v1/desktop/status").json()["processes"] if p["name"] == "openbox")
     os.kill(openbox, signal.SIGKILL)
-    wait_for(lambda: value(scrape(api), "sandbox_desktop_restarts_total") == restarts + 1, "the restart counted")
+    wait_for(lambda: value(scrape(api), "sandbox_desktop_restarts_total", desktop="default") == restarts + 1,
+             "the restart counted")
     wait_for(lambda: api.get("/v1/health/ready").status_code == 200, "the desktop ready again")
     assert value(scrape(api), "process_open_fds") > 0  # the standard process collector is there too
 
@@ -90,15 +94,16 @@ def test_recordings_are_counted_and_the_active_one_shows(api: httpx.Client) -> N
     before = scrape(api)
     rec = api.post("/v1/desktop/recording/start", json={})
     assert rec.status_code == 200, rec.text
-    assert value(scrape(api), "sandbox_desktop_recording_active") == 1
+    assert value(scrape(api), "sandbox_desktop_recording_active", desktop="default") == 1
     time.sleep(0.5)
     assert api.post("/v1/desktop/recording/stop").json()["status"] == "completed"
     after = scrape(api)
-    assert value(after, "sandbox_desktop_recording_active") == 0
+    assert value(after, "sandbox_desktop_recording_active", desktop="default") == 0
     for event in ("started", "completed"):
-        assert value(after, "sandbox_desktop_recordings_total", event=event) == \
-            value(before, "sandbox_desktop_recordings_total", event=event) + 1
-    assert value(after, "sandbox_desktop_stream_viewers") == 0
+        assert value(after, "sandbox_desktop_recordings_total", desktop="default", event=event) == \
+            value(before, "sandbox_desktop_recordings_total", desktop="default", event=event) + 1
+    assert ("sandbox_desktop_stream_viewers", (("desktop", "default"),)) in after
+    assert value(after, "sandbox_desktop_stream_viewers", desktop="default") == 0
 
 
 def test_json_logs_are_one_object_a_line_with_request_fields_and_no_query(tmp_path: Path) -> None:
@@ -115,6 +120,8 @@ def test_json_logs_are_one_object_a_line_with_request_fields_and_no_query(tmp_pa
     access = [e for e in entries if e["logger"] == "sandbox_desktop.access"]
     status = next(e for e in access if e["http"]["path"] == "/v1/desktop/status")
     assert status["http"]["status"] == 200 and status["http"]["route"] == "/v1/desktop/status"
+    assert status["desktop"] == "default"
+    assert all("desktop" not in e for e in access if e["http"]["path"] == "/v1/processes")
     assert status["http"]["duration_ms"] >= 0 and status["http"]["client"] == "127.0.0.1"
     assert any(e["http"]["status"] == 401 for e in access)
     assert server.token and server.token not in server.log()
@@ -129,6 +136,7 @@ def test_text_logs_stay_the_default(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert " INFO sandbox_desktop.access: GET /v1/desktop/status 200 " in server.log()
+    assert re.search(r"GET /v1/desktop/status 200 [0-9.]+ ms desktop=default\n", server.log())
 
 
 def test_tokens_are_redacted_from_any_log_message() -> None:

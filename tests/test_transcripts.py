@@ -127,7 +127,7 @@ def targets(app: App, size: tuple[int, int]) -> dict[str, tuple[int, int]]:
 
 
 def anthropic_transcript(t: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
-    """`tool_use` inputs as Claude emits them (agent-schemas.md section 1)."""
+    """`tool_use` inputs as Claude emits them (docs/vendors.md)."""
     return [
         {"action": "screenshot"},
         {"action": "left_click", "coordinate": list(t["one"])},
@@ -140,7 +140,7 @@ def anthropic_transcript(t: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
 
 
 def openai_transcript(t: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
-    """One `computer_call` batch as the OpenAI models emit it (agent-schemas.md section 2)."""
+    """One `computer_call` batch as the OpenAI models emit it (docs/vendors.md)."""
     def click(name: str) -> dict[str, Any]:
         return {"type": "click", "button": "left", "x": t[name][0], "y": t[name][1]}
     return [

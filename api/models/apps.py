@@ -1,4 +1,4 @@
-"""Wire models of launch and open (contract §4.7)."""
+"""Wire models of launch and open (docs/apps.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the clipboard endpoints (contract §4.6)."""
+"""Wire models of the clipboard endpoints (docs/clipboard.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the desktop lifecycle and status (contract §3.2, §4.1, §4.5)."""
+"""Wire models of the desktop lifecycle and status (docs/desktop.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import Field
 from api.models.base import WireModel
 from api.models.windows import DesktopWindowInfo
 
-DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed"]
+DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed", "paused"]
 
 
 class DesktopStartRequest(WireModel):

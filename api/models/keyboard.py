@@ -1,4 +1,4 @@
-"""Wire models of the keyboard endpoints (contract §4.4); every endpoint answers `{"ok": true}`."""
+"""Wire models of the keyboard endpoints (docs/keyboard.md); every endpoint answers `{"ok": true}`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the mouse endpoints (contract §4.3)."""
+"""Wire models of the mouse endpoints (docs/mouse.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of `/v1/processes` (contract §6)."""
+"""Wire models of `/v1/processes` (docs/processes.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the recording endpoints (contract §4.8)."""
+"""Wire models of the recording endpoints (docs/recording.md)."""
 
 from __future__ import annotations
 

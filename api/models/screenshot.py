@@ -1,4 +1,4 @@
-"""Query models of the screenshot endpoints (contract §4.2)."""
+"""Query models of the screenshot endpoints (docs/screenshots.md)."""
 
 from __future__ import annotations
 

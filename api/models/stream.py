@@ -1,4 +1,4 @@
-"""Wire models of the live view (contract §4.9): stream start/stop/status."""
+"""Wire models of the live view (docs/streaming.md): stream start/stop/status."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the window endpoints (contract §4.5)."""
+"""Wire models of the window endpoints (docs/windows.md)."""
 
 from __future__ import annotations
 

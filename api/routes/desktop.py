@@ -20,7 +20,7 @@ from api.models.desktop import (
 from api.operations import Operation
 from api.routes.windows import window_model
 from desktop.options import StartOptions, parse_port_range
-from desktop.runtime import DesktopSnapshot
+from desktop.snapshot import DesktopSnapshot
 
 INVALID = "desktop_invalid_action"
 READY_ERRORS = (409, 503)

@@ -9,6 +9,7 @@ from api.context import desktop_of
 from api.models.base import WireModel
 from api.models.health import ReadinessCheck, ReadinessResponse
 from api.operations import Operation
+from api.services import server_of
 from desktop.errors import DesktopError
 from desktop.readiness import check_readiness
 
@@ -38,7 +39,7 @@ async def ready(request: Request) -> ReadinessResponse:
 
 
 async def root(request: Request) -> RootResponse:
-    return RootResponse(name="Sandbox Agent", docs="/v1/openapi.json", version=request.app.state.version)
+    return RootResponse(name="Sandbox Agent", docs="/v1/openapi.json", version=server_of(request).version)
 
 
 OPERATIONS = [

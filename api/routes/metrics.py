@@ -9,15 +9,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.operations import Operation
+from api.services import server_of
 
 
 async def metrics(request: Request) -> Response:
-    # Process figures read /proc: off the loop, so a scrape never stalls input.
-    body = await asyncio.to_thread(request.app.state.metrics.exposition)
+    metrics = server_of(request).metrics
+    # Desktop figures are read on the loop, where desktops are created and deleted (docs/architecture.md);
+    # process figures read /proc: off the loop, so a scrape never stalls input.
+    state = metrics.read_state()
+    body = await asyncio.to_thread(metrics.exposition, state)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
 OPERATIONS = [
     Operation("GET", "/v1/metrics", metrics, "Prometheus metrics: request latency by route, screenshot timings, "
-              "restarts, recordings, viewers", media_type="text/plain", tags=("health",)),
+              "and each desktop's state, restarts, recordings, viewers", media_type="text/plain", tags=("health",)),
 ]

@@ -29,10 +29,10 @@ from api.models.processes import (
     StopQuery,
 )
 from api.operations import Operation
+from api.services import server_of
 from desktop.errors import FieldError, PayloadTooLarge
 from desktop.parsing import ascii_int
 from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
-from desktop.runtime import Desktop
 
 KEEPALIVE_S = 15.0
 INPUT_ENCODINGS = ("base64", "utf8", "text")
@@ -40,8 +40,7 @@ TAGS = ("processes",)
 
 
 def manager_of(request: Request) -> ProcessManager:
-    desktop: Desktop = request.app.state.desktop
-    return desktop.processes
+    return server_of(request).processes
 
 
 def process_of(request: Request) -> ManagedProcess:
@@ -50,8 +49,7 @@ def process_of(request: Request) -> ManagedProcess:
 
 def process_env(request: Request, extra: dict[str, str] | None) -> dict[str, str]:
     """The server's environment, the desktop's variables while it is active, then the request's."""
-    desktop: Desktop = request.app.state.desktop
-    return desktop.process_env(extra)
+    return server_of(request).desktops.default.desktop.process_env(extra)
 
 
 def info_model(process: ManagedProcess) -> ProcessInfo:

@@ -21,6 +21,7 @@ from api.models.recording import (
 )
 from api.operations import Operation
 from api.routes.fs import FileStreamResponse
+from api.services import desktop_services
 from desktop.errors import NotFound, ServiceError
 from desktop.files import ReadHandle
 from desktop.parsing import ascii_int
@@ -43,8 +44,7 @@ class VideoFileResponse(FileStreamResponse):
 
 
 def manager_of(request: Request) -> RecordingManager:
-    manager: RecordingManager = request.app.state.recordings
-    return manager
+    return desktop_services(request).recordings
 
 
 def info_model(record: RecordingRecord) -> DesktopRecordingInfo:

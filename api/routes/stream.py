@@ -1,4 +1,4 @@
-"""`/v1/desktop/stream`: the live view's lifecycle and its signalling WebSocket (contract §4.9, §7)."""
+"""`/v1/desktop/stream`: the live view's lifecycle and its signalling WebSocket (docs/streaming.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from api.models.stream import DesktopStreamStatusResponse
 from api.operations import Operation
 from api.problems import refuse_websocket, upgrade_required
+from api.scoped_tokens import ROLE_SCOPE_KEY, Role
+from api.services import desktop_services
 from desktop.errors import ServiceError
 from streaming.manager import StreamManager, StreamStatus
 
@@ -16,9 +18,8 @@ SIGNALING_PATH = "/v1/desktop/stream/signaling"
 
 
 def stream_of(request: Request | WebSocket) -> StreamManager:
-    """The app's StreamManager (`create_app` puts it on `app.state`)."""
-    manager: StreamManager = request.app.state.stream
-    return manager
+    """The live view of the request's desktop."""
+    return desktop_services(request).stream
 
 
 def status_model(status: StreamStatus) -> DesktopStreamStatusResponse:
@@ -80,7 +81,7 @@ async def signaling(websocket: WebSocket) -> None:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()
-    await manager.serve(WebSocketLink(websocket))
+    await manager.serve(WebSocketLink(websocket), can_control=websocket.scope.get(ROLE_SCOPE_KEY) is not Role.VIEW)
 
 
 OPERATIONS = [

@@ -1,4 +1,4 @@
-"""`/v1/processes/{id}/terminal/ws`: a tty process's terminal over a WebSocket (contract §6).
+"""`/v1/processes/{id}/terminal/ws`: a tty process's terminal over a WebSocket (docs/processes.md).
 
 Binary frames carry the pty output, the buffered backlog first; text frames carry JSON control
 messages both ways. Before the upgrade, an unknown id is a 404 problem and a process without a
@@ -21,6 +21,7 @@ from api.models.processes import ProcessInputRequest, ProcessTerminalResizeReque
 from api.operations import Operation
 from api.problems import refuse_websocket, upgrade_required
 from api.routes.processes import decode_input
+from api.services import server_of
 from desktop.errors import PayloadTooLarge, ServiceError
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
 
@@ -151,7 +152,7 @@ class TerminalSession:
 
 async def terminal(websocket: WebSocket) -> None:
     """The terminal session; before the upgrade, a 404 or 409 problem."""
-    manager: ProcessManager = websocket.app.state.desktop.processes
+    manager: ProcessManager = server_of(websocket).processes
     try:
         process = manager.get(websocket.path_params["id"])
         process.require_tty()

@@ -1,0 +1,66 @@
+"""Wire models of the desktops resource (`/v1/desktops`): many desktops, each with a lifecycle."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from api.models.base import WireModel
+from api.models.desktop import DesktopResolution, DesktopStartRequest, DesktopState
+
+MAX_TTL_SECONDS = 30 * 24 * 3600
+MAX_TAGS = 32
+MAX_TAG_LENGTH = 256
+
+
+class DesktopCreateRequest(DesktopStartRequest):
+    """The start request's fields, plus what the desktop's lifecycle needs."""
+
+    tags: dict[str, str] | None = Field(None, description=f"Labels to find it by (`?tag=key=value`); at most "
+                                        f"{MAX_TAGS}, keys and values up to {MAX_TAG_LENGTH} characters")
+    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS,
+                                    description="Delete the desktop this long after its creation")
+    idle_timeout_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS,
+                                             description="Delete (or pause, with onIdle) the desktop after this "
+                                                         "long without a request to it")
+    on_idle: str | None = Field(None, description="`delete` (default) or `pause`")
+    home_template: str | None = Field(None, description="Absolute directory copied into the desktop's HOME when "
+                                                        "it is created and whenever it is reset")
+
+
+class DesktopResource(WireModel):
+    """One desktop and its lifecycle."""
+
+    id: str
+    state: DesktopState | Literal["deleted"] = Field(description="The desktop's state (as in /v1/desktop/status, "
+                                                                 "`paused` included), or `deleted`")
+    display: str | None = None
+    resolution: DesktopResolution | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    created_at: str
+    expires_at: str | None = None
+    last_activity_at: str
+    idle_timeout_seconds: int | None = None
+    on_idle: str | None = None
+    paused_reason: str | None = Field(default=None, description="Why it is paused, when it is")
+    ended_reason: str | None = Field(default=None, description="Why it was deleted (`deleted`, `ttl_expired: ...`, "
+                                                       "`idle_timeout: ...`), once it is")
+
+
+class DesktopListResponse(WireModel):
+    desktops: list[DesktopResource]
+
+
+class TokenRequest(WireModel):
+    role: str = Field(description="`view` (status, screenshots, windows, the live view without input) or "
+                                  "`control` (everything on this desktop)")
+    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description="Lifetime (default 3600)")
+
+
+class TokenResponse(WireModel):
+    token: str = Field(description="Send as `Authorization: Bearer ...`, or `?access_token=` on the live view")
+    role: str
+    desktop_id: str
+    expires_at: str
+    inspector_url: str = Field(description="The inspector on this desktop with this token: a share link")

@@ -1,0 +1,202 @@
+"""`/v1/desktops`: many desktops in one server, each with a lifecycle (docs/desktops.md).
+
+Every `/v1/desktop/<path>` operation is also served as `/v1/desktops/{desktop_id}/<path>` from the
+same table (`per_desktop` below, used by api/app.py): one route table, not two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.models.desktop import DesktopResolution, DesktopStartRequest
+from api.models.desktops import (
+    MAX_TAG_LENGTH,
+    MAX_TAGS,
+    DesktopCreateRequest,
+    DesktopListResponse,
+    DesktopResource,
+    TokenRequest,
+    TokenResponse,
+)
+from api.models.health import ReadinessResponse
+from api.operations import Operation
+from api.registry import Ended
+from api.routes.desktop import INVALID, start_options
+from api.routes.health import ready
+from api.scoped_tokens import DEFAULT_TTL_S, Role
+from api.services import DesktopServices, IdleAction, Lifecycle, desktop_services, server_of
+from desktop.errors import invalid_action
+
+SINGLE_PREFIX = "/v1/desktop"
+MANY_PREFIX = "/v1/desktops/{desktop_id}"
+TAGS = ("desktops",)
+
+
+def iso(epoch: float | None) -> str | None:
+    return datetime.fromtimestamp(epoch, UTC).isoformat() if epoch is not None else None
+
+
+def resource(services: DesktopServices) -> DesktopResource:
+    desktop, life = services.desktop, services.lifecycle
+    options = desktop.options
+    return DesktopResource(
+        id=services.id, state=desktop.state,  # type: ignore[arg-type]
+        display=desktop.display_name,
+        resolution=DesktopResolution(width=options.width, height=options.height, dpi=options.dpi)
+        if options is not None and desktop.display_name else None,
+        tags=life.tags, created_at=iso(life.created_at) or "", expires_at=iso(life.expires_at),
+        last_activity_at=iso(life.last_activity_at) or "", idle_timeout_seconds=life.idle_timeout_seconds,
+        on_idle=life.on_idle.value if life.idle_timeout_seconds is not None else None,
+        paused_reason=desktop.paused_reason,
+    )
+
+
+def ended_resource(ended: Ended) -> DesktopResource:
+    life = ended.lifecycle
+    return DesktopResource(id=ended.id, state="deleted", tags=life.tags, created_at=iso(life.created_at) or "",
+                           expires_at=iso(life.expires_at), last_activity_at=iso(life.last_activity_at) or "",
+                           idle_timeout_seconds=life.idle_timeout_seconds, ended_reason=ended.reason)
+
+
+def check_tags(tags: dict[str, str]) -> dict[str, str]:
+    if len(tags) > MAX_TAGS:
+        raise invalid_action(f"at most {MAX_TAGS} tags", "tags")
+    for key, value in tags.items():
+        if not key or len(key) > MAX_TAG_LENGTH or len(value) > MAX_TAG_LENGTH or "=" in key:
+            raise invalid_action(f"tag keys must be 1-{MAX_TAG_LENGTH} characters without '=', values at most "
+                                 f"{MAX_TAG_LENGTH}; got {key[:40]!r}", f"tags.{key[:40]}")
+    return tags
+
+
+def tag_filter(request: Request) -> dict[str, str]:
+    """`?tag=key=value`, repeatable: every one must match."""
+    wanted: dict[str, str] = {}
+    for item in request.query_params.getlist("tag"):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise invalid_action(f"tag filters are key=value, got {item!r}", "tag")
+        wanted[key] = value
+    return wanted
+
+
+async def create_desktop(request: Request, body: DesktopCreateRequest) -> Response:
+    on_idle = IdleAction.DELETE
+    if body.on_idle is not None:
+        try:
+            on_idle = IdleAction(body.on_idle)
+        except ValueError:
+            raise invalid_action("onIdle must be `delete` or `pause`", "onIdle") from None
+    lifecycle = Lifecycle(tags=check_tags(dict(body.tags or {})), ttl_seconds=body.ttl_seconds,
+                          idle_timeout_seconds=body.idle_timeout_seconds, on_idle=on_idle,
+                          home_template=home_template(body.home_template))
+    start = body.model_dump(exclude={"tags", "ttl_seconds", "idle_timeout_seconds", "on_idle", "home_template"})
+    requested = {name for name, value in start.items() if value is not None}
+    options = start_options(DesktopStartRequest(**start))
+    services = await server_of(request).desktops.create(options, requested, lifecycle)
+    return Response(resource(services).to_json(), status_code=201, media_type="application/json",
+                    headers={"Location": f"/v1/desktops/{services.id}"})
+
+
+def home_template(text: str | None) -> Path | None:
+    if text is None:
+        return None
+    path = Path(text)
+    if not path.is_absolute() or "\x00" in text:
+        raise invalid_action(f"homeTemplate must be an absolute directory, got {text!r}", "homeTemplate")
+    if not path.is_dir():
+        raise invalid_action(f"homeTemplate {text!r} is not a directory", "homeTemplate")
+    return path
+
+
+async def list_desktops(request: Request) -> DesktopListResponse:
+    registry = server_of(request).desktops
+    return DesktopListResponse(desktops=[resource(s) for s in registry.list(tag_filter(request))])
+
+
+async def get_desktop(request: Request) -> DesktopResource:
+    registry = server_of(request).desktops
+    ended = registry.ended(request.path_params["desktop_id"])
+    if ended is not None:
+        return ended_resource(ended)
+    return resource(registry.get(request.path_params["desktop_id"]))
+
+
+async def delete_desktop(request: Request) -> None:
+    await server_of(request).desktops.delete(request.path_params["desktop_id"])
+
+
+async def issue_token(request: Request, body: TokenRequest) -> Response:
+    try:
+        role = Role(body.role)
+    except ValueError:
+        raise invalid_action("role must be `view` or `control`", "role") from None
+    services = desktop_services(request)
+    server = server_of(request)
+    token, scoped = server.tokens.issue(services.id, role, body.ttl_seconds or DEFAULT_TTL_S)
+    answer = TokenResponse(token=token, role=role.value, desktop_id=services.id,
+                           expires_at=iso(scoped.expires_at) or "",
+                           inspector_url=f"{server.config.url}/ui/#token={token}&desktop={services.id}")
+    return Response(answer.to_json(), status_code=201, media_type="application/json")
+
+
+async def pause_desktop(request: Request) -> DesktopResource:
+    services = desktop_services(request)
+    await services.desktop.pause("paused by request")
+    return resource(services)
+
+
+async def reset_desktop(request: Request) -> DesktopResource:
+    services = desktop_services(request)
+    await services.desktop.reset()
+    return resource(services)
+
+
+async def resume_desktop(request: Request) -> DesktopResource:
+    services = desktop_services(request)
+    await services.desktop.resume()
+    return resource(services)
+
+
+ONE = MANY_PREFIX.removesuffix("/")
+OPERATIONS = [
+    Operation("POST", "/v1/desktops", create_desktop, "Create and start a desktop of its own (201)",
+              body=DesktopCreateRequest, response=DesktopResource, status=201, invalid_code=INVALID,
+              errors=(400, 429, 503), tags=TAGS),
+    Operation("GET", "/v1/desktops", list_desktops, "The server's desktops, `?tag=key=value` (repeatable) to filter",
+              response=DesktopListResponse, errors=(400,), tags=TAGS),
+    Operation("GET", ONE, get_desktop, "One desktop (a deleted one answers with state `deleted` and why)",
+              response=DesktopResource, errors=(404,), tags=TAGS),
+    Operation("DELETE", ONE, delete_desktop, "Delete a desktop: stop everything it ran, finalise its recording",
+              status=204, errors=(404, 409), tags=TAGS),
+    Operation("POST", ONE + "/tokens", issue_token, "A token for this desktop only, `view` or `control` (201)",
+              body=TokenRequest, response=TokenResponse, status=201, invalid_code=INVALID, body_required=True,
+              errors=(400, 404), tags=TAGS),
+    Operation("POST", ONE + "/pause", pause_desktop, "Freeze every process of the desktop; it keeps its windows",
+              response=DesktopResource, errors=(404, 409), tags=TAGS),
+    Operation("POST", ONE + "/resume", resume_desktop, "Thaw a paused desktop",
+              response=DesktopResource, errors=(404, 409), tags=TAGS),
+    Operation("GET", ONE + "/health/ready", ready, "Readiness of this desktop (as /v1/health/ready; 503 otherwise)",
+              response=ReadinessResponse, errors=(404, 503), tags=TAGS, operation_id="ready_of_desktop"),
+    Operation("POST", ONE + "/reset", reset_desktop,
+              "Back to a freshly started state (apps gone, clipboard empty, HOME from its template); same id and "
+              "display", response=DesktopResource, errors=(404, 409, 503), tags=TAGS),
+]
+
+
+def per_desktop(operations: Iterable[Operation]) -> list[Operation]:
+    """`/v1/desktop/<path>` operations again as `/v1/desktops/{desktop_id}/<path>`, same handlers."""
+    copies = []
+    for op in operations:
+        if op.path.startswith(SINGLE_PREFIX + "/"):
+            path = MANY_PREFIX + op.path.removeprefix(SINGLE_PREFIX)
+            name = re.sub(r"\W", "_", op.operation_id or op.handler.__name__)
+            copies.append(dataclasses.replace(op, path=path, operation_id=f"{name}_of_desktop",
+                                              errors=(*op.errors, 404), tags=(*op.tags, "desktops")))
+    return copies
