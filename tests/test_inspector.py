@@ -9,18 +9,18 @@ separate X client (tests/xprobe.py) that records the input it receives.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from tests.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
-from tests.conftest import ServerProcess, launch_server, wait_for
+from tests import inspector_fixtures as shared
+from tests.browser import Browser, Page, chromium_path
+from tests.conftest import ServerProcess, wait_for
+from tests.inspector_fixtures import click, fill, messages, text
 from tests.xprobe import Probe
 
 pytestmark = pytest.mark.skipif(chromium_path() is None,
@@ -33,63 +33,13 @@ SIZE = (1024, 768)
 
 # -- fixtures and helpers ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def network() -> Iterator[PrivateNetwork]:
-    with PrivateNetwork.create() as net:
-        yield net
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, network: PrivateNetwork) -> Iterator[ServerProcess]:
-    """conftest's `srv`, answering also to the address the browser reaches it by (the forwarder's)."""
-    server = launch_server(tmp_path_factory.mktemp("inspector"), "--allowed-host", network.outer)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(network: PrivateNetwork) -> Iterator[Browser]:
-    b = Browser.launch(netns=network.name)
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
-def page_url(srv: ServerProcess, network: PrivateNetwork) -> Iterator[str]:
-    """The inspector's address as the browser sees it: the forwarder on our end of the pair."""
-    port = urlsplit(srv.url).port
-    assert port is not None
-    served = httpx.get(f"{srv.url}/ui/", timeout=10).status_code
-    assert served == 200, f"GET /ui/ answered {served}: api/app.py must mount api.routes.ui.ROUTES"
-    forwarder = Forwarder(network.outer, ("127.0.0.1", port))
-    host, fport = forwarder.address
-    yield f"http://{host}:{fport}/ui/"
-    forwarder.close()
+# The shared fixtures (tests/inspector_fixtures.py), bound here so pytest finds them in this module.
+network, srv, browser, page_url = shared.network, shared.srv, shared.browser, shared.page_url
 
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, page_url: str, srv: ServerProcess) -> Page:
     return browser.new_page(f"{page_url}#token={srv.token}")
-
-
-def text(page: Page, element_id: str) -> str:
-    return str(page.evaluate(f"document.getElementById({element_id!r}).textContent.trim()"))
-
-
-def click(page: Page, element_id: str) -> None:
-    """A real click on the centre of an element."""
-    box = page.evaluate(f"(() => {{ const e = document.getElementById({element_id!r});"
-                        " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
-                        " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
-    page.click(*box)
-
-
-def fill(page: Page, element_id: str, value: str) -> None:
-    page.evaluate(f"document.getElementById({element_id!r}).value = {json.dumps(value)}")
-
-
-def messages(page: Page) -> list[str]:
-    return list(page.evaluate("[...document.querySelectorAll('#messages li .text')].map(e => e.textContent)"))
 
 
 def streaming_available(api: httpx.Client) -> bool:

@@ -1,6 +1,11 @@
-// Talking to the server: the token, fetch with `Authorization: Bearer`, problem+json → ApiError.
+// Talking to the server: the token, which desktop the page shows, fetch with `Authorization: Bearer`,
+// problem+json → ApiError.
 
 const TOKEN_KEY = "sandbox-desktop.token";
+const DESKTOP_PARAM = "desktop";
+
+/** The desktop served at `/v1/desktop/...` (docs/desktops.md); the page shows it unless told otherwise. */
+export const DEFAULT_DESKTOP = "default";
 
 /** An API call that failed: an HTTP error (with its problem+json document, if any) or no answer. */
 export class ApiError extends Error {
@@ -10,6 +15,16 @@ export class ApiError extends Error {
     this.status = status;
     this.problem = problem;
   }
+}
+
+function hashParams() {
+  return new URLSearchParams(location.hash.replace(/^#/, ""));
+}
+
+/** Rewrite the fragment in place: no history entry, and no `hashchange` event. */
+function replaceHash(params) {
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
 }
 
 /** The token for this tab: `#token=…` in the address wins (and is then removed from it). */
@@ -22,17 +37,57 @@ export const token = {
     else sessionStorage.removeItem(TOKEN_KEY);
   },
   adoptFromHash() {
-    const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    const params = hashParams();
     const given = params.get("token");
     if (given === null) return false;
     this.set(given);
     params.delete("token");
-    const rest = params.toString();
     // Keep the token out of the visible address (and out of screenshots and history).
-    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+    replaceHash(params);
     return true;
   },
 };
+
+let selected = DEFAULT_DESKTOP;
+
+/**
+ * Which desktop the panels show. It lives in the address as `#desktop=ID` (unlike the token, it
+ * is no secret), so a reload or a shared link shows the same desktop; no parameter means `default`.
+ */
+export const desktopSelection = {
+  get() {
+    return selected;
+  },
+  set(id) {
+    selected = id || DEFAULT_DESKTOP;
+    const params = hashParams();
+    if (selected === DEFAULT_DESKTOP) params.delete(DESKTOP_PARAM);
+    else params.set(DESKTOP_PARAM, selected);
+    replaceHash(params);
+    return selected;
+  },
+  /** The desktop `#desktop=` names, or null when the address names none. */
+  fromHash() {
+    return hashParams().get(DESKTOP_PARAM) || null;
+  },
+};
+
+/**
+ * The one place a path of the per-desktop API is built: `/v1/desktop<rest>` for `default`,
+ * `/v1/desktops/{id}<rest>` for any other (docs/desktops.md). Every panel goes through it, so
+ * selecting a desktop points them all at it. `rest` starts with "/" (`/status`, `/screenshot`).
+ */
+export function desktopPath(rest, id = selected) {
+  const base = id === DEFAULT_DESKTOP ? "/v1/desktop" : `/v1/desktops/${encodeURIComponent(id)}`;
+  return base + rest;
+}
+
+/** The registry of desktops: `/v1/desktops`, one desktop's resource, or an action on it (`pause`). */
+export function registryPath(id, verb) {
+  if (id === undefined) return "/v1/desktops";
+  const one = `/v1/desktops/${encodeURIComponent(id)}`;
+  return verb ? `${one}/${verb}` : one;
+}
 
 function headers(extra = {}) {
   const value = token.get();

@@ -1,128 +1,116 @@
-// The inspector page: desktop status and control, processes and their logs, screenshots,
-// recordings and the live view. Every API error is shown in the message list.
+// The inspector page: the server's desktops (desktops.js) and, for the selected one, its status and
+// control, screenshots, recordings and the live view; processes are the server's. Every API error
+// is shown in the message list.
 
-import { ApiError, call, decodeBase64, token } from "./api.js";
+import { ApiError, DEFAULT_DESKTOP, call, decodeBase64, desktopPath, desktopSelection, token } from "./api.js";
+import { checkGone, desktopEntry, initDesktops, markSelected, refreshDesktops, tickDesktops } from "./desktops.js";
 import { LiveView } from "./stream.js";
+import { $, action, auth, bytes, clearMessages, duration, element, positiveInt, reportError, showMessage } from "./ui.js";
 
 const STATUS_POLL_MS = 2000;
 const LISTS_POLL_MS = 5000;
 const LOG_TAIL = 20;
-const MAX_MESSAGES = 6;
 
-const $ = (id) => document.getElementById(id);
+// -- which desktop the panels show ------------------------------------------------------------
 
-// -- messages -------------------------------------------------------------------------------
+const selected = () => desktopSelection.get();
 
-function showMessage(text, kind = "error", context = "") {
-  const list = $("messages");
-  for (const item of list.children) {
-    if (item.dataset.text === text) {
-      const count = Number(item.dataset.count || 1) + 1;
-      item.dataset.count = String(count);
-      item.querySelector(".count").textContent = ` (×${count})`;
-      return;
-    }
-  }
-  const item = document.createElement("li");
-  item.className = `message ${kind}`;
-  item.dataset.text = text;
-  item.dataset.kind = kind;
-  item.dataset.context = context;
-  const body = document.createElement("span");
-  body.className = "text";
-  body.textContent = text;
-  const count = document.createElement("span");
-  count.className = "count";
-  const close = document.createElement("button");
-  close.type = "button";
-  close.className = "dismiss";
-  close.setAttribute("aria-label", "Dismiss message");
-  close.textContent = "×";
-  close.addEventListener("click", () => item.remove());
-  item.append(body, count, close);
-  list.prepend(item);
-  while (list.children.length > MAX_MESSAGES) list.lastElementChild.remove();
+/** Message contexts name the desktop unless it is the default one: "screenshot of dsk_…". */
+function scoped(context, id = selected()) {
+  return id === DEFAULT_DESKTOP ? context : `${context} of ${id}`;
 }
 
-/** A success of `context` makes its earlier errors obsolete. */
-function clearMessages(context) {
-  for (const item of [...$("messages").children]) {
-    if (item.dataset.context === context) item.remove();
-  }
+/**
+ * Whether background polls leave the desktop alone. Any request to /v1/desktops/{id}/... restarts
+ * its idle clock (docs/desktops.md), so polling its status would keep it from ever idling out while
+ * the page is open. Its state still comes from GET /v1/desktops, which does not count.
+ */
+function watchQuietly(id = selected()) {
+  const entry = desktopEntry(id);
+  return entry !== null && entry.idleTimeoutSeconds != null;
 }
 
-function reportError(context, error) {
-  if (error instanceof ApiError && error.status === 401) {
-    // One message for every call the token failed, not one per panel.
-    authorized = false;
-    showMessage("The server refused the API token (401): enter its --token above.", "error", "auth");
-    $("token-input").focus();
+function isGone(error) {
+  return error instanceof ApiError && error.status === 404 && error.problem?.code === "desktop_not_found";
+}
+
+/** An error of a background refresh: dropped if another desktop is shown now, a fallback if it is gone. */
+function refreshFailed(id, context, error) {
+  if (id !== selected()) return;
+  if (isGone(error)) checkGone(id);
+  else reportError(context, error);
+}
+
+/** Point every desktop panel at desktop `id` (a live view of the previous one is disconnected). */
+function showDesktop(id) {
+  if (id === selected()) {
+    markSelected();
     return;
   }
-  const text = error instanceof Error ? error.message : String(error);
-  showMessage(`${context}: ${text}`, "error", context);
+  live.disconnect();
+  desktopSelection.set(id);
+  resetPanels();
+  refreshStatus();
+  refreshRecordings();
 }
 
-/** Run an action from a button: disabled while it runs, errors shown. */
-async function action(button, context, work) {
-  if (button) button.disabled = true;
-  try {
-    const result = await work();
-    clearMessages(context);
-    return result;
-  } catch (error) {
-    reportError(context, error);
-    return undefined;
-  } finally {
-    if (button) button.disabled = false;
+function desktopGone(id, reason) {
+  if (id !== selected()) return;
+  showMessage(`desktop ${id}: ${reason}; showing the default desktop`, "info", "desktop gone");
+  showDesktop(DEFAULT_DESKTOP);
+}
+
+function resetPanels() {
+  const id = selected();
+  for (const label of document.querySelectorAll("[data-selected-desktop]")) label.textContent = id;
+  markSelected();
+  renderQuietNote();
+  desktop = null;
+  const state = $("desktop-state");
+  state.textContent = "unknown";
+  state.dataset.state = "unknown";
+  for (const fact of ["display", "resolution", "uptime", "restarts", "error", "missing"]) {
+    $(`desktop-${fact}`).textContent = "–";
   }
+  $("desktop-install").hidden = true;
+  $("desktop-processes").replaceChildren(element("li", { className: "muted", text: "none" }));
+  const img = $("screenshot-img");
+  img.hidden = true;
+  img.removeAttribute("src");
+  if (screenshotUrl) URL.revokeObjectURL(screenshotUrl);
+  screenshotUrl = null;
+  $("screenshot-info").textContent = "No screenshot yet.";
+  $("recording-list").replaceChildren(
+    element("tr", {}, element("td", { className: "muted", text: "Not loaded yet.", attrs: { colspan: "5" } })));
 }
 
-// -- formatting -----------------------------------------------------------------------------
-
-function duration(ms) {
-  let s = Math.max(0, Math.floor(ms / 1000));
-  const h = Math.floor(s / 3600);
-  s -= h * 3600;
-  const m = Math.floor(s / 60);
-  s -= m * 60;
-  const pad = (n) => String(n).padStart(2, "0");
-  return h ? `${h}h ${pad(m)}m ${pad(s)}s` : m ? `${m}m ${pad(s)}s` : `${s}s`;
-}
-
-function bytes(n) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-function element(tag, { text, className, attrs } = {}, ...children) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-  node.append(...children);
-  return node;
+function renderQuietNote() {
+  $("desktop-quiet").hidden = !watchQuietly();
 }
 
 // -- desktop --------------------------------------------------------------------------------
 
-let desktop = null; // the last status
-let statusBusy = false;
-let authorized = true; // false after a 401: polling pauses until another token is given
+let desktop = null; // the last status of the selected desktop
+let statusFor = null; // the desktop whose status is being fetched
 
-async function refreshStatus() {
-  if (statusBusy) return;
-  statusBusy = true;
+async function refreshStatus(background = false) {
+  const id = selected();
+  if (statusFor === id) return;
+  const entry = desktopEntry(id);
+  // See watchQuietly: fetch the status again only when the registry shows another state.
+  if (background && watchQuietly(id) && desktop && entry.state === desktop.state) return;
+  statusFor = id;
   try {
-    renderStatus(await call("GET", "/v1/desktop/status"));
-    authorized = true;
-    clearMessages("desktop status");
+    const status = await call("GET", desktopPath("/status", id));
+    if (id !== selected()) return;
+    renderStatus(status);
+    auth.ok = true;
+    clearMessages(scoped("desktop status", id));
     clearMessages("auth");
   } catch (error) {
-    reportError("desktop status", error);
+    refreshFailed(id, scoped("desktop status", id), error);
   } finally {
-    statusBusy = false;
+    if (statusFor === id) statusFor = null;
   }
 }
 
@@ -153,6 +141,7 @@ function renderStatus(status) {
     p.processId ? element("span", { className: "muted", text: ` (${p.processId})` }) : "")));
   if (!list.children.length) list.append(element("li", { className: "muted", text: "none" }));
   renderUptime();
+  if (previous && previous.state !== status.state) refreshDesktops(); // the list shows the new state at once
   if (!previous || previous.state !== status.state) refreshLists();
 }
 
@@ -161,31 +150,26 @@ function renderUptime() {
   $("desktop-uptime").textContent = started ? duration(Date.now() - started) : "–";
 }
 
-function positiveInt(input, name) {
-  const text = input.value.trim();
-  if (text === "") return undefined;
-  const value = Number(text);
-  // Sent as typed: the server validates ranges and answers with a problem that names the field.
-  if (!Number.isInteger(value)) throw new ApiError(`${name} must be a whole number, got "${text}"`);
-  return value;
-}
-
 async function startDesktop(event) {
   event.preventDefault();
-  await action($("desktop-start"), "start desktop", async () => {
+  const id = selected();
+  await action($("desktop-start"), scoped("start desktop", id), async () => {
     const body = {
       width: positiveInt($("start-width"), "width"),
       height: positiveInt($("start-height"), "height"),
       displayNum: positiveInt($("start-display"), "display"),
     };
-    renderStatus(await call("POST", "/v1/desktop/start", { json: body }));
+    const status = await call("POST", desktopPath("/start", id), { json: body });
+    if (id === selected()) renderStatus(status);
   });
 }
 
 async function stopDesktop() {
-  await action($("desktop-stop"), "stop desktop", async () => {
+  const id = selected();
+  await action($("desktop-stop"), scoped("stop desktop", id), async () => {
     live.disconnect();
-    renderStatus(await call("POST", "/v1/desktop/stop"));
+    const status = await call("POST", desktopPath("/stop", id));
+    if (id === selected()) renderStatus(status);
   });
 }
 
@@ -193,11 +177,12 @@ async function stopDesktop() {
 
 let listsBusy = false;
 
-async function refreshLists() {
-  if (listsBusy || !authorized) return;
+async function refreshLists(background = false) {
+  if (listsBusy || !auth.ok) return;
   listsBusy = true;
   try {
-    await Promise.all([refreshProcesses(), refreshRecordings()]);
+    // Recordings are the desktop's: see watchQuietly (Refresh and the recording buttons still load them).
+    await Promise.all([refreshProcesses(), background && watchQuietly() ? null : refreshRecordings()]);
   } finally {
     listsBusy = false;
   }
@@ -248,9 +233,11 @@ async function logTail(id) {
 let screenshotUrl = null;
 
 async function takeScreenshot() {
-  await action($("screenshot-refresh"), "screenshot", async () => {
+  const id = selected();
+  await action($("screenshot-refresh"), scoped("screenshot", id), async () => {
     const started = performance.now();
-    const blob = await call("GET", "/v1/desktop/screenshot", { as: "blob", accept: "image/*" });
+    const blob = await call("GET", desktopPath("/screenshot", id), { as: "blob", accept: "image/*" });
+    if (id !== selected()) return;
     const img = $("screenshot-img");
     if (screenshotUrl) URL.revokeObjectURL(screenshotUrl);
     screenshotUrl = URL.createObjectURL(blob);
@@ -259,6 +246,8 @@ async function takeScreenshot() {
       img.onerror = () => reject(new Error("the image could not be decoded"));
       img.src = screenshotUrl;
     });
+    img.dataset.desktopId = id;
+    img.alt = `Screenshot of desktop ${id}`;
     img.hidden = false;
     const ms = Math.round(performance.now() - started);
     $("screenshot-info").textContent =
@@ -269,19 +258,21 @@ async function takeScreenshot() {
 // -- recordings -----------------------------------------------------------------------------
 
 async function refreshRecordings() {
+  const id = selected();
   let recordings;
   try {
-    recordings = (await call("GET", "/v1/desktop/recordings")).recordings;
-    clearMessages("recordings");
+    recordings = (await call("GET", desktopPath("/recordings", id))).recordings;
   } catch (error) {
-    reportError("recordings", error);
+    refreshFailed(id, scoped("recordings", id), error);
     return;
   }
+  if (id !== selected()) return;
+  clearMessages(scoped("recordings", id));
   const rows = recordings.map((r) => {
     const download = element("button", { text: "Download", attrs: { type: "button", "aria-label": `Download ${r.fileName}` } });
-    download.addEventListener("click", () => downloadRecording(download, r));
+    download.addEventListener("click", () => downloadRecording(download, id, r));
     const remove = element("button", { text: "Delete", className: "secondary", attrs: { type: "button", "aria-label": `Delete ${r.id}` } });
-    remove.addEventListener("click", () => deleteRecording(remove, r));
+    remove.addEventListener("click", () => deleteRecording(remove, id, r));
     return element("tr", { attrs: { "data-recording-id": r.id } },
       element("td", { text: r.id }),
       element("td", {}, element("span", { className: "badge", attrs: { "data-state": r.status }, text: r.status })),
@@ -296,24 +287,26 @@ async function refreshRecordings() {
 
 async function startRecording(event) {
   event.preventDefault();
-  await action($("recording-start"), "start recording", async () => {
+  const id = selected();
+  await action($("recording-start"), scoped("start recording", id), async () => {
     const fps = positiveInt($("recording-fps"), "frames per second");
-    await call("POST", "/v1/desktop/recording/start", { json: fps === undefined ? {} : { fps } });
+    await call("POST", desktopPath("/recording/start", id), { json: fps === undefined ? {} : { fps } });
     await refreshRecordings();
   });
 }
 
 async function stopRecording() {
-  await action($("recording-stop"), "stop recording", async () => {
-    await call("POST", "/v1/desktop/recording/stop");
+  const id = selected();
+  await action($("recording-stop"), scoped("stop recording", id), async () => {
+    await call("POST", desktopPath("/recording/stop", id));
     await refreshRecordings();
   });
 }
 
-async function downloadRecording(button, recording) {
+async function downloadRecording(button, id, recording) {
   // A plain link cannot carry the token, so: fetch with it → blob → object URL → click.
   await action(button, `download ${recording.id}`, async () => {
-    const blob = await call("GET", `/v1/desktop/recordings/${encodeURIComponent(recording.id)}/download`,
+    const blob = await call("GET", desktopPath(`/recordings/${encodeURIComponent(recording.id)}/download`, id),
       { as: "blob", accept: "video/mp4" });
     const url = URL.createObjectURL(blob);
     const link = element("a", { attrs: { href: url, download: recording.fileName || `${recording.id}.mp4` } });
@@ -325,9 +318,9 @@ async function downloadRecording(button, recording) {
   });
 }
 
-async function deleteRecording(button, recording) {
+async function deleteRecording(button, id, recording) {
   await action(button, `delete ${recording.id}`, async () => {
-    await call("DELETE", `/v1/desktop/recordings/${encodeURIComponent(recording.id)}`, { as: "none" });
+    await call("DELETE", desktopPath(`/recordings/${encodeURIComponent(recording.id)}`, id), { as: "none" });
     await refreshRecordings();
   });
 }
@@ -368,7 +361,7 @@ const live = new LiveView($("live-video"), {
 });
 
 async function connectLive() {
-  await action(null, "live view", async () => {
+  await action(null, scoped("live view"), async () => {
     try {
       await live.connect();
     } catch (error) {
@@ -379,9 +372,10 @@ async function connectLive() {
 }
 
 async function stopStreaming() {
-  await action($("stream-stop"), "stop streaming", async () => {
+  const id = selected();
+  await action($("stream-stop"), scoped("stop streaming", id), async () => {
     live.disconnect();
-    await call("POST", "/v1/desktop/stream/stop");
+    await call("POST", desktopPath("/stream/stop", id));
   });
 }
 
@@ -389,15 +383,38 @@ async function stopStreaming() {
 
 function useToken(value) {
   token.set(value);
-  authorized = true;
+  auth.ok = true;
   $("token-input").value = "";
   $("token-input").placeholder = value ? "token set (enter another to replace it)" : "the server's --token";
+  refreshDesktops();
   refreshStatus();
   refreshLists();
 }
 
+async function poll() {
+  await refreshDesktops(true); // first: the status poll reads the selected desktop's entry
+  await refreshStatus(true);
+}
+
+function onHashChange() {
+  const tokenGiven = token.adoptFromHash();
+  const wanted = desktopSelection.fromHash();
+  // `#token=…` alone names no desktop: keep the one shown (and put it back into the address).
+  if (wanted === null && tokenGiven) desktopSelection.set(selected());
+  else showDesktop(wanted ?? DEFAULT_DESKTOP);
+  if (tokenGiven) useToken(token.get());
+}
+
 function init() {
   token.adoptFromHash();
+  desktopSelection.set(desktopSelection.fromHash() ?? DEFAULT_DESKTOP);
+  initDesktops({
+    onSelect: showDesktop,
+    onGone: desktopGone,
+    onChange: (id) => id === selected() && refreshStatus(),
+    onList: renderQuietNote,
+  });
+  resetPanels();
   useToken(token.get());
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -414,19 +431,22 @@ function init() {
   $("screenshot-refresh").addEventListener("click", takeScreenshot);
   $("recording-form").addEventListener("submit", startRecording);
   $("recording-stop").addEventListener("click", stopRecording);
-  $("recordings-refresh").addEventListener("click", () => action($("recordings-refresh"), "recordings", refreshRecordings));
+  $("recordings-refresh").addEventListener("click",
+    () => action($("recordings-refresh"), scoped("recordings"), refreshRecordings));
   $("live-connect").addEventListener("click", connectLive);
   $("live-disconnect").addEventListener("click", () => live.disconnect());
   $("live-take-control").addEventListener("click", () => live.takeControl());
   $("stream-stop").addEventListener("click", stopStreaming);
-  window.addEventListener("hashchange", () => {
-    if (token.adoptFromHash()) useToken(token.get());
-  });
+  window.addEventListener("hashchange", onHashChange);
   // Polls skip while the tab is hidden; errors of background polls are shown like any other.
-  setInterval(() => document.hidden || !authorized || refreshStatus(), STATUS_POLL_MS);
-  setInterval(() => document.hidden || !authorized || refreshLists(), LISTS_POLL_MS);
-  setInterval(renderUptime, 1000);
-  window.inspector = { live, refreshStatus, refreshLists }; // for debugging from the console (and the tests)
+  setInterval(() => document.hidden || !auth.ok || poll(), STATUS_POLL_MS);
+  setInterval(() => document.hidden || !auth.ok || refreshLists(true), LISTS_POLL_MS);
+  setInterval(() => {
+    renderUptime();
+    tickDesktops();
+  }, 1000);
+  // For debugging from the console (and the tests).
+  window.inspector = { live, poll, refreshStatus, refreshLists, refreshDesktops, showDesktop };
 }
 
 init();

@@ -1,4 +1,4 @@
-// Mouse and keyboard on the live view → neko's binary data-channel frames (contract §7.3).
+// Mouse and keyboard on the live view → neko's binary data-channel frames (docs/streaming.md).
 // Each frame: u8 opcode, u16 payload length, payload; all big-endian.
 
 export const OP = { MOVE: 0x01, SCROLL: 0x02, KEY_DOWN: 0x03, KEY_UP: 0x04, BUTTON_DOWN: 0x05, BUTTON_UP: 0x06, PING: 0x07 };

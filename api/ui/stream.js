@@ -1,10 +1,9 @@
 // The live view: neko's signalling over the WebSocket, WebRTC video, input on the data channel.
-// Speaks exactly the reference SDK's side (contract §7.2): the server offers, we answer.
+// Speaks exactly the reference SDK's side (docs/streaming.md): the server offers, we answer.
 
-import { call, socketUrl } from "./api.js";
+import { call, desktopPath, socketUrl } from "./api.js";
 import { InputCapture, encode, pongRoundTrip } from "./input.js";
 
-const SIGNALING_PATH = "/v1/desktop/stream/signaling";
 const PING_INTERVAL_MS = 2000;
 const STATS_INTERVAL_MS = 1000;
 
@@ -30,18 +29,26 @@ export class LiveView {
     this.state = "idle";
   }
 
-  /** Start the stream if it is off (the reference viewer leaves that to its host app), then connect. */
+  /**
+   * Start the stream if it is off (the reference viewer leaves that to its host app), then connect.
+   * The desktop is the one selected now: a later selection disconnects this viewer, never moves it.
+   */
   async connect() {
     this.disconnect();
+    const statusPath = desktopPath("/stream/status");
+    const startPath = desktopPath("/stream/start");
+    const signaling = desktopPath("/stream/signaling");
     this.timings = { start: performance.now() };
     this.setState("connecting");
-    const status = await call("GET", "/v1/desktop/stream/status");
-    if (!status.active) await call("POST", "/v1/desktop/stream/start");
-    this.openSocket();
+    const status = await call("GET", statusPath);
+    if (this.state !== "connecting") return; // disconnected (or another desktop selected) meanwhile
+    if (!status.active) await call("POST", startPath);
+    if (this.state !== "connecting") return;
+    this.openSocket(signaling);
   }
 
-  openSocket() {
-    const ws = new WebSocket(socketUrl(SIGNALING_PATH));
+  openSocket(path) {
+    const ws = new WebSocket(socketUrl(path));
     this.ws = ws;
     let initialised = false;
     ws.onopen = () => {
