@@ -1,4 +1,7 @@
-"""Client subcommands of `sandbox-desktop` (status, screenshot, click, ...): the sync `Client` from a shell."""
+"""Client subcommands of `sandbox-desktop` (status, screenshot, click, ...): the sync `Client` from a shell.
+
+Each acts on the default desktop, or on the one `--desktop ID` names; `desktops ...` (api/cli_desktops.py)
+creates and manages them (docs/cli.md, docs/desktops.md)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,13 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from api import cli_desktops
 from sandbox_desktop_client import ApiError, Client
 from sandbox_desktop_client.local_servers import resolve_token
 
 URL_ENV = "SANDBOX_DESKTOP_URL"
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
+DESKTOP_ENV = "SANDBOX_DESKTOP_DESKTOP"
 DEFAULT_URL = "http://127.0.0.1:2468"
 MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "shift": "shift", "alt": "alt",
              "cmd": "cmd", "super": "cmd", "meta": "cmd", "win": "cmd"}
@@ -187,8 +192,18 @@ def record_download(client: Client, args: argparse.Namespace) -> None:
     out(str(path))
 
 
-def viewer_url(url: str, token: str | None) -> str:
-    return f"{url.rstrip('/')}/ui/" + (f"#token={token}" if token else "")
+def viewer_url(url: str, token: str | None, desktop: str | None = None) -> str:
+    """The inspector; `#desktop=` selects a desktop in it, as the share links of `desktops token` do."""
+    fragment = "&".join(f"{name}={value}" for name, value in (("token", token), ("desktop", desktop)) if value)
+    return f"{url.rstrip('/')}/ui/" + (f"#{fragment}" if fragment else "")
+
+
+def viewer(client: Client, args: argparse.Namespace) -> None:
+    """The inspector on `--desktop`: asks the server first, so an id that names no desktop is an error."""
+    found = client.desktops.get(args.desktop)
+    if found.state == "deleted":
+        raise UsageError(f"desktop {found.id} was deleted ({found.ended_reason or 'deleted'})")
+    out(viewer_url(args.url, resolve_token(args.token, args.url), found.id))
 
 
 def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -198,9 +213,14 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
                         help=f"server address (default ${URL_ENV} or {DEFAULT_URL})")
     common.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
                         help=f"bearer token (default ${TOKEN_ENV}, else the one a local server announced)")
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--desktop", default=os.environ.get(DESKTOP_ENV) or None, metavar="ID",
+                        help=f"act on this desktop (default ${DESKTOP_ENV}, else the default desktop)")
 
-    def command(parent: Any, name: str, handler: Handler | None, help: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = parent.add_parser(name, parents=[common], help=help, description=help)
+    def command(parent: Any, name: str, handler: Handler | None, help: str,
+                targeted: bool = True) -> argparse.ArgumentParser:
+        parents = [common, target] if targeted else [common]
+        parser: argparse.ArgumentParser = parent.add_parser(name, parents=parents, help=help, description=help)
         parser.set_defaults(client_handler=handler)
         return parser
 
@@ -248,6 +268,8 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
 
     command(subparsers, "viewer", None, "print the inspector's URL (with the token)")
+    cli_desktops.add_desktops_commands(
+        subparsers, lambda parent, name, handler, help: command(parent, name, handler, help, targeted=False))
 
 
 def run_client_command(args: argparse.Namespace) -> int:
@@ -256,12 +278,13 @@ def run_client_command(args: argparse.Namespace) -> int:
     Every failure is a non-zero exit with one `error:` line on stderr, never a traceback (docs/cli.md).
     """
     handler: Handler | None = args.client_handler
-    if handler is None:
+    desktop: str | None = getattr(args, "desktop", None)  # `desktops ...` commands name theirs as an argument
+    if handler is None and desktop is None:  # the default desktop's inspector: nothing to ask the server
         out(viewer_url(args.url, resolve_token(args.token, args.url)))
         return 0
     try:
         with Client(args.url, args.token) as client:
-            handler(client, args)
+            (handler or viewer)(client if desktop is None else client.desktops.attach(desktop), args)
     except ApiError as e:
         print(f"error: {e.detail} ({e.code or 'error'}, HTTP {e.status})", file=sys.stderr)
         return 1

@@ -1,4 +1,6 @@
-"""`sandbox-desktop mcp`: a running server's desktop as MCP tools over stdio (the official `mcp` SDK)."""
+"""`sandbox-desktop mcp`: a running server's desktops as MCP tools over stdio (the official `mcp` SDK).
+
+The desktop tools are here; the tools that manage desktops, and `desktop_id`, are in api/mcp_desktops.py."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from api.cli_client import DEFAULT_URL, TOKEN_ENV, URL_ENV, UsageError, parse_chord
+from api import mcp_desktops
+from api.cli_client import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV, UsageError, parse_chord
+from api.mcp_tools import Image, Reply, Tool, integer, obj, string
 from api.models.actions import ActionsRequest, ActionsResponse
 from api.models.actions import Image as WireImage
 from sandbox_desktop_client import ApiError, AsyncClient
@@ -28,52 +31,6 @@ DEFAULT_TIMEOUT = 60.0
 INSTRUCTIONS = ("Controls a Linux desktop. Take a screenshot first; x/y of click, scroll and drag are screen "
                 "pixels (divide a scaled screenshot's pixel by its scale). `batch` runs several actions, "
                 "waits for the screen to settle and returns one screenshot: one call per step.")
-
-
-@dataclass(frozen=True)
-class Image:
-    """An image part of a reply: base64 data as MCP carries it."""
-
-    data: str
-    media_type: str
-
-
-@dataclass
-class Reply:
-    """What a tool answers: text and image parts, and whether the model should treat it as a failure."""
-
-    parts: list[str | Image] = field(default_factory=list)
-    is_error: bool = False
-
-
-Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    schema: dict[str, Any]
-    handler: Handler
-
-
-# JSON schema helpers: every property carries a description the model reads.
-
-def obj(required: Sequence[str] = (), **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
-
-
-def integer(description: str, **limits: int) -> dict[str, Any]:
-    return {"type": "integer", "description": description, **limits}
-
-
-def string(description: str, *choices: str, default: str | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "description": description}
-    if choices:
-        schema["enum"] = list(choices)
-    if default is not None:
-        schema["default"] = default
-    return schema
 
 
 def point(description: str) -> dict[str, Any]:
@@ -206,6 +163,7 @@ TOOLS = [
          "results and a screenshot. The body of POST /v1/desktop/actions: give `settle` or `screenshot` "
          "to get an image.", batch_schema(), batch),
 ]
+TOOLS += mcp_desktops.TOOLS
 TOOL_NAMES = [t.name for t in TOOLS]
 
 
@@ -236,13 +194,18 @@ def to_result(reply: Reply) -> types.CallToolResult:
     return types.CallToolResult(content=content, isError=reply.is_error)
 
 
-def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url: str) -> Server[Any, Any]:
-    """An MCP server offering `tools` (only those) on `client`."""
+def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url: str,
+                 desktop: str | None = None) -> Server[Any, Any]:
+    """An MCP server offering `tools` (only those) on `client`: on the desktop `desktop` alone when given
+    (no management tools), else on the one each call's `desktop_id` names."""
     from mcp import types
     from mcp.server.lowlevel import Server
 
+    tools = mcp_desktops.offered(tools, desktop)
     by_name = {t.name: t for t in tools}
-    server: Server[Any, Any] = Server("sandbox-desktop", instructions=INSTRUCTIONS)
+    managing = any(t.manages for t in tools)
+    server: Server[Any, Any] = Server("sandbox-desktop", instructions=INSTRUCTIONS + (
+        mcp_desktops.INSTRUCTIONS if managing else ""))
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
@@ -253,16 +216,18 @@ def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url
         tool = by_name.get(name)
         if tool is None:
             return to_result(Reply([f"unknown tool {name!r}: this server offers {', '.join(by_name)}"], True))
-        return to_result(await run_tool(tool, client, arguments, timeout, url))
+        target, arguments = mcp_desktops.route(client, tool, arguments, desktop)
+        return to_result(await run_tool(tool, target, arguments, timeout, url))
 
     return server
 
 
-async def serve(url: str, token: str | None, tools: Sequence[Tool], timeout: float) -> None:
+async def serve(url: str, token: str | None, tools: Sequence[Tool], timeout: float,
+                desktop: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
     async with AsyncClient(url, token) as client:
-        server = build_server(client, tools, timeout, url)
+        server = build_server(client, tools, timeout, url, desktop)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
@@ -292,11 +257,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"offer only these tools (repeatable; default all: {', '.join(TOOL_NAMES)})")
     parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"fail a tool call that takes longer (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--desktop", type=mcp_desktops.desktop_arg, default=os.environ.get(DESKTOP_ENV) or None,
+                        metavar="ID", help=f"every tool acts on this desktop, and {', '.join(mcp_desktops.NAMES)} "
+                        f"are left out (default ${DESKTOP_ENV}; else tools take desktop_id)")
 
 
 def add_mcp_command(subparsers: argparse._SubParsersAction) -> None:
     """Register `mcp` on the `sandbox-desktop` parser."""
-    help = "serve the desktop as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
+    help = "serve the desktops as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
     add_arguments(subparsers.add_parser("mcp", help=help, description=help))
 
 
@@ -323,7 +291,7 @@ def run_mcp(args: argparse.Namespace) -> int:
               "pip install 'sandbox-desktop[mcp]'", file=sys.stderr)
         return 2
     allowed = set(args.allow or TOOL_NAMES)
-    asyncio.run(serve(args.url, args.token, [t for t in TOOLS if t.name in allowed], args.timeout))
+    asyncio.run(serve(args.url, args.token, [t for t in TOOLS if t.name in allowed], args.timeout, args.desktop))
     return 0
 
 

@@ -1,0 +1,62 @@
+"""What every tool of `sandbox-desktop mcp` is made of: its reply, its spec and JSON schema helpers.
+
+A module of its own so that the desktop tools (api/mcp_server.py) and the tools that manage desktops
+(api/mcp_desktops.py) share them without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox_desktop_client import AsyncClient
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image part of a reply: base64 data as MCP carries it."""
+
+    data: str
+    media_type: str
+
+
+@dataclass
+class Reply:
+    """What a tool answers: text and image parts, and whether the model should treat it as a failure."""
+
+    parts: list[str | Image] = field(default_factory=list)
+    is_error: bool = False
+
+
+Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    handler: Handler
+    manages: bool = False
+    """True for a tool on the server's desktops (create, list, delete) rather than on one desktop: it takes
+    no `desktop_id` and is left out when `--desktop` fixes the server to one desktop (docs/mcp.md)."""
+
+
+# JSON schema helpers: every property carries a description the model reads.
+
+def obj(required: Sequence[str] = (), **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+def integer(description: str, **limits: int) -> dict[str, Any]:
+    return {"type": "integer", "description": description, **limits}
+
+
+def string(description: str, *choices: str, default: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "description": description}
+    if choices:
+        schema["enum"] = list(choices)
+    if default is not None:
+        schema["default"] = default
+    return schema
