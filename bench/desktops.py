@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -34,7 +35,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each footprint phase")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-desktops-") as tmp:
-        server = launch_server(Path(tmp), "--max-desktops", str(args.desktops + 2))
+        server = launch_server(Path(tmp), "--max-desktops", str(max(args.desktops, args.rounds) + 2))
         try:
             with server.client(timeout=60) as api:
                 run(api, args)
@@ -70,6 +71,17 @@ def run(api: object, args: argparse.Namespace) -> None:
         resume += timed(lambda: api.post(f"/v1/desktops/{one}/resume"), 1)
     summary("POST /v1/desktops/{id}/pause", pause)
     summary("POST /v1/desktops/{id}/resume", resume)
+
+    def reset_with_an_app() -> None:
+        api.post(f"/v1/desktops/{one}/launch", json={"app": "xterm", "wait": True})
+        started = time.perf_counter()
+        assert api.post(f"/v1/desktops/{one}/reset").status_code == 200
+        resets.append(time.perf_counter() - started)
+
+    resets: list[float] = []
+    for _ in range(args.rounds):
+        reset_with_an_app()
+    summary("POST /v1/desktops/{id}/reset (an xterm open)", resets)
     api.delete(f"/v1/desktops/{created.pop()}")
 
     def calls(base: str) -> tuple[list[float], list[float]]:
@@ -89,9 +101,6 @@ def run(api: object, args: argparse.Namespace) -> None:
     for desktop_id in created:
         api.delete(f"/v1/desktops/{desktop_id}")
 
-
-if __name__ == "__main__":
-    main()
 
 
 def footprint(api: object, root: int, args: argparse.Namespace) -> None:
@@ -119,3 +128,7 @@ def footprint(api: object, root: int, args: argparse.Namespace) -> None:
     print(f"{'per paused desktop':<52} CPU {(paused.cpu_mean - empty.cpu_mean) / n:6.3f} % of a core")
     for desktop_id in ids:
         api.delete(f"/v1/desktops/{desktop_id}")
+
+
+if __name__ == "__main__":
+    main()
