@@ -68,7 +68,9 @@ def click(page: Page, element_id: str) -> None:
 
 
 def click_at(page: Page, element: str) -> None:
-    """A real click on the centre of the element a JS expression finds (it must find one)."""
+    """A real click on the centre of the element a JS expression finds (it must find one), once it is enabled:
+    a button stays disabled while its previous action runs, and a click on it then would be lost."""
+    page.wait_for(f"!({element}).disabled", "the element to be enabled")
     box = page.evaluate(f"(() => {{ const e = {element};"
                         " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
                         " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
