@@ -4,6 +4,7 @@ display (xdotool, xprop) and the API's own answers; no timing thresholds (bench/
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import os
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, launch_server, wait_for
 
 SMALL = {"width": 640, "height": 480}
@@ -42,12 +44,18 @@ def x_windows(display: str) -> set[str]:
 
 
 def drive(srv: ServerProcess, index: int) -> dict[str, Any]:
-    """One agent's turn on its own desktop, with its own client."""
+    """One agent's turn on its own desktop, with its own client; agent 0's desktop is recorded meanwhile and
+    agent 1's is watched by a live-view viewer."""
     with srv.client() as api:
         created = api.post("/v1/desktops", json={**SMALL, "tags": {"agent": f"a{index}"}})
         assert created.status_code == 201, created.text
         desktop = created.json()
         base = f"/v1/desktops/{desktop['id']}"
+        if index == 0:
+            assert api.post(f"{base}/recording/start", json={"fps": 10}).status_code == 200
+        if index == 1:
+            assert api.post(f"{base}/stream/start").status_code == 200
+            watched = watch(f"{srv.url}{base}/stream/signaling", srv.token)
         title = f"agent-{index}-term"
         launched = api.post(f"{base}/launch", json={"app": "xterm", "args": ["-T", title], "wait": True})
         assert launched.status_code == 200, launched.text
@@ -56,7 +64,35 @@ def drive(srv: ServerProcess, index: int) -> dict[str, Any]:
         assert api.post(f"{base}/clipboard", json={"text": f"clip-{index}"}).status_code == 200
         shot = api.get(f"{base}/screenshot")
         assert shot.status_code == 200 and shot.headers["x-screen-width"] == "640"
+        if index == 0:
+            assert api.post(f"{base}/recording/stop").json()["status"] == "completed"
+        if index == 1:
+            frames = watched.result(timeout=60)
+            assert frames >= 3, f"the viewer of agent 1's desktop got {frames} frames"
         return {**desktop, "title": title, "index": index}
+
+
+def watch(url: str, token: str | None) -> concurrent.futures.Future[int]:
+    """A live-view viewer on its own thread and event loop for a few seconds: the frames it decoded."""
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+
+    async def session() -> int:
+        viewer = Viewer(url, token, request_control=False)
+        try:
+            await viewer.connect()
+            await asyncio.sleep(2)
+            return viewer.received.frames
+        finally:
+            await viewer.close()
+
+    def run() -> None:
+        try:
+            future.set_result(asyncio.run(session()))
+        except BaseException as exc:  # reported to the agent's thread through the future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="watcher", daemon=True).start()
+    return future
 
 
 def test_eight_agents_at_once_never_cross(srv: ServerProcess, tmp_path: Path) -> None:
@@ -73,6 +109,8 @@ def test_eight_agents_at_once_never_cross(srv: ServerProcess, tmp_path: Path) ->
             others = {d["title"] for d in desktops if d is not desktop}
             assert desktop["title"] in x_windows(desktop["display"])
             assert not others & x_windows(desktop["display"]), "another agent's window is on this display"
+            recordings = api.get(f"{base}/recordings").json()["recordings"]
+            assert len(recordings) == (desktop["index"] == 0), "only agent 0's desktop was recorded"
             homes = api.get(f"{base}/status").json()["stateDir"]
             assert desktop["id"] in homes
         states = {Path(api.get(f"/v1/desktops/{d['id']}/status").json()["stateDir"]) for d in desktops}
