@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from api.models.desktops import DesktopResource, TokenResponse
 
@@ -27,6 +27,17 @@ def _lifecycle(tags: Mapping[str, str] | None, ttl_seconds: int | None, idle_tim
                on_idle: str | None, home_template: str | None) -> dict[str, Any]:
     return {"tags": dict(tags) if tags else None, "ttl_seconds": ttl_seconds,
             "idle_timeout_seconds": idle_timeout_seconds, "on_idle": on_idle, "home_template": home_template}
+
+
+H = TypeVar("H", "DesktopClient", "AsyncDesktopClient")
+
+
+def _bind(cls: type[H], client: Client | AsyncClient, desktop_id: str) -> H:
+    """A handle sharing `client`'s settings and connection pool (no `__init__`: no second pool)."""
+    handle = cls.__new__(cls)
+    handle.__dict__.update(client.__dict__)
+    handle._desktop = handle.id = desktop_id
+    return handle
 
 
 # -- blocking -------------------------------------------------------------------------------------
@@ -67,11 +78,7 @@ class DesktopClient(Client):
 
     @classmethod
     def bind(cls, client: Client, desktop_id: str) -> DesktopClient:
-        """A handle sharing `client`'s settings and connection pool (no `__init__`: no second pool)."""
-        handle = cls.__new__(cls)
-        handle.__dict__.update(client.__dict__)
-        handle._desktop = handle.id = desktop_id
-        return handle
+        return _bind(cls, client, desktop_id)
 
     def info(self) -> DesktopResource:
         return self.send(b.get_desktop(self.id))
@@ -143,11 +150,7 @@ class AsyncDesktopClient(AsyncClient):
 
     @classmethod
     def bind(cls, client: AsyncClient, desktop_id: str) -> AsyncDesktopClient:
-        """A handle sharing `client`'s settings and connection pool (no `__init__`: no second pool)."""
-        handle = cls.__new__(cls)
-        handle.__dict__.update(client.__dict__)
-        handle._desktop = handle.id = desktop_id
-        return handle
+        return _bind(cls, client, desktop_id)
 
     async def info(self) -> DesktopResource:
         return await self.send(b.get_desktop(self.id))

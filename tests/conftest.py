@@ -185,6 +185,16 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
         srv.stop()
 
 
+@pytest.fixture
+def procs(client: httpx.Client) -> Iterator[list[str]]:
+    """Ids to kill and delete after the test, so the shared server stays clean."""
+    ids: list[str] = []
+    yield ids
+    for process_id in ids:
+        client.post(f"/v1/processes/{process_id}/kill", params={"waitMs": 2000})
+        client.delete(f"/v1/processes/{process_id}")
+
+
 def assert_problem(response: httpx.Response, status: int, code: str | None = None) -> dict[str, object]:
     """The response is a problem+json document with this status (and code)."""
     assert response.status_code == status, response.text

@@ -71,16 +71,6 @@ def decoded(entries: list[dict[str, Any]]) -> bytes:
     return b"".join(base64.b64decode(e["data"]) for e in entries)
 
 
-@pytest.fixture
-def procs(client: httpx.Client) -> Iterator[list[str]]:
-    """Ids to kill and delete after the test, so the shared server stays clean."""
-    ids: list[str] = []
-    yield ids
-    for process_id in ids:
-        client.post(f"/v1/processes/{process_id}/kill", params={"waitMs": 2000})
-        client.delete(f"/v1/processes/{process_id}")
-
-
 # -- run ---------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,6 @@ import asyncio
 import base64
 import errno
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,6 @@ def error_fields(problem: dict[str, object]) -> list[str]:
     errors = problem.get("errors")
     assert isinstance(errors, list), problem
     return [str(e["field"]) for e in errors]
-
-
-@pytest.fixture
-def procs(client: httpx.Client) -> Iterator[list[str]]:
-    """Ids to kill and delete after the test, so the shared server stays clean."""
-    ids: list[str] = []
-    yield ids
-    for process_id in ids:
-        client.post(f"/v1/processes/{process_id}/kill", params={"waitMs": 2000})
-        client.delete(f"/v1/processes/{process_id}")
 
 
 def mistakes(tmp: Path) -> list[tuple[dict[str, Any], str, str, str]]:

@@ -30,9 +30,13 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 
+from tests import inspector_fixtures as shared
 from tests.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
 from tests.conftest import REPO, ServerProcess, launch_server, wait_for
 from tests.xprobe import Probe
+
+# The browser in its own network namespace (tests/inspector_fixtures.py), bound here so pytest finds them.
+network, browser = shared.network, shared.browser
 
 SDK_DIR = REPO / "tests" / "sdk"
 NODE = shutil.which("node")
@@ -77,12 +81,6 @@ for i in range(360_000):  # an hour at most
 
 
 # -- the page, its server, and the browser -------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def network() -> Iterator[PrivateNetwork]:
-    with PrivateNetwork.create() as net:
-        yield net
-
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -136,13 +134,6 @@ def forwarder(srv: ServerProcess, network: PrivateNetwork) -> Iterator[Forwarder
     f = Forwarder(network.outer, ("127.0.0.1", port))
     yield f
     f.close()
-
-
-@pytest.fixture(scope="module")
-def browser(network: PrivateNetwork) -> Iterator[Browser]:
-    b = Browser.launch(netns=network.name)
-    yield b
-    b.close()
 
 
 class Viewers:
