@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from api.models.desktops import DesktopResource
 from sandbox_desktop_client import Client
+from sandbox_desktop_wire.desktops import DesktopResource
 
 Handler = Callable[[Client, argparse.Namespace], None]
 Command = Callable[[Any, str, Handler, str], argparse.ArgumentParser]

@@ -19,9 +19,9 @@ import httpx
 from api import mcp_desktops
 from api.cli_client import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV, UsageError, parse_chord
 from api.mcp_tools import Image, Reply, Tool, integer, obj, string
-from api.models.actions import ActionsRequest, ActionsResponse
-from api.models.actions import Image as WireImage
 from sandbox_desktop_client import ApiError, AsyncClient
+from sandbox_desktop_wire.actions import ActionsRequest, ActionsResponse
+from sandbox_desktop_wire.actions import Image as WireImage
 
 if TYPE_CHECKING:
     from mcp import types

@@ -27,9 +27,9 @@ from prometheus_client.registry import Collector
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.models.desktop import DesktopState
 from api.services import DEFAULT_DESKTOP_ID
 from desktop.screen import Screenshot, ShotOptions
+from sandbox_desktop_wire.desktop import DesktopState
 
 if TYPE_CHECKING:
     from api.registry import DesktopRegistry

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.models.base import WireModel
 from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
 from desktop.parsing import ascii_int
+from sandbox_desktop_wire.base import WireModel
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -24,6 +24,7 @@ import anyio.to_thread
 from desktop.errors import Conflict, InvalidRequest
 from desktop.file_errors import lossy, map_os_error, os_errors
 from desktop.file_move import move_across
+from sandbox_desktop_wire.fs import path_problem
 
 READ_CHUNK = 256 * 1024
 """Bytes per read when a file is streamed out."""
@@ -38,17 +39,6 @@ async def run_blocking(fn: Callable[..., T], *args: object) -> T:
     """Run `fn` in a worker thread. On cancellation anyio waits for the thread to return, so a
     descriptor is never closed while a thread still uses it."""
     return await anyio.to_thread.run_sync(fn, *args)
-
-
-def path_problem(raw: str) -> str | None:
-    """Why `raw` is not an acceptable path (empty, NUL byte, `..` in a relative path), or None."""
-    if raw == "":
-        return "must not be empty"
-    if "\x00" in raw:
-        return "must not contain NUL bytes"
-    if not raw.startswith("/") and ".." in raw.split("/"):
-        return "'..' is not allowed in a relative path; use an absolute path"
-    return None
 
 
 def rfc3339(ns: int) -> str | None:

@@ -44,7 +44,8 @@ make_venv() {
   local extras=$1
   say "installing the Python package (${extras:-runtime})"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$venv/bin/python" -m pip install -q -e "$repo${extras:+[$extras]}"
+  # The client distribution first: the server depends on it and it is not on any index.
+  "$venv/bin/python" -m pip install -q -e "$repo/client" -e "$repo${extras:+[$extras]}"
 }
 
 install_system() {

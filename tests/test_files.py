@@ -18,8 +18,9 @@ import pytest
 
 from desktop.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, ServiceError
 from desktop.file_errors import map_os_error
-from desktop.files import _UMASK, Files, path_problem, rfc3339
+from desktop.files import _UMASK, Files, rfc3339
 from desktop.tar_upload import MAX_LISTED_PATHS, upload_tar
+from sandbox_desktop_wire.fs import path_problem
 
 
 @pytest.fixture

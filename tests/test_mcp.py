@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from api.mcp_server import Image, batch_reply
-from api.models.actions import ActionsResponse
+from sandbox_desktop_wire.actions import ActionsResponse
 from tests.conftest import ServerProcess, free_port
 
 pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip install 'sandbox-desktop[mcp]')")

@@ -16,7 +16,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.context import desktop_of
-from api.models.actions import (
+from api.operations import Operation
+from api.problems import problem_body
+from desktop import actions as steps
+from desktop.action_log import acting_as
+from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
+from desktop.errors import FieldError, ServiceError, invalid_action
+from desktop.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
+from desktop.runtime import Desktop
+from desktop.screen import Region, Screenshot, ShotOptions
+from desktop.session import Session
+from sandbox_desktop_wire.actions import (
     Action,
     ActionError,
     ActionLogQuery,
@@ -43,16 +53,6 @@ from api.models.actions import (
     WaitAction,
     ZoomAction,
 )
-from api.operations import Operation
-from api.problems import problem_body
-from desktop import actions as steps
-from desktop.action_log import acting_as
-from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
-from desktop.errors import FieldError, ServiceError, invalid_action
-from desktop.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
-from desktop.runtime import Desktop
-from desktop.screen import Region, Screenshot, ShotOptions
-from desktop.session import Session
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.apps import LaunchRequest, LaunchResponse, OpenRequest, OpenResponse
 from api.operations import Operation
+from sandbox_desktop_wire.apps import LaunchRequest, LaunchResponse, OpenRequest, OpenResponse
 
 INVALID = "desktop_invalid_action"
 

@@ -8,10 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.context import desktop_of
-from api.models.base import OkResponse
-from api.models.clipboard import ClipboardQuery, ClipboardResponse, ClipboardWriteRequest
 from api.operations import Operation
 from desktop.clipboard import selection_names
+from sandbox_desktop_wire.base import OkResponse
+from sandbox_desktop_wire.clipboard import ClipboardQuery, ClipboardResponse, ClipboardWriteRequest
 
 INVALID = "desktop_invalid_action"
 ERRORS = (400, 409, 500, 503)

@@ -8,7 +8,11 @@ from pathlib import Path
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.desktop import (
+from api.operations import Operation
+from api.routes.windows import window_model
+from desktop.options import StartOptions, parse_port_range
+from desktop.snapshot import DesktopSnapshot
+from sandbox_desktop_wire.desktop import (
     DesktopDisplayInfoResponse,
     DesktopErrorInfo,
     DesktopExitInfo,
@@ -17,10 +21,6 @@ from api.models.desktop import (
     DesktopStartRequest,
     DesktopStatusResponse,
 )
-from api.operations import Operation
-from api.routes.windows import window_model
-from desktop.options import StartOptions, parse_port_range
-from desktop.snapshot import DesktopSnapshot
 
 INVALID = "desktop_invalid_action"
 READY_ERRORS = (409, 503)

@@ -15,8 +15,15 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.models.desktop import DesktopResolution, DesktopStartRequest
-from api.models.desktops import (
+from api.operations import Operation
+from api.registry import Ended
+from api.routes.desktop import INVALID, start_options
+from api.routes.health import ready
+from api.scoped_tokens import DEFAULT_TTL_S, Role
+from api.services import DesktopServices, IdleAction, Lifecycle, desktop_services, server_of
+from desktop.errors import invalid_action
+from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest
+from sandbox_desktop_wire.desktops import (
     MAX_TAG_LENGTH,
     MAX_TAGS,
     DesktopCreateRequest,
@@ -25,14 +32,7 @@ from api.models.desktops import (
     TokenRequest,
     TokenResponse,
 )
-from api.models.health import ReadinessResponse
-from api.operations import Operation
-from api.registry import Ended
-from api.routes.desktop import INVALID, start_options
-from api.routes.health import ready
-from api.scoped_tokens import DEFAULT_TTL_S, Role
-from api.services import DesktopServices, IdleAction, Lifecycle, desktop_services, server_of
-from desktop.errors import invalid_action
+from sandbox_desktop_wire.health import ReadinessResponse
 
 SINGLE_PREFIX = "/v1/desktop"
 MANY_PREFIX = "/v1/desktops/{desktop_id}"

@@ -13,7 +13,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from api.models.fs import (
+from api.operations import Operation
+from desktop.errors import InvalidRequest, UnsupportedMediaType
+from desktop.file_errors import lossy
+from desktop.files import Entry, Files, ReadHandle
+from desktop.parsing import ascii_int
+from desktop.tar_upload import upload_tar
+from sandbox_desktop_wire.fs import (
     FsActionResponse,
     FsDeleteQuery,
     FsEntriesQuery,
@@ -27,12 +33,6 @@ from api.models.fs import (
     FsUploadBatchResponse,
     FsWriteResponse,
 )
-from api.operations import Operation
-from desktop.errors import InvalidRequest, UnsupportedMediaType
-from desktop.file_errors import lossy
-from desktop.files import Entry, Files, ReadHandle
-from desktop.parsing import ascii_int
-from desktop.tar_upload import upload_tar
 
 TAR_MEDIA_TYPES = frozenset({
     "application/x-tar", "application/tar", "application/x-gtar", "application/gzip",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.base import WireModel
-from api.models.health import ReadinessCheck, ReadinessResponse
 from api.operations import Operation
 from api.services import server_of
 from desktop.errors import DesktopError
 from desktop.readiness import check_readiness
+from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.health import ReadinessCheck, ReadinessResponse
 
 
 class HealthResponse(WireModel):

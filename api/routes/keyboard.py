@@ -5,11 +5,11 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.base import OkResponse
-from api.models.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
 from api.operations import Operation
 from desktop.keyboard import DEFAULT_DELAY_MS, check_delay
 from desktop.keys import parse_chord, parse_keys, text_keysyms, with_modifiers
+from sandbox_desktop_wire.base import OkResponse
+from sandbox_desktop_wire.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)

@@ -10,8 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.context import desktop_of
-from api.models.base import WireModel
-from api.models.mouse import (
+from api.operations import Handler, Operation
+from desktop.mouse import PointerState
+from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.mouse import (
     MouseButtonRequest,
     MouseClickRequest,
     MouseDragRequest,
@@ -19,8 +21,6 @@ from api.models.mouse import (
     MousePositionResponse,
     MouseScrollRequest,
 )
-from api.operations import Handler, Operation
-from desktop.mouse import PointerState
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)

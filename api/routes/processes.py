@@ -10,7 +10,12 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from api.models.processes import (
+from api.operations import Operation
+from api.services import server_of
+from desktop.errors import FieldError, PayloadTooLarge
+from desktop.parsing import ascii_int
+from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
+from sandbox_desktop_wire.processes import (
     KillQuery,
     ProcessConfigModel,
     ProcessCreateRequest,
@@ -28,11 +33,6 @@ from api.models.processes import (
     ProcessTerminalResizeResponse,
     StopQuery,
 )
-from api.operations import Operation
-from api.services import server_of
-from desktop.errors import FieldError, PayloadTooLarge
-from desktop.parsing import ascii_int
-from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
 
 KEEPALIVE_S = 15.0
 INPUT_ENCODINGS = ("base64", "utf8", "text")

@@ -13,12 +13,6 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.models.recording import (
-    DesktopRecordingActions,
-    DesktopRecordingInfo,
-    DesktopRecordingListResponse,
-    DesktopRecordingStartRequest,
-)
 from api.operations import Operation
 from api.routes.fs import FileStreamResponse
 from api.services import desktop_services
@@ -28,6 +22,12 @@ from desktop.parsing import ascii_int
 from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
 from recording.manager import RecordingManager
+from sandbox_desktop_wire.recording import (
+    DesktopRecordingActions,
+    DesktopRecordingInfo,
+    DesktopRecordingListResponse,
+    DesktopRecordingStartRequest,
+)
 
 INVALID = "desktop_invalid_action"
 TAGS = ("recording",)

@@ -6,9 +6,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.context import desktop_of
-from api.models.screenshot import RegionScreenshotQuery, ScreenshotQuery
 from api.operations import Operation
 from desktop.screen import Region, Screenshot, ShotOptions
+from sandbox_desktop_wire.screenshot import RegionScreenshotQuery, ScreenshotQuery
 
 INVALID = "desktop_invalid_action"
 IMAGE_TYPES = "image/png, image/jpeg, image/webp"

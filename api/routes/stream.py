@@ -6,12 +6,12 @@ from starlette.requests import Request
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from api.models.stream import DesktopStreamStatusResponse
 from api.operations import Operation
 from api.problems import refuse_websocket, upgrade_required
 from api.scoped_tokens import ROLE_SCOPE_KEY, Role
 from api.services import desktop_services
 from desktop.errors import ServiceError
+from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
 from streaming.manager import StreamManager, StreamStatus
 
 SIGNALING_PATH = "/v1/desktop/stream/signaling"

@@ -16,14 +16,14 @@ from pydantic import Field, TypeAdapter, ValidationError
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from api.models.base import WireModel
-from api.models.processes import ProcessInputRequest, ProcessTerminalResizeRequest
 from api.operations import Operation
 from api.problems import refuse_websocket, upgrade_required
 from api.routes.processes import decode_input
 from api.services import server_of
 from desktop.errors import PayloadTooLarge, ServiceError
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
+from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.processes import ProcessInputRequest, ProcessTerminalResizeRequest
 
 TERMINAL_PATH = "/v1/processes/{id}/terminal/ws"
 NORMAL_CLOSURE = 1000

@@ -9,8 +9,6 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.actions import SettleOptions
-from api.models.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
 from api.operations import Operation
 from api.routes.actions import coordinator
 from desktop import actions as steps
@@ -19,6 +17,8 @@ from desktop.errors import ServiceError, invalid_action
 from desktop.screen import ShotOptions
 from desktop.vendors import anthropic, openai
 from desktop.vendors.common import display_space
+from sandbox_desktop_wire.actions import SettleOptions
+from sandbox_desktop_wire.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
 
 INVALID = "desktop_invalid_action"
 ERRORS = (409, 502, 503)

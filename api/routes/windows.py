@@ -5,15 +5,15 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.context import desktop_of
-from api.models.windows import (
+from api.operations import Operation
+from desktop.windows import WindowInfo
+from sandbox_desktop_wire.windows import (
     DesktopRect,
     DesktopWindowInfo,
     DesktopWindowListResponse,
     WindowMoveRequest,
     WindowResizeRequest,
 )
-from api.operations import Operation
-from desktop.windows import WindowInfo
 
 INVALID = "desktop_invalid_action"
 ERRORS = (404, 409, 503)

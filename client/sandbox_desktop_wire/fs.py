@@ -6,8 +6,18 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, RootModel
 
-from api.models.base import QueryModel, WireModel
-from desktop.files import path_problem
+from sandbox_desktop_wire.base import QueryModel, WireModel
+
+
+def path_problem(raw: str) -> str | None:
+    """Why `raw` is not an acceptable path (empty, NUL byte, `..` in a relative path), or None."""
+    if raw == "":
+        return "must not be empty"
+    if "\x00" in raw:
+        return "must not contain NUL bytes"
+    if not raw.startswith("/") and ".." in raw.split("/"):
+        return "'..' is not allowed in a relative path; use an absolute path"
+    return None
 
 
 def _check_path(value: str) -> str:

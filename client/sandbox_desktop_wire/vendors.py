@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from api.models.actions import MAX_IMAGE_SIZE, SettleOptions
-from api.models.base import WireModel
+from sandbox_desktop_wire.actions import MAX_IMAGE_SIZE, SettleOptions
+from sandbox_desktop_wire.base import WireModel
 
 
 class VendorModel(WireModel):

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from api.models.base import WireModel
-from api.models.desktop import DesktopResolution, DesktopStartRequest, DesktopState
+from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest, DesktopState
 
 MAX_TTL_SECONDS = 30 * 24 * 3600
 MAX_TAGS = 32

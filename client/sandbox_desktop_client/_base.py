@@ -12,16 +12,16 @@ import httpx
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from api.models.actions import ActionsResponse
-from api.models.apps import LaunchResponse, OpenResponse
-from api.models.clipboard import ClipboardResponse
-from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
-from api.models.desktops import DesktopListResponse, DesktopResource, TokenResponse
-from api.models.health import ReadinessResponse
-from api.models.mouse import MousePositionResponse
-from api.models.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
-from api.models.recording import DesktopRecordingInfo, DesktopRecordingListResponse
-from api.models.windows import DesktopWindowInfo, DesktopWindowListResponse
+from sandbox_desktop_wire.actions import ActionsResponse
+from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
+from sandbox_desktop_wire.clipboard import ClipboardResponse
+from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
+from sandbox_desktop_wire.health import ReadinessResponse
+from sandbox_desktop_wire.mouse import MousePositionResponse
+from sandbox_desktop_wire.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
+from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
+from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse
 
 from .errors import error_for
 from .local_servers import TOKEN_ENV, resolve_token  # noqa: F401 - part of this module's surface for the clients

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from api.models.base import QueryModel, WireModel
+from sandbox_desktop_wire.base import QueryModel, WireModel
 
 _SELECTION = "`clipboard` (default, what ctrl+c/ctrl+v use) or `primary` (the mouse selection)"
 

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from api.models.base import QueryModel, WireModel
-from api.models.mouse import Button
-from api.models.screenshot import ImageFormat
+from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.mouse import Button
+from sandbox_desktop_wire.screenshot import ImageFormat
 
 MAX_ACTIONS = 1000
 MAX_MS = 60_000

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from api.models.base import WireModel
+from sandbox_desktop_wire.base import WireModel
 
 Button = Literal["left", "middle", "right", "back", "forward"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from api.models.desktops import DesktopResource, TokenResponse
+from sandbox_desktop_wire.desktops import DesktopResource, TokenResponse
 
 from . import _base as b
 from .async_client import AsyncClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from api.models.base import WireModel
+from sandbox_desktop_wire.base import WireModel
 
 
 class KeyboardTypeRequest(WireModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from api.models.base import QueryModel, WireModel
+from sandbox_desktop_wire.base import QueryModel, WireModel
 
 Owner = Literal["user", "desktop", "system"]
 LogStream = Literal["stdout", "stderr", "pty"]

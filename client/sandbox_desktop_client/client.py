@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from api.models.actions import ActionsResponse
-from api.models.apps import LaunchResponse, OpenResponse
-from api.models.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
-from api.models.health import ReadinessResponse
-from api.models.mouse import MousePositionResponse
-from api.models.processes import ProcessInfo, ProcessRunResponse
-from api.models.recording import DesktopRecordingInfo
-from api.models.windows import DesktopWindowInfo
+from sandbox_desktop_wire.actions import ActionsResponse
+from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
+from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from sandbox_desktop_wire.health import ReadinessResponse
+from sandbox_desktop_wire.mouse import MousePositionResponse
+from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
+from sandbox_desktop_wire.recording import DesktopRecordingInfo
+from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 from . import _base as b
 from ._base import Call, Progress, Screenshot

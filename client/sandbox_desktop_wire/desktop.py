@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from api.models.base import WireModel
-from api.models.windows import DesktopWindowInfo
+from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed", "paused"]
 

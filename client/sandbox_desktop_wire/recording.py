@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from api.models.base import WireModel
+from sandbox_desktop_wire.base import WireModel
 
 RecordingStatus = Literal["recording", "completed", "failed", "interrupted"]
 

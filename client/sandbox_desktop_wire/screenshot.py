@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from api.models.base import QueryModel
+from sandbox_desktop_wire.base import QueryModel
 
 ImageFormat = Literal["png", "jpeg", "webp"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.models.base import WireModel
+from sandbox_desktop_wire.base import WireModel
 
 
 class ReadinessCheck(WireModel):
