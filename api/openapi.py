@@ -57,8 +57,25 @@ def _models(operations: Sequence[Operation]) -> list[type[BaseModel]]:
     return list(seen.values())
 
 
+def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
+    """`node` with every `$ref` to `defs` replaced by the definition (merged with the siblings of the ref)."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    name = ref.rsplit("/", 1)[-1]
+    if name in defs:
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return {**_inline(defs[name], defs), **_inline(rest, defs)}
+    return {k: _inline(v, defs) for k, v in node.items()}
+
+
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    # A parameter's schema is self-contained: the query model's own definitions (its enums) are inlined,
+    # since only body and response models contribute to components.
     schema = model.model_json_schema(by_alias=True, ref_template=REF_TEMPLATE)
+    schema = _inline({k: v for k, v in schema.items() if k != "$defs"}, schema.get("$defs", {}))
     required = set(schema.get("required", []))
     params = []
     for name, prop in schema.get("properties", {}).items():

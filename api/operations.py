@@ -18,6 +18,7 @@ from starlette.responses import Response
 from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
 from desktop.parsing import ascii_int
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.problems import ProblemCode
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -58,7 +59,7 @@ class Operation:
     """A binary response that honours a `Range` header: 206 with Content-Range (and 416) as well."""
     errors: tuple[int, ...] = ()
     """Error statuses worth documenting besides 401 and the validation ones."""
-    invalid_code: str = "invalid_request"
+    invalid_code: ProblemCode = ProblemCode.INVALID_REQUEST
     """Problem code for out-of-range values (desktop routes use `desktop_invalid_action`)."""
     body_required: bool = False
     """Whether an empty body is an error; otherwise it reads as `{}`."""
@@ -108,9 +109,8 @@ def validation_problem(exc: ValidationError, location: str, model: type[BaseMode
     """422 for a body of the wrong shape, 400 (with the route's code) for bad values."""
     errors = field_errors(exc, location, model)
     if location == "body" and _is_shape_error(exc):
-        return FieldError(errors, status=422, code="invalid_request")
-    kind = invalid_code if invalid_code != "invalid_request" else None
-    return FieldError(errors, status=400, code=invalid_code, kind=kind)
+        return FieldError(errors, wrong_shape=True)
+    return FieldError(errors, code=invalid_code)
 
 
 async def read_raw_json(request: Request, required: bool) -> bytes:
@@ -126,7 +126,7 @@ async def read_raw_json(request: Request, required: bool) -> bytes:
     if not raw.strip():
         if required:
             raise FieldError([{"location": "body", "field": "body", "message": "a JSON body is required",
-                               "type": "missing"}], status=422)
+                               "type": "missing"}], wrong_shape=True)
         return b"{}"
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json" and not content_type.endswith("+json"):
@@ -148,7 +148,7 @@ async def parse_body(request: Request, model: type[M], invalid_code: str, requir
         if bad_json:
             message = f"malformed JSON: {bad_json[0]['msg']}"
             raise FieldError([{"location": "body", "field": "body", "message": message,
-                               "type": "json_invalid"}], status=400) from None
+                               "type": "json_invalid"}]) from None
         raise validation_problem(exc, "body", model, invalid_code) from None
 
 

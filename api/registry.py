@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from api.services import DEFAULT_DESKTOP_ID, DesktopServices, IdleAction, Lifecycle
-from desktop.errors import DesktopError
+from desktop.errors import DesktopIsDefault, DesktopNotFound, TooManyDesktops
 from desktop.options import StartOptions
 from desktop.xserver import display_in_use
+from sandbox_desktop_wire.enums import DesktopRuntimeState
 
 logger = logging.getLogger("sandbox_desktop.desktops")
 
@@ -51,7 +52,7 @@ class DisplayAllocator:
             if num not in taken and not display_in_use(num):
                 self._next = num + 1
                 return num
-        raise DesktopError("too_many_desktops", "no free X display number is left on this machine")
+        raise TooManyDesktops("no free X display number is left on this machine")
 
 
 class Ended:
@@ -87,10 +88,10 @@ class DesktopRegistry:
         if services is None:
             ended = self._ended.get(desktop_id)
             if ended is not None:
-                raise DesktopError("desktop_not_found", f"desktop {desktop_id!r} was deleted ({ended.reason})",
-                                   desktopId=desktop_id, endedReason=ended.reason)
-            raise DesktopError("desktop_not_found", f"no desktop with id {desktop_id!r}; GET /v1/desktops lists them",
-                               desktopId=desktop_id)
+                raise DesktopNotFound(f"desktop {desktop_id!r} was deleted ({ended.reason})",
+                                      desktopId=desktop_id, endedReason=ended.reason)
+            raise DesktopNotFound(f"no desktop with id {desktop_id!r}; GET /v1/desktops lists them",
+                                  desktopId=desktop_id)
         return services
 
     def ended(self, desktop_id: str) -> Ended | None:
@@ -104,15 +105,15 @@ class DesktopRegistry:
     def count(self) -> int:
         """Desktops that hold resources: every created one, and the default one while it runs."""
         created = len(self._desktops) - 1 + self._creating
-        return created + (self.default.desktop.state != "inactive")
+        return created + (self.default.desktop.state != DesktopRuntimeState.INACTIVE)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def create(self, options: StartOptions, requested: set[str], lifecycle: Lifecycle) -> DesktopServices:
         """A new desktop, started; 429 beyond `max_desktops`."""
         if self.count() >= self.max_desktops:
-            raise DesktopError("too_many_desktops", f"this server holds at most {self.max_desktops} desktops "
-                               "(--max-desktops); DELETE /v1/desktops/{id} one first", maxDesktops=self.max_desktops)
+            raise TooManyDesktops(f"this server holds at most {self.max_desktops} desktops "
+                                  "(--max-desktops); DELETE /v1/desktops/{id} one first", maxDesktops=self.max_desktops)
         desktop_id = f"dsk_{secrets.token_hex(6)}"
         if "display_num" not in requested:
             ours = [s.desktop.display_num for s in self._desktops.values() if s.desktop.display_num is not None]
@@ -138,8 +139,8 @@ class DesktopRegistry:
     async def delete(self, desktop_id: str, reason: str = "deleted") -> Ended:
         """Stop everything the desktop ran and forget it; its recordings stay on disk."""
         if desktop_id == DEFAULT_DESKTOP_ID:
-            raise DesktopError("desktop_is_default", "the default desktop cannot be deleted; "
-                               "POST /v1/desktop/stop stops it")
+            raise DesktopIsDefault("the default desktop cannot be deleted; "
+                                   "POST /v1/desktop/stop stops it")
         services = self.get(desktop_id)
         del self._desktops[desktop_id]
         ended = Ended(services, reason)

@@ -12,7 +12,6 @@ Anything else (another desktop, the desktops list, the process and file APIs, me
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import re
 import secrets
@@ -20,19 +19,19 @@ import time
 from dataclasses import dataclass
 
 from api.services import DEFAULT_DESKTOP_ID
+from sandbox_desktop_wire.enums import TokenRole
+from sandbox_desktop_wire.limits import MAX_TTL_SECONDS
 
 PREFIX = "sdt_"
 DEFAULT_TTL_S = 3600
-MAX_TTL_S = 30 * 24 * 3600
+MAX_TTL_S = MAX_TTL_SECONDS
 MAX_TOKENS = 4096
 """Live scoped tokens a server keeps; issuing one more drops the oldest (expired ones go first)."""
 ROLE_SCOPE_KEY = "sandbox_desktop.role"
 """ASGI scope key where the token middleware leaves the role of a scoped request (absent for admin)."""
 
 
-class Role(enum.StrEnum):
-    VIEW = "view"
-    CONTROL = "control"
+Role = TokenRole
 
 
 # What a view token may do on its desktop: (method, path below the desktop's prefix).

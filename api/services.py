@@ -13,7 +13,6 @@ reaches them (docs/architecture.md).
 
 from __future__ import annotations
 
-import enum
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from desktop.dependencies import DependencyChecker
 from desktop.processes import ProcessManager
 from desktop.runtime import Desktop
 from recording.manager import RecordingManager
+from sandbox_desktop_wire.enums import OnIdle
 from streaming.manager import StreamManager
 
 if TYPE_CHECKING:
@@ -37,11 +37,8 @@ DEFAULT_DESKTOP_ID = "default"
 """The desktop `/v1/desktop/...` drives: the reference API's single desktop."""
 
 
-class IdleAction(enum.StrEnum):
-    """What happens to a desktop nobody has used for its `idleTimeoutSeconds`."""
-
-    DELETE = "delete"
-    PAUSE = "pause"
+IdleAction = OnIdle
+"""What happens to a desktop nobody has used for its `idleTimeoutSeconds`."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from desktop.errors import DesktopError, ServiceError
+from desktop.errors import InputFailed, ServiceError
 from desktop.frames import FrameSource
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse, PointerState, drag_path
@@ -170,7 +170,7 @@ class Actions:
                     break
                 except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
                     logger.exception("batch step %d (%s) failed", index, type(step).__name__)
-                    outcome.error = (index, DesktopError("desktop_input_failed", f"{type(exc).__name__}: {exc}"))
+                    outcome.error = (index, InputFailed(f"{type(exc).__name__}: {exc}"))
                     break
         finally:
             await self._release(session, pressed)

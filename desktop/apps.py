@@ -13,17 +13,30 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.errors import DesktopError, ServiceError, StreamError, UnusableValue, field_errors, invalid_action
+from desktop.errors import (
+    AppExited,
+    AppNotExecutable,
+    AppNotFound,
+    DesktopError,
+    ServiceError,
+    StreamError,
+    TargetNotFound,
+    UnusableValue,
+    field_errors,
+    invalid_action,
+)
 from desktop.processes import ManagedProcess, ProcessManager, SpawnError
 from desktop.session import Session
 from desktop.windows import list_windows
+from sandbox_desktop_wire.enums import ProcessOwner
+from sandbox_desktop_wire.limits import MAX_LAUNCH_WAIT_MS
 
 # How long a launch watches for an immediate failure before answering (without `wait`).
 EARLY_EXIT_S = 0.15
 # How long `open` waits for xdg-open to hand the target over and exit.
 OPEN_TIMEOUT_S = 5.0
 DEFAULT_WAIT_MS = 5000
-MAX_WAIT_MS = 60_000
+MAX_WAIT_MS = MAX_LAUNCH_WAIT_MS
 # xdg-open's exit status for "the file to open does not exist" (docs/apps.md).
 XDG_OPEN_FILE_MISSING = 2
 
@@ -45,7 +58,7 @@ def find_app(app: str, env: dict[str, str]) -> str:
         raise invalid_action("app must be a program name on PATH or an absolute path", "app")
     found = shutil.which(app, path=env.get("PATH", os.defpath))
     if found is None:
-        raise DesktopError("app_not_found", f"Application '{app}' not found in PATH")
+        raise AppNotFound(f"Application '{app}' not found in PATH")
     return found
 
 
@@ -73,9 +86,9 @@ def exited_error(process: ManagedProcess, what: str) -> DesktopError:
     """An app that ended at once, with its exit status and the end of its output."""
     how = f"signal {process.exit_signal}" if process.exit_signal is not None else f"exit code {process.exit_code}"
     output = process.output_tail(2000).strip()
-    return DesktopError("app_exited", f"{what} exited immediately with {how}" + (f": {output}" if output else ""),
-                        processId=process.id, exitCode=process.exit_code, exitSignal=process.exit_signal,
-                        output=output or None)
+    return AppExited(f"{what} exited immediately with {how}" + (f": {output}" if output else ""),
+                     processId=process.id, exitCode=process.exit_code, exitSignal=process.exit_signal,
+                     output=output or None)
 
 
 def target_missing(process: ManagedProcess, target: str, home: str) -> DesktopError:
@@ -83,8 +96,8 @@ def target_missing(process: ManagedProcess, target: str, home: str) -> DesktopEr
     relative = "" if target.startswith("/") or ":" in target else f" (a relative path is looked up from {home})"
     output = process.output_tail(2000).strip()
     message = f"target {target!r} does not exist{relative}"
-    return DesktopError("target_not_found", message, processId=process.id, exitCode=process.exit_code,
-                        output=output or None, errors=field_errors("target", message))
+    return TargetNotFound(message, processId=process.id, exitCode=process.exit_code,
+                          output=output or None, errors=field_errors("target", message))
 
 
 def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: str) -> ServiceError:
@@ -98,11 +111,11 @@ def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: 
     if app_field is None:
         return StreamError(f"cannot start {app!r}: it {exc.phrase}")
     if exc.code == "command_busy":
-        return UnusableValue(exc.code, app_field, f"{app_field} {app!r} {exc.phrase}", status=exc.status)
+        return UnusableValue(exc.code, app_field, f"{app_field} {app!r} {exc.phrase}")
     if exc.code == "command_not_found":
-        return DesktopError("app_not_found", f"Application '{app}' not found in PATH")
+        return AppNotFound(f"Application '{app}' not found in PATH")
     message = f"{app_field} {app!r} {exc.phrase}"
-    return DesktopError("app_not_executable", message, errors=field_errors(app_field, message))
+    return AppNotExecutable(message, errors=field_errors(app_field, message))
 
 
 class Apps:
@@ -128,7 +141,7 @@ class Apps:
                      app_field: str | None, args_field: str) -> ManagedProcess:
         try:
             return await self.processes.spawn(executable, args, env=session.env, cwd=session.home,
-                                              owner="desktop")
+                                              owner=ProcessOwner.DESKTOP)
         except SpawnError as exc:
             raise spawn_failure(exc, app, app_field, args_field) from exc
 

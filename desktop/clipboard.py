@@ -25,18 +25,19 @@ from Xlib import X, Xatom
 from Xlib import error as xerror
 from Xlib.display import Display
 
-from desktop.errors import DesktopError, invalid_action
+from desktop.errors import DesktopError, DesktopFailed, DesktopInactive, invalid_action
 from desktop.selection import Atoms, SelectionOwner, SelectionReader, resolve
 from desktop.session import Session
+from sandbox_desktop_wire.enums import ClipboardSelection
 
 T = TypeVar("T")
 logger = logging.getLogger("sandbox_desktop.clipboard")
 
 # Wire selection names and the X selections each one means.
-SELECTIONS: dict[str, tuple[str, ...]] = {
-    "clipboard": ("CLIPBOARD",),
-    "primary": ("PRIMARY",),
-    "both": ("CLIPBOARD", "PRIMARY"),
+SELECTIONS: dict[ClipboardSelection, tuple[str, ...]] = {
+    ClipboardSelection.CLIPBOARD: ("CLIPBOARD",),
+    ClipboardSelection.PRIMARY: ("PRIMARY",),
+    ClipboardSelection.BOTH: ("CLIPBOARD", "PRIMARY"),
 }
 _CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
 
@@ -47,12 +48,12 @@ class ConnectionLost(Exception):
 
 def selection_names(selection: str, *, location: str, allow_both: bool) -> tuple[str, ...]:
     """The X selections a wire name stands for; anything else is a 400 naming `selection`."""
-    allowed = ("clipboard", "primary", "both") if allow_both else ("clipboard", "primary")
+    allowed = tuple(SELECTIONS) if allow_both else (ClipboardSelection.CLIPBOARD, ClipboardSelection.PRIMARY)
     if selection not in allowed:
-        hint = " (`both` is only meaningful when writing)" if selection == "both" else ""
+        hint = " (`both` is only meaningful when writing)" if selection == ClipboardSelection.BOTH else ""
         message = f"selection must be {' or '.join(f'`{a}`' for a in allowed)}, not `{selection}`{hint}"
         raise invalid_action(message, "selection", location)
-    return SELECTIONS[selection]
+    return SELECTIONS[ClipboardSelection(selection)]
 
 
 class _Connection:
@@ -227,7 +228,7 @@ class ClipboardThread:
         except Exception as exc:  # a bug: fail the callers rather than leave them waiting
             logger.exception("clipboard thread for %s failed", self.display_name)
             error = exc
-        failure = error or DesktopError("desktop_runtime_inactive", "the desktop stopped during the clipboard call")
+        failure = error or DesktopInactive("the desktop stopped during the clipboard call")
         x.close(failure, release=error is None)
         self._close(failure)
 
@@ -302,10 +303,9 @@ class Clipboard:
                 return await asyncio.wrap_future(command(thread))
             except ConnectionLost as exc:
                 if attempt == 2:
-                    raise DesktopError(
-                        "desktop_runtime_failed",
+                    raise DesktopFailed(
                         f"X display {display} is not answering ({exc}); the desktop may be restarting",
-                        headers={"Retry-After": "1"},
+                        retry_after=1,
                     ) from exc
         raise AssertionError("unreachable")
 
@@ -320,10 +320,9 @@ class Clipboard:
             try:
                 await asyncio.wrap_future(thread.ready)
             except Exception as exc:
-                raise DesktopError(
-                    "desktop_runtime_failed",
+                raise DesktopFailed(
                     f"cannot open X display {display} for the clipboard ({exc}); the desktop may be restarting",
-                    headers={"Retry-After": "1"},
+                    retry_after=1,
                 ) from exc
             self._thread = thread
             return thread

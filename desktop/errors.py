@@ -1,140 +1,127 @@
-"""Errors a client can act on.
+"""Errors a client can act on: typed domain exceptions, free of HTTP.
 
-Every package raises these; `api/problems.py` renders them as RFC 7807 problem+json. The
-`kind` is the suffix of the problem `type` urn; `code` is the machine-readable reason clients
-switch on (for desktop problems the reference uses the kind itself).
+Every package raises these. An exception says what went wrong in Python terms: its class (a
+`DesktopInactive`, a `WindowNotFound`), a human message, its problem code from the wire's one table
+(`sandbox_desktop_wire/problems.py`, the vocabulary clients switch on) and the domain facts a client
+needs (ids, the offending field, how soon to retry). It carries no HTTP status, title or header:
+`api/problems.py` maps each exception type to those, in one place (docs/errors.md).
+
+A field is named as the client sent it: the wire name, camelCase and dotted for nested fields
+(`clickCount`, `tool.display_width_px`, `actions[3].x`), since that is what `errors[].field` shows
+and what the caller can find in their own request.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-TYPE_PREFIX = "urn:sandbox-agent:error:"
+from sandbox_desktop_wire.problems import ProblemCode
+
+Code = ProblemCode
+# Members of every problem document (RFC 7807 and `code`): no domain fact may take their names.
+_RESERVED = frozenset({"type", "title", "status", "detail", "code"})
 
 
-class ServiceError(Exception):
-    """Base class: an error with an HTTP status, a problem kind and a human message."""
+class DomainError(Exception):
+    """Base class: a problem code, a human message and the domain facts (extension members, wire names)."""
 
-    status: int = 500
-    kind: str = "internal_error"
-    title: str = "Internal Error"
+    code: ClassVar[ProblemCode] = Code.INTERNAL_ERROR
 
     def __init__(
         self,
         message: str,
         *,
         code: str | None = None,
+        retry_after: int | None = None,
         headers: dict[str, str] | None = None,
-        **extensions: Any,
+        **facts: Any,
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code or self.kind
-        self.headers = headers or {}
-        self.extensions = {k: v for k, v in extensions.items() if v is not None}
+        if code is not None:
+            self.code = ProblemCode(code)  # type: ignore[misc]  # an instance naming a more precise code
+        # `headers` is the older spelling of retry_after (desktop/screen.py still uses it); nothing else
+        # of HTTP may come this way: api/problems.py decides the headers.
+        if headers:
+            if headers.keys() != {"Retry-After"}:
+                raise TypeError(f"headers {sorted(headers)}: only Retry-After, as retry_after, is a domain fact")
+            retry_after = int(headers["Retry-After"])
+        self.retry_after = retry_after
+        """Seconds after which the same request may succeed (the desktop is restarting a child)."""
+        if _RESERVED & facts.keys():
+            raise TypeError(f"{sorted(_RESERVED & facts.keys())} are the problem's own members, not facts")
+        self.extensions = {k: v for k, v in facts.items() if v is not None}
 
-    def detail(self) -> str:
-        """The problem `detail`: generic kinds prefix the kind, as the reference does."""
-        return self.message
+
+ServiceError = DomainError
+"""The older name of DomainError, which every package still catches."""
 
 
-class _GenericError(ServiceError):
-    """Generic kinds carry `details: {message}` and a kind-prefixed detail."""
-
-    def detail(self) -> str:
-        return f"{self.kind.replace('_', ' ')}: {self.message}"
+class GenericError(DomainError):
+    """The reference's generic kinds: `details: {message}` as its clients expect."""
 
     def __init__(self, message: str, **kwargs: Any) -> None:
         kwargs.setdefault("details", {"message": message})
         super().__init__(message, **kwargs)
 
 
-class InvalidRequest(_GenericError):
-    status, kind, title = 400, "invalid_request", "Invalid Request"
+
+class InvalidRequest(GenericError):
+    code = Code.INVALID_REQUEST
 
 
-class UnsupportedMediaType(_GenericError):
-    status, kind, title = 415, "unsupported_media_type", "Unsupported Media Type"
+class UnsupportedMediaType(GenericError):
+    code = Code.UNSUPPORTED_MEDIA_TYPE
 
 
-class PayloadTooLarge(_GenericError):
-    status, kind, title = 413, "invalid_request", "Payload Too Large"
-
-    def __init__(self, message: str, **kwargs: Any) -> None:
-        kwargs.setdefault("code", "payload_too_large")
-        super().__init__(message, **kwargs)
+class PayloadTooLarge(GenericError):
+    code = Code.PAYLOAD_TOO_LARGE
 
 
-class Conflict(_GenericError):
-    status, kind, title = 409, "conflict", "Conflict"
+class Conflict(GenericError):
+    code = Code.CONFLICT
 
 
-class StreamError(_GenericError):
-    status, kind, title = 502, "stream_error", "Stream Error"
+class StreamError(GenericError):
+    code = Code.STREAM_ERROR
 
 
-class Timeout(_GenericError):
-    status, kind, title = 504, "timeout", "Timeout"
+class Timeout(GenericError):
+    code = Code.TIMEOUT
 
 
-class PermissionDenied(_GenericError):
-    status, kind, title = 403, "permission_denied", "Permission Denied"
+class PermissionDenied(GenericError):
+    code = Code.PERMISSION_DENIED
 
 
-class NotFound(ServiceError):
+class NotFound(DomainError):
     """A named resource does not exist: `details: {resource, id}` as in the reference."""
 
-    status, kind, title = 404, "not_found", "Not Found"
+    code = Code.NOT_FOUND
 
     def __init__(self, resource: str, ident: str, message: str | None = None) -> None:
-        super().__init__(
-            message or f"{resource.replace('_', ' ')} {ident}",
-            details={"resource": resource, "id": ident},
-        )
-
-    def detail(self) -> str:
-        return f"not found: {self.message}"
+        super().__init__(message or f"{resource.replace('_', ' ')} {ident}",
+                         details={"resource": resource, "id": ident})
 
 
-# Desktop problem codes: (HTTP status, title). The code is also the urn kind.
-DESKTOP_CODES: dict[str, tuple[int, str]] = {
-    "desktop_unsupported_platform": (501, "Desktop Unsupported"),
-    "desktop_dependencies_missing": (503, "Desktop Dependencies Missing"),
-    "desktop_runtime_inactive": (409, "Desktop Runtime Inactive"),
-    "desktop_runtime_starting": (409, "Desktop Runtime Starting"),
-    "desktop_runtime_failed": (503, "Desktop Runtime Failed"),
-    "desktop_not_ready": (503, "Desktop Not Ready"),
-    "desktop_invalid_action": (400, "Desktop Invalid Action"),
-    "desktop_screenshot_failed": (502, "Desktop Screenshot Failed"),
-    "desktop_input_failed": (502, "Desktop Input Failed"),
-    "window_not_found": (404, "Window Not Found"),
-    "no_focused_window": (404, "No Focused Window"),
-    "app_not_found": (404, "App Not Found"),
-    # An app that fails at once failed on what the caller asked for (its arguments, its target): a 4xx,
-    # as are the other apps problems a request can cause (docs/errors.md, "Caller mistakes").
-    "app_exited": (422, "App Exited"),
-    "app_not_executable": (422, "App Not Executable"),
-    "target_not_found": (422, "Target Not Found"),
-    "clipboard_failed": (500, "Clipboard Failed"),
-    "stream_already_active": (409, "Stream Already Active"),
-    "stream_not_active": (409, "Stream Not Active"),
-    # Many desktops (docs/desktops.md).
-    "desktop_not_found": (404, "Desktop Not Found"),
-    "desktop_paused": (409, "Desktop Paused"),
-    "desktop_is_default": (409, "Desktop Is Default"),
-    "too_many_desktops": (429, "Too Many Desktops"),
-}
+class RangeNotSatisfiable(DomainError):
+    """A byte range (of a recording's download) that starts past the end of a file of `size` bytes."""
+
+    code = Code.RANGE_NOT_SATISFIABLE
+
+    def __init__(self, message: str, *, size: int) -> None:
+        self.size = size
+        super().__init__(message)
 
 
-class DesktopError(ServiceError):
-    """A desktop problem: `code` equals the urn kind, detail is the raw message."""
+class DesktopAlreadyActive(Conflict):
+    """A start asking for another geometry or state directory than the running desktop's."""
 
-    def __init__(self, code: str, message: str, **kwargs: Any) -> None:
-        if code not in DESKTOP_CODES:
-            raise ValueError(f"unknown desktop problem code {code!r}")
-        self.status, self.title = DESKTOP_CODES[code]
-        self.kind = code
-        super().__init__(message, code=code, **kwargs)
+    code = Code.DESKTOP_ALREADY_ACTIVE
+
+
+class StreamNotActive(Conflict):
+    code = Code.STREAM_NOT_ACTIVE
 
 
 def field_errors(field: str, message: str, location: str = "body") -> list[dict[str, str]]:
@@ -142,44 +129,152 @@ def field_errors(field: str, message: str, location: str = "body") -> list[dict[
     return [{"location": location, "field": field, "message": message, "type": "value_error"}]
 
 
-class UnusableValue(ServiceError):
-    """A well-formed request whose field names something that cannot be used: a command that does not
-    exist, a working directory that is a file. The caller's mistake, so a 4xx (422 unless said
-    otherwise) with a code of its own (also the urn kind), `errors` naming the field and a detail
-    naming the field and the value (docs/errors.md, "Caller mistakes").
+class DesktopError(DomainError):
+    """A desktop problem; its detail is the raw message.
+
+    `DesktopError("window_not_found", message)`, the older spelling, makes the typed subclass of that
+    code (a `WindowNotFound`); new code raises the subclass by name: `WindowNotFound(message)`.
     """
 
-    def __init__(self, code: str, field: str, message: str, *, status: int = 422, **extensions: Any) -> None:
-        self.status, self.kind = status, code
-        self.title = code.replace("_", " ").title()
-        super().__init__(message, code=code, errors=field_errors(field, message), **extensions)
+    _by_code: ClassVar[dict[ProblemCode, type[DesktopError]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            DesktopError._by_code.setdefault(cls.code, cls)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> DesktopError:
+        if cls is DesktopError:
+            if len(args) != 2:
+                raise TypeError("DesktopError(code, message): name the problem code, or raise a subclass")
+            try:
+                cls = DesktopError._by_code[ProblemCode(args[0])]
+            except (KeyError, ValueError):
+                raise ValueError(f"unknown desktop problem code {args[0]!r}") from None
+        return super().__new__(cls)
+
+    def __init__(self, *args: str, **facts: Any) -> None:
+        message = args[-1]  # (message) or, the older spelling, (code, message)
+        super().__init__(message, **facts)
 
 
-def invalid_action(message: str, field: str, location: str = "body") -> DesktopError:
-    """A 400 `desktop_invalid_action` whose `errors` name the offending request field."""
-    return DesktopError("desktop_invalid_action", message, errors=field_errors(field, message, location))
+class DesktopUnsupportedPlatform(DesktopError):
+    code = Code.DESKTOP_UNSUPPORTED_PLATFORM
 
 
-class FieldError(ServiceError):
-    """Request validation failed; `errors` names each bad field."""
+class DependenciesMissing(DesktopError):
+    """Carries `missingDependencies` and `installCommand`."""
 
-    status, kind, title = 400, "invalid_request", "Invalid Request"
+    code = Code.DESKTOP_DEPENDENCIES_MISSING
 
-    def __init__(
-        self,
-        errors: list[dict[str, str]],
-        *,
-        status: int = 400,
-        code: str = "invalid_request",
-        kind: str | None = None,
-    ) -> None:
-        self.status = status
-        if kind:
-            self.kind = kind
-        if self.kind in DESKTOP_CODES:
-            self.title = DESKTOP_CODES[self.kind][1]
-        if status == 422:
-            self.title = "Unprocessable Entity"
+
+class DesktopInactive(DesktopError):
+    code = Code.DESKTOP_RUNTIME_INACTIVE
+
+
+class DesktopBusy(DesktopError):
+    """Starting or stopping: another start or stop must wait."""
+
+    code = Code.DESKTOP_RUNTIME_STARTING
+
+
+class DesktopFailed(DesktopError):
+    """The desktop failed, or is restarting a crashed child (then with `retry_after`)."""
+
+    code = Code.DESKTOP_RUNTIME_FAILED
+
+
+class DesktopNotReady(DesktopError):
+    code = Code.DESKTOP_NOT_READY
+
+
+class InvalidAction(DesktopError):
+    """A value a desktop route cannot use; `field` is its wire name."""
+
+    code = Code.DESKTOP_INVALID_ACTION
+
+
+class ScreenshotFailed(DesktopError):
+    code = Code.DESKTOP_SCREENSHOT_FAILED
+
+
+class InputFailed(DesktopError):
+    code = Code.DESKTOP_INPUT_FAILED
+
+
+class WindowNotFound(DesktopError):
+    code = Code.WINDOW_NOT_FOUND
+
+
+class NoFocusedWindow(DesktopError):
+    code = Code.NO_FOCUSED_WINDOW
+
+
+class AppNotFound(DesktopError):
+    code = Code.APP_NOT_FOUND
+
+
+class AppExited(DesktopError):
+    code = Code.APP_EXITED
+
+
+class AppNotExecutable(DesktopError):
+    code = Code.APP_NOT_EXECUTABLE
+
+
+class TargetNotFound(DesktopError):
+    code = Code.TARGET_NOT_FOUND
+
+
+class ClipboardFailed(DesktopError):
+    code = Code.CLIPBOARD_FAILED
+
+
+class StreamAlreadyActive(DesktopError):
+    code = Code.STREAM_ALREADY_ACTIVE
+
+
+class DesktopNotFound(DesktopError):
+    code = Code.DESKTOP_NOT_FOUND
+
+
+class DesktopPaused(DesktopError):
+    code = Code.DESKTOP_PAUSED
+
+
+class DesktopIsDefault(DesktopError):
+    code = Code.DESKTOP_IS_DEFAULT
+
+
+class TooManyDesktops(DesktopError):
+    code = Code.TOO_MANY_DESKTOPS
+
+
+def invalid_action(message: str, field: str, location: str = "body") -> InvalidAction:
+    """An `InvalidAction` whose `errors` name the offending request field (its wire name)."""
+    return InvalidAction(message, errors=field_errors(field, message, location))
+
+
+class UnusableValue(DomainError):
+    """A well-formed request whose field names something that cannot be used: a command that does not
+    exist, a working directory that is a file. The caller's mistake, with a code of its own, `errors`
+    naming the field and a message naming the field and the value (docs/errors.md, "Caller mistakes").
+    """
+
+    def __init__(self, code: str, field: str, message: str, **facts: Any) -> None:
+        self.field = field
+        super().__init__(message, code=code, errors=field_errors(field, message), **facts)
+
+
+class FieldError(DomainError):
+    """Request validation failed; `errors` names each bad field. `wrong_shape`: the JSON has the wrong
+    shape (a type, a missing field, an enum) rather than a value out of range (docs/errors.md "Bad input")."""
+
+    code = Code.INVALID_REQUEST
+
+    def __init__(self, errors: list[dict[str, str]], *, wrong_shape: bool = False,
+                 code: str = Code.INVALID_REQUEST) -> None:
+        self.wrong_shape = wrong_shape
         fields = ", ".join(e["field"] for e in errors) or "request"
         first = errors[0]["message"] if errors else "invalid request"
         message = f"invalid {fields}: {first}" if len(errors) == 1 else f"invalid fields: {fields}"

@@ -17,13 +17,14 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeVar
+from typing import BinaryIO, TypeVar
 
 import anyio.to_thread
 
 from desktop.errors import Conflict, InvalidRequest
 from desktop.file_errors import lossy, map_os_error, os_errors
 from desktop.file_move import move_across
+from sandbox_desktop_wire.enums import FsEntryType
 from sandbox_desktop_wire.fs import path_problem
 
 READ_CHUNK = 256 * 1024
@@ -31,7 +32,7 @@ READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024
 """Incoming chunks are gathered up to this size before one worker-thread write (bounds memory)."""
 
-EntryType = Literal["file", "directory"]
+EntryType = FsEntryType
 T = TypeVar("T")
 
 
@@ -80,7 +81,7 @@ def describe(path: Path, name: str | None = None) -> Entry:
     return Entry(
         name=lossy(path.name if name is None else name),
         path=lossy(path),
-        entry_type="directory" if stat.S_ISDIR(st.st_mode) else "file",
+        entry_type=EntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else EntryType.FILE,
         size=st.st_size,
         modified=rfc3339(st.st_mtime_ns),
         is_symlink=is_link,

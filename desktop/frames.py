@@ -22,7 +22,7 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.ext import damage
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopFailed
 from desktop.xthread import open_display
 
 logger = logging.getLogger("sandbox_desktop.frames")
@@ -118,7 +118,7 @@ class _CaptureThread(threading.Thread):
         watcher = open_display(self.display_name)
         try:
             if not watcher.has_extension("DAMAGE"):
-                raise DesktopError("desktop_runtime_failed", "the X server has no DAMAGE extension")
+                raise DesktopFailed("the X server has no DAMAGE extension")
             watcher.damage_query_version()  # the protocol requires it before any other DAMAGE request
             root = watcher.screen().root
             geometry = root.get_geometry()

@@ -21,16 +21,17 @@ from Xlib.display import Display
 from Xlib.ext import xtest
 
 from desktop.action_log import MAX_TEXT_CHARS, ActionLog, chord_name, keysym_text
-from desktop.errors import DesktopError
+from desktop.errors import DesktopInactive, InputFailed
 from desktop.keymap import Keymap, Stroke
 from desktop.keys import invalid_key, text_keysyms
 from desktop.session import Session
 from desktop.xthread import XThread
+from sandbox_desktop_wire.limits import MAX_TYPE_DELAY_MS
 
 logger = logging.getLogger("sandbox_desktop.keyboard")
 
 DEFAULT_DELAY_MS = 10
-MAX_DELAY_MS = 60_000
+MAX_DELAY_MS = MAX_TYPE_DELAY_MS
 CHUNK_CHARS = 200
 """Characters typed per input-thread call at delayMs 0 (about 7 ms of X work)."""
 HOLD_S = 0.25
@@ -106,8 +107,8 @@ class Keyboard:
                         return
                     await asyncio.sleep(max(wait, delay_ms / 1000))
                     if generation != self._generation:
-                        raise DesktopError("desktop_runtime_inactive", "the desktop stopped while typing")
-                raise DesktopError("desktop_input_failed", "typing made no progress; the keymap keeps changing")
+                        raise DesktopInactive("the desktop stopped while typing")
+                raise InputFailed("typing made no progress; the keymap keeps changing")
             finally:
                 if not job.finished and generation == self._generation:
                     await session.x.call(self._finish_typing, job)
@@ -393,7 +394,7 @@ class Keyboard:
             if wait <= 0:
                 return
             await asyncio.sleep(wait)
-        raise DesktopError("desktop_input_failed", "could not bind the keys: the keymap keeps changing")
+        raise InputFailed("could not bind the keys: the keymap keeps changing")
 
     async def _restore_when_idle(self, x: XThread) -> None:
         delay = self.idle_restore

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from Xlib import X
 from Xlib.display import Display
 
-from desktop.errors import DesktopError
+from desktop.errors import InputFailed
 
 ISO_LEVEL3_SHIFT = 0xFE03
 CAPS_LOCK = 0xFFE5
@@ -127,8 +127,7 @@ class Keymap:
             victims = [code for keysym, code in self._bound.items()
                        if keysym not in keep and code not in self.pinned][:shortfall]
             if len(victims) < shortfall:
-                raise DesktopError(
-                    "desktop_input_failed",
+                raise InputFailed(
                     f"no spare keycode left for {len(missing)} keysyms missing from the keyboard layout "
                     f"({len(self.spare)} spare keycodes, {len(self.pinned)} held down); release held keys "
                     f"with POST /v1/desktop/keyboard/up or send fewer distinct characters at once")

@@ -13,10 +13,11 @@ import re
 from Xlib import keysymdef
 
 from desktop.errors import DesktopError, PayloadTooLarge, invalid_action
+from sandbox_desktop_wire.limits import MAX_TYPE_CHARS
 
 UNICODE_KEYSYM_BASE = 0x01000000
 """Keysym of code point c outside Latin-1: 0x01000000 + c (X11 keysym encoding, appendix A)."""
-MAX_TEXT_CHARS = 100_000
+MAX_TEXT_CHARS = MAX_TYPE_CHARS
 """The longest text one `type` request accepts, in code points."""
 
 # Modifiers the `modifiers` object adds, in the order the reference prepends them.

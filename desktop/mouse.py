@@ -26,15 +26,15 @@ from desktop.session import Session
 from desktop.window_control import SOURCE_PAGER, send_root_message
 from desktop.windows import active_window_id
 from desktop.xthread import XThread
+from sandbox_desktop_wire.enums import MouseButton
+from sandbox_desktop_wire.limits import MAX_CLICKS, MAX_DRAG_MS, MAX_DRAG_STEPS, MAX_WHEEL_CLICKS
 
-BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
+BUTTONS = {MouseButton.LEFT: 1, MouseButton.MIDDLE: 2, MouseButton.RIGHT: 3, MouseButton.BACK: 8,
+           MouseButton.FORWARD: 9}
 WHEEL_UP, WHEEL_DOWN, WHEEL_LEFT, WHEEL_RIGHT = 4, 5, 6, 7
-MAX_CLICKS = 3
 # Gap between the clicks of a double/triple click: well inside every toolkit's multi-click time,
 # and long enough that no toolkit merges or drops events with identical timestamps.
 MULTI_CLICK_GAP_S = 0.008
-MAX_DRAG_STEPS = 1000
-MAX_DRAG_MS = 60_000
 SETTLE_POINTER_S = 0.5
 # Presses of these buttons focus and raise the window under the pointer (click-to-focus).
 FOCUSING_BUTTONS = (1, 2, 3)
@@ -65,8 +65,8 @@ def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: s
 
 def button_number(name: str) -> int:
     try:
-        return BUTTONS[name]
-    except KeyError:
+        return BUTTONS[MouseButton(name)]
+    except ValueError:
         raise invalid_action(f"button must be one of {', '.join(BUTTONS)}", "button") from None
 
 
@@ -384,8 +384,9 @@ class Mouse:
         if delta_x == 0 and delta_y == 0:
             raise invalid_action("deltaX or deltaY must be non-zero", "deltaY")
         for value, field in ((delta_x, "deltaX"), (delta_y, "deltaY")):
-            if abs(value) > 100:
-                raise invalid_action(f"{field} must be between -100 and 100 wheel clicks", field)
+            if abs(value) > MAX_WHEEL_CLICKS:
+                raise invalid_action(f"{field} must be between -{MAX_WHEEL_CLICKS} and {MAX_WHEEL_CLICKS} wheel clicks",
+                                     field)
         async with session.x.input:
             self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
             return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))

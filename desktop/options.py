@@ -9,15 +9,26 @@ from typing import NoReturn
 
 from desktop.errors import invalid_action
 from desktop.parsing import ascii_int
+from sandbox_desktop_wire.enums import AudioCodec, VideoCodec
+from sandbox_desktop_wire.limits import (
+    MAX_DIMENSION,
+    MAX_DISPLAY_NUM,
+    MAX_DPI,
+    MAX_FPS,
+    MAX_PORT,
+    MIN_DIMENSION,
+    MIN_DISPLAY_NUM,
+    MIN_DPI,
+    MIN_FPS,
+    MIN_PORT,
+)
 
 DEFAULT_WIDTH = 1440
 DEFAULT_HEIGHT = 900
 DEFAULT_DPI = 96
 DEFAULT_DISPLAY_NUM = 99
-# Xvfb refuses screens beyond its framebuffer limit; 8K is far past any agent's needs.
-MAX_DIMENSION = 8192
-STREAM_VIDEO_CODECS = ("vp8", "h264", "vp9")
-STREAM_AUDIO_CODECS = ("opus", "g722")
+STREAM_VIDEO_CODECS = tuple(c.value for c in VideoCodec)
+STREAM_AUDIO_CODECS = tuple(c.value for c in AudioCodec)
 
 
 def default_state_dir() -> Path:
@@ -46,25 +57,24 @@ class StartOptions:
         for name, value in (("width", self.width), ("height", self.height)):
             if value <= 0:
                 _invalid("Desktop width and height must be greater than 0", name)
-            if not 64 <= value <= MAX_DIMENSION:
-                _invalid(f"Desktop {name} must be between 64 and {MAX_DIMENSION} pixels", name)
-        if not 0 < self.dpi <= 1000:
-            _invalid("Desktop dpi must be between 1 and 1000", "dpi")
-        if self.display_num <= 0:
-            _invalid("displayNum must be > 0", "displayNum")
-        if self.display_num >= 65000:
-            _invalid("displayNum must be < 65000", "displayNum")
+            if not MIN_DIMENSION <= value <= MAX_DIMENSION:
+                _invalid(f"Desktop {name} must be between {MIN_DIMENSION} and {MAX_DIMENSION} pixels", name)
+        if not MIN_DPI <= self.dpi <= MAX_DPI:
+            _invalid(f"Desktop dpi must be between {MIN_DPI} and {MAX_DPI}", "dpi")
+        if not MIN_DISPLAY_NUM <= self.display_num <= MAX_DISPLAY_NUM:
+            _invalid(f"displayNum must be between {MIN_DISPLAY_NUM} and {MAX_DISPLAY_NUM}", "displayNum")
         if self.stream_video_codec not in STREAM_VIDEO_CODECS:
             _invalid(f"streamVideoCodec must be one of {', '.join(STREAM_VIDEO_CODECS)}", "streamVideoCodec")
         if self.stream_audio_codec not in STREAM_AUDIO_CODECS:
             _invalid(f"streamAudioCodec must be one of {', '.join(STREAM_AUDIO_CODECS)}", "streamAudioCodec")
-        if not 1 <= self.stream_frame_rate <= 60:
-            _invalid("streamFrameRate must be between 1 and 60", "streamFrameRate")
-        if self.recording_fps is not None and not 1 <= self.recording_fps <= 60:
-            _invalid("recordingFps must be between 1 and 60", "recordingFps")
+        if not MIN_FPS <= self.stream_frame_rate <= MAX_FPS:
+            _invalid(f"streamFrameRate must be between {MIN_FPS} and {MAX_FPS}", "streamFrameRate")
+        if self.recording_fps is not None and not MIN_FPS <= self.recording_fps <= MAX_FPS:
+            _invalid(f"recordingFps must be between {MIN_FPS} and {MAX_FPS}", "recordingFps")
         low, high = self.webrtc_port_range
-        if not 1024 <= low <= high <= 65535:
-            _invalid("webrtcPortRange must be 'LOW-HIGH' with 1024 <= LOW <= HIGH <= 65535", "webrtcPortRange")
+        if not MIN_PORT <= low <= high <= MAX_PORT:
+            _invalid(f"webrtcPortRange must be 'LOW-HIGH' with {MIN_PORT} <= LOW <= HIGH <= {MAX_PORT}",
+                     "webrtcPortRange")
         if self.state_dir is not None and "\x00" in str(self.state_dir):
             _invalid("stateDir must not contain NUL bytes", "stateDir")
         if self.state_dir is not None and not self.state_dir.is_absolute():

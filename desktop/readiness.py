@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from Xlib import display as xdisplay
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopError, DesktopFailed
 from desktop.runtime import Desktop
 from desktop.screen import Region, ShotOptions
 
@@ -61,12 +61,12 @@ async def check_readiness(desktop: Desktop) -> Readiness:
         supervisor = desktop.require_active()
         openbox = supervisor.children.get("openbox")
         if openbox is None or not openbox.running:
-            raise DesktopError("desktop_runtime_failed", "the window manager (openbox) is not running")
+            raise DesktopFailed("the window manager (openbox) is not running")
 
     async def screenshot() -> None:
         shot = await desktop.screen.capture(desktop.session(), ShotOptions(region=Region(0, 0, 8, 8)))
         if not shot.data.startswith(PNG_SIGNATURE):
-            raise DesktopError("desktop_runtime_failed", "the screenshot did not encode as PNG")
+            raise DesktopFailed("the screenshot did not encode as PNG")
 
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
         ("desktop", active), ("x_server", x_server), ("window_manager", window_manager), ("screenshot", screenshot),

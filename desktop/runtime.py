@@ -23,7 +23,17 @@ from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
-from desktop.errors import Conflict, DesktopError, invalid_action
+from desktop.errors import (
+    DependenciesMissing,
+    DesktopAlreadyActive,
+    DesktopBusy,
+    DesktopError,
+    DesktopFailed,
+    DesktopInactive,
+    DesktopPaused,
+    DesktopUnsupportedPlatform,
+    invalid_action,
+)
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home, restore_home
 from desktop.keyboard import Keyboard
@@ -38,6 +48,11 @@ from desktop.supervisor import Supervisor
 from desktop.window_control import Windows
 from desktop.windows import WindowInfo, close_other_clients, list_windows
 from desktop.xthread import XThread
+from sandbox_desktop_wire.enums import DesktopRuntimeState as State
+from sandbox_desktop_wire.enums import ProcessOwner
+from sandbox_desktop_wire.problems import ProblemCode
+
+Code = ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.runtime")
 
@@ -68,8 +83,8 @@ class Desktop:
         self.options: StartOptions | None = None
         self.supervisor: Supervisor | None = None
         self.x: XThread | None = None
-        self._state = "inactive"
-        self._last_error: tuple[str, str] | None = None
+        self._state = State.INACTIVE
+        self._last_error: tuple[ProblemCode, str] | None = None
         self.paused_reason: str | None = None
         """Why every process of the desktop is frozen (`pause`), or None while it runs."""
         self._started_ns: int | None = None
@@ -88,7 +103,7 @@ class Desktop:
 
     # -- state -------------------------------------------------------------------------------
 
-    def _set_state(self, state: str, error: tuple[str, str] | None = None) -> None:
+    def _set_state(self, state: State, error: tuple[ProblemCode, str] | None = None) -> None:
         if state != self._state:
             logger.info("desktop %s -> %s", self._state, state)
         self._state = state
@@ -96,26 +111,31 @@ class Desktop:
 
     @property
     def state(self) -> str:
+        """`current_state()`: a DesktopRuntimeState member, typed as the plain string it equals so that
+        code comparing it with a name (metrics' labels) needs no enum."""
+        return self.current_state()
+
+    def current_state(self) -> State:
         """The state as on the wire, folding in missing dependencies and supervisor health."""
-        if self._state in ("starting", "stopping"):
+        if self._state in (State.STARTING, State.STOPPING):
             return self._state
         if self.paused_reason is not None:
-            return "paused"
+            return State.PAUSED
         if self.dependencies.report().missing:
-            return "install_required"
-        if self._state == "active" and self.supervisor is not None:
+            return State.INSTALL_REQUIRED
+        if self._state == State.ACTIVE and self.supervisor is not None:
             if self.supervisor.failure is not None:
-                return "failed"
+                return State.FAILED
             if self.supervisor.recovering:
-                return "starting"
+                return State.STARTING
         return self._state
 
-    def last_error(self) -> tuple[str, str] | None:
+    def last_error(self) -> tuple[ProblemCode, str] | None:
         report = self.dependencies.report()
-        if report.missing and self._state not in ("starting", "stopping"):
-            return ("desktop_dependencies_missing", report.message())
+        if report.missing and self._state not in (State.STARTING, State.STOPPING):
+            return (Code.DESKTOP_DEPENDENCIES_MISSING, report.message())
         if self.supervisor is not None and self.supervisor.failure is not None:
-            return ("desktop_runtime_failed", self.supervisor.failure)
+            return (Code.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
         return self._last_error
 
     def log(self, message: str) -> None:
@@ -157,23 +177,23 @@ class Desktop:
         """The running session, or the problem that explains why there is none."""
         report = self.dependencies.report()
         if report.missing:
-            raise DesktopError("desktop_dependencies_missing", report.message(),
-                               missingDependencies=list(report.missing), installCommand=report.install_command)
-        if self._state == "inactive":
-            raise DesktopError("desktop_runtime_inactive", "Desktop runtime has not been started")
+            raise DependenciesMissing(report.message(),
+                                      missingDependencies=list(report.missing), installCommand=report.install_command)
+        if self._state == State.INACTIVE:
+            raise DesktopInactive("Desktop runtime has not been started")
         if self.paused_reason is not None:
-            raise DesktopError("desktop_paused", f"the desktop is paused ({self.paused_reason}); "
-                               f"POST /v1/desktops/{self.id}/resume first", resume=f"/v1/desktops/{self.id}/resume")
-        if self._state in ("starting", "stopping"):
-            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
+            raise DesktopPaused(f"the desktop is paused ({self.paused_reason}); "
+                                f"POST /v1/desktops/{self.id}/resume first", resume=f"/v1/desktops/{self.id}/resume")
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
         supervisor = self.supervisor
-        if self._state == "failed" or supervisor is None or supervisor.failure is not None:
+        if self._state == State.FAILED or supervisor is None or supervisor.failure is not None:
             message = (self.last_error() or ("", "Desktop runtime failed"))[1]
-            raise DesktopError("desktop_runtime_failed", message)
+            raise DesktopFailed(message)
         if supervisor.recovering:
             cause = supervisor.last_exit.describe() if supervisor.last_exit else "a crash"
-            raise DesktopError("desktop_runtime_failed", f"Desktop is restarting after {cause}; retry shortly",
-                               headers={"Retry-After": "1"})
+            raise DesktopFailed(f"Desktop is restarting after {cause}; retry shortly",
+                                retry_after=1)
         return supervisor
 
     def session(self) -> Session:
@@ -186,7 +206,7 @@ class Desktop:
     def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment for a user process: the server's, plus the desktop's when active."""
         env = dict(os.environ)
-        if self._state == "active" and self.supervisor is not None:
+        if self._state == State.ACTIVE and self.supervisor is not None:
             env.update(self.supervisor.env())
             # User processes are the user's: the desktop's stop must not find and end them.
             env.pop("SANDBOX_DESKTOP_INSTANCE", None)
@@ -231,7 +251,8 @@ class Desktop:
             await self.mouse.release_all(session)
             keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
             ours = set(await asyncio.to_thread(marked_pids, self._marker))
-            apps = [p for p in self.processes.list("desktop") if p.running and not p.protected and p.pid in ours]
+            apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
+                    if p.running and not p.protected and p.pid in ours]
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
             rest = [pid for pid in await asyncio.to_thread(marked_pids, self._marker) if pid not in keep]
             await asyncio.to_thread(kill_pids, rest, 0.5)
@@ -253,22 +274,22 @@ class Desktop:
     async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
         """Start the desktop, or return the running one if the request agrees with it."""
         if not sys.platform.startswith("linux"):
-            self._set_state("failed", ("desktop_unsupported_platform", "Desktop is only supported on Linux"))
-            raise DesktopError("desktop_unsupported_platform", "Desktop is only supported on Linux")
-        if self._state in ("starting", "stopping"):
-            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
+            self._set_state(State.FAILED, (Code.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
+            raise DesktopUnsupportedPlatform("Desktop is only supported on Linux")
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
         options.validate()
         report = self.dependencies.report(fresh=True)
         if report.missing:
-            raise DesktopError("desktop_dependencies_missing", report.message(),
-                               missingDependencies=list(report.missing), installCommand=report.install_command)
+            raise DependenciesMissing(report.message(),
+                                      missingDependencies=list(report.missing), installCommand=report.install_command)
         healthy = self.supervisor is not None and self.supervisor.failure is None
-        if self._state == "active" and healthy and self.options is not None:
+        if self._state == State.ACTIVE and healthy and self.options is not None:
             self._check_compatible(options, set(requested))
             return await self.snapshot()
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()
-        self._set_state("starting")
+        self._set_state(State.STARTING)
         try:
             await self._bring_up(options)
         except BaseException as exc:
@@ -276,7 +297,7 @@ class Desktop:
             self.log("desktop runtime startup failed; cleaning up")
             self.log(f"desktop_runtime_failed: {message}")
             await self._teardown()
-            self._set_state("failed", ("desktop_runtime_failed", message))
+            self._set_state(State.FAILED, (Code.DESKTOP_RUNTIME_FAILED, message))
             raise
         return await self.snapshot()
 
@@ -285,10 +306,9 @@ class Desktop:
         assert current is not None
         for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir")):
             if name in requested and getattr(options, name) != getattr(current, name):
-                raise Conflict(
+                raise DesktopAlreadyActive(
                     f"the desktop is already active with {wire}={getattr(current, name)}; "
                     f"POST /v1/desktop/stop first to start it with {wire}={getattr(options, name)}",
-                    code="desktop_already_active",
                 )
 
     async def _bring_up(self, options: StartOptions) -> None:
@@ -299,7 +319,7 @@ class Desktop:
         except OSError as exc:
             reason = f"the state directory {layout.root} cannot be used: {exc.strerror or exc}"
             if options.state_dir is None:  # the server's own --state-dir: not the client's doing
-                raise DesktopError("desktop_runtime_failed", reason) from exc
+                raise DesktopFailed(reason) from exc
             raise invalid_action(reason, "stateDir") from exc
         self.layout = layout
         self.options = options
@@ -315,22 +335,22 @@ class Desktop:
         await supervisor.start(exact_display=False)
         self.x = XThread(supervisor.display, "desktop")
         self._started_ns = time.time_ns()
-        self._set_state("active")
+        self._set_state(State.ACTIVE)
         size = f"{options.width}x{options.height}, dpi {options.dpi}"
         self.log(f"desktop runtime active on {supervisor.display} ({size})")
 
     async def stop(self) -> DesktopSnapshot:
         """Stop everything the desktop started; a stop while inactive is a no-op."""
-        if self._state in ("starting", "stopping"):
-            raise DesktopError("desktop_runtime_starting", "Desktop runtime is busy transitioning state")
-        if self._state == "inactive" and self.supervisor is None:
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
+        if self._state == State.INACTIVE and self.supervisor is None:
             return await self.snapshot()
-        self._set_state("stopping")
+        self._set_state(State.STOPPING)
         self.log("stopping desktop runtime")
         try:
             await self._teardown()
         finally:
-            self._set_state("inactive")
+            self._set_state(State.INACTIVE)
         return await self.snapshot()
 
     async def _teardown(self) -> None:
@@ -352,7 +372,7 @@ class Desktop:
         # Launched apps first, while the X server is still there for them to exit cleanly.
         # This desktop's apps only: the registry may be shared with other desktops (the marker tells them apart).
         ours = set(await asyncio.to_thread(marked_pids, self._marker)) if self._marker else set()
-        apps = [p for p in self.processes.list("desktop") if p.running and not p.protected and p.pid in ours]
+        apps = [p for p in self.processes.list(ProcessOwner.DESKTOP) if p.running and not p.protected and p.pid in ours]
         await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
         if self.supervisor is not None:
             await self.supervisor.stop()
@@ -364,10 +384,10 @@ class Desktop:
 
     async def shutdown(self) -> None:
         """Server exit: stop the desktop and every remaining child."""
-        if self._state not in ("inactive", "stopping") or self.supervisor is not None:
-            self._set_state("stopping")
+        if self._state not in (State.INACTIVE, State.STOPPING) or self.supervisor is not None:
+            self._set_state(State.STOPPING)
             await self._teardown()
-            self._set_state("inactive")
+            self._set_state(State.INACTIVE)
         if self._owns_processes:
             await self.processes.shutdown()
 
@@ -376,12 +396,12 @@ class Desktop:
     async def snapshot(self) -> DesktopSnapshot:
         """The status document; never blocks on a transition."""
         report = self.dependencies.report()
-        state = self.state
+        state = self.current_state()
         sup = self.supervisor
         options = self.options
         windows: tuple[WindowInfo, ...] = ()
         grabbed = False
-        if state == "active" and self.x is not None:  # not while paused: a stopped X server never answers
+        if state == State.ACTIVE and self.x is not None:  # not while paused: a stopped X server never answers
             with contextlib.suppress(DesktopError):
                 windows, grabbed = await self.x.call(_windows_and_grab)
         started = sup is not None and options is not None and sup.display_num is not None
@@ -397,7 +417,7 @@ class Desktop:
             height=options.height if started and options else None,
             dpi=options.dpi if started and options else None,
             started_at=rfc3339_ns(self._started_ns) if self._started_ns else None,
-            last_error=self.last_error() if state in ("failed", "install_required") else None,
+            last_error=self.last_error() if state in (State.FAILED, State.INSTALL_REQUIRED) else None,
             windows=windows,
             restart_count=sup.restart_count if sup else 0,
             last_exit=sup.last_exit if sup else None,

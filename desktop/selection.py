@@ -20,7 +20,7 @@ from Xlib.display import Display
 from Xlib.protocol import event
 from Xlib.xobject.drawable import Window
 
-from desktop.errors import DesktopError, Timeout
+from desktop.errors import ClipboardFailed, Timeout
 
 logger = logging.getLogger("sandbox_desktop.clipboard")
 
@@ -143,8 +143,8 @@ class SelectionOwner:
         for selection in selections:
             owner = self._display.get_selection_owner(selection)
             if getattr(owner, "id", owner) != self._window.id:
-                raise DesktopError("clipboard_failed", "another X client took the selection at the same moment; "
-                                   "retry the write")
+                raise ClipboardFailed("another X client took the selection at the same moment; "
+                                      "retry the write")
             self._owned[selection] = value
 
     def release(self) -> None:

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 from desktop.supervisor import ChildExit
 from desktop.windows import WindowInfo
+from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.problems import ProblemCode
 
 
 def rfc3339_ns(epoch_ns: int) -> str:
@@ -29,7 +31,7 @@ class ChildStatus:
 class DesktopSnapshot:
     """Everything `GET /v1/desktop/status` reports."""
 
-    state: str
+    state: DesktopRuntimeState
     missing_dependencies: tuple[str, ...]
     runtime_log_path: str
     processes: tuple[ChildStatus, ...] = ()
@@ -38,7 +40,7 @@ class DesktopSnapshot:
     height: int | None = None
     dpi: int | None = None
     started_at: str | None = None
-    last_error: tuple[str, str] | None = None
+    last_error: tuple[ProblemCode, str] | None = None
     install_command: str | None = None
     windows: tuple[WindowInfo, ...] = ()
     restart_count: int = 0

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from desktop.dependencies import which
-from desktop.errors import DesktopError
+from desktop.errors import DesktopFailed
 from desktop.home import autostart_script
 from desktop.options import StartOptions, StateLayout
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.xserver import await_announcement, launch_xvfb
 from desktop.xthread import open_display
+from sandbox_desktop_wire.enums import ProcessOwner
 
 logger = logging.getLogger("sandbox_desktop.supervisor")
 
@@ -108,7 +109,7 @@ class Supervisor:
         try:
             proc = await self.processes.spawn(
                 "dbus-daemon", ["--session", "--nofork", "--nopidfile", f"--print-address={write_fd}"],
-                env=self._environment(":0"), owner="desktop", protected=True, pass_fds=(write_fd,),
+                env=self._environment(":0"), owner=ProcessOwner.DESKTOP, protected=True, pass_fds=(write_fd,),
                 log_path=self.layout.logs / "dbus.log",
             )
         finally:
@@ -139,7 +140,7 @@ class Supervisor:
             # Only on the session's first openbox: a crash-restart must not launch the apps twice.
             args = ["--startup", f"sh {shlex.quote(str(script))}"]
         proc = await self.processes.spawn(
-            "openbox", args, env=self.env(), owner="desktop", protected=True,
+            "openbox", args, env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
             log_path=self.layout.logs / "openbox.log",
         )
         self._adopt("openbox", proc)
@@ -154,11 +155,9 @@ class Supervisor:
             deadline = time.monotonic() + WM_READY_TIMEOUT_S
             while await asyncio.to_thread(root.get_full_property, atom, 0) is None:
                 if not proc.running:
-                    raise DesktopError("desktop_runtime_failed",
-                                       f"openbox exited during start: {_tail(proc)}")
+                    raise DesktopFailed(f"openbox exited during start: {_tail(proc)}")
                 if time.monotonic() > deadline:
-                    raise DesktopError("desktop_runtime_failed",
-                                       f"openbox did not manage the screen within {WM_READY_TIMEOUT_S:.0f} s")
+                    raise DesktopFailed(f"openbox did not manage the screen within {WM_READY_TIMEOUT_S:.0f} s")
                 await asyncio.sleep(0.005)
         finally:
             await asyncio.to_thread(display.close)

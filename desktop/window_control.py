@@ -14,17 +14,18 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.protocol import event
 
-from desktop.errors import DesktopError, invalid_action
+from desktop.errors import NoFocusedWindow, WindowNotFound, invalid_action
 from desktop.session import Session
 from desktop.windows import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
 from desktop.xthread import XThread
+from sandbox_desktop_wire.limits import MAX_WINDOW_COORDINATE
 
 SOURCE_PAGER = 2  # EWMH source indication: a pager or tool acting for the user
 NORTHWEST_GRAVITY = 1
 _MOVE_FLAGS = (1 << 8) | (1 << 9)
 _SIZE_FLAGS = (1 << 10) | (1 << 11)
 SETTLE_TIMEOUT_S = 1.0
-MAX_COORDINATE = 32767  # X protocol geometry is 16-bit
+MAX_COORDINATE = MAX_WINDOW_COORDINATE
 
 
 def parse_window_id(text: str) -> int:
@@ -34,16 +35,16 @@ def parse_window_id(text: str) -> int:
     except ValueError:
         value = -1
     if not 0 < value < 2**32:
-        raise DesktopError("window_not_found", f"Window {text} not found")
+        raise WindowNotFound(f"Window {text} not found")
     return value
 
 
 def _managed(d: Display, wid: int) -> WindowInfo:
     if wid not in client_window_ids(d):
-        raise DesktopError("window_not_found", f"Window {wid} not found")
+        raise WindowNotFound(f"Window {wid} not found")
     found = describe_windows(d, [wid])
     if not found:
-        raise DesktopError("window_not_found", f"Window {wid} is not a visible application window")
+        raise WindowNotFound(f"Window {wid} is not a visible application window")
     return found[0]
 
 
@@ -111,7 +112,7 @@ def _focused(d: Display) -> WindowInfo:
     wid = active_window_id(d)
     found = describe_windows(d, [wid]) if wid else []
     if not found:
-        raise DesktopError("no_focused_window", "No window has the focus")
+        raise NoFocusedWindow("No window has the focus")
     return found[0]
 
 

@@ -13,9 +13,10 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopFailed
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.xthread import open_display
+from sandbox_desktop_wire.enums import ProcessOwner
 
 READY_TIMEOUT_S = 15.0
 DISPLAY_ATTEMPTS = 10
@@ -85,8 +86,7 @@ async def await_announcement(read_fd: int, proc: ManagedProcess, timeout: float)
         if ready in done and ready.result().strip():
             return ready.result()
         if not done:
-            raise DesktopError("desktop_runtime_failed",
-                               f"{proc.command} did not become ready within {timeout:.0f} s")
+            raise DesktopFailed(f"{proc.command} did not become ready within {timeout:.0f} s")
         return None
     finally:
         loop.remove_reader(read_fd)
@@ -103,7 +103,7 @@ async def wait_for_x_connection(display: str, timeout: float = 5.0) -> None:
             return
         except Exception as exc:
             if asyncio.get_running_loop().time() > deadline:
-                raise DesktopError("desktop_runtime_failed", f"cannot connect to X display {display}: {exc}") from exc
+                raise DesktopFailed(f"cannot connect to X display {display}: {exc}") from exc
             await asyncio.sleep(0.02)
 
 
@@ -126,7 +126,7 @@ async def launch_xvfb(
         read_fd, write_fd = os.pipe()
         try:
             proc = await processes.spawn(
-                "Xvfb", xvfb_args(num, width, height, dpi, write_fd), env=env, owner="desktop",
+                "Xvfb", xvfb_args(num, width, height, dpi, write_fd), env=env, owner=ProcessOwner.DESKTOP,
                 log_path=log_path, protected=True, pass_fds=(write_fd,),
             )
         finally:
@@ -146,4 +146,4 @@ async def launch_xvfb(
                 raise
             return proc, num
     tried = ", ".join(f":{n}" for n in candidates)
-    raise DesktopError("desktop_runtime_failed", f"unable to find an available X display (tried {tried})")
+    raise DesktopFailed(f"unable to find an available X display (tried {tried})")

@@ -38,7 +38,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.protocol import display as xprotocol
 
-from desktop.errors import DesktopError
+from desktop.errors import DesktopFailed, DesktopInactive
 
 # python-xlib 0.33 keeps the unparsed rest of its receive buffer in a `bytesview` that has no buffer
 # protocol, and `bytes(view)` then copies it one `__getitem__` call per byte: about 0.3 s per MB of a
@@ -113,7 +113,7 @@ class XThread:
         again while it waits (cancelling the future itself would drop a job not started yet).
         """
         if self._closed:
-            raise DesktopError("desktop_runtime_inactive", "the desktop stopped")
+            raise DesktopInactive("the desktop stopped")
         loop = asyncio.get_running_loop()
         return loop.run_in_executor(self._executor, self._run, fn, args)
 
@@ -128,10 +128,9 @@ class XThread:
             except _CONNECTION_ERRORS as exc:
                 self._drop()
                 if attempt == 2:
-                    raise DesktopError(
-                        "desktop_runtime_failed",
+                    raise DesktopFailed(
                         f"X display {self.display_name} is not answering ({exc}); the desktop may be restarting",
-                        headers={"Retry-After": "1"},
+                        retry_after=1,
                     ) from exc
         raise AssertionError("unreachable")
 

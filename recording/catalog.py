@@ -21,6 +21,7 @@ from typing import Any
 
 from desktop.snapshot import rfc3339_ns
 from recording.mp4file import probe, repair
+from sandbox_desktop_wire.enums import RecordingState
 
 logger = logging.getLogger("sandbox_desktop.recording")
 
@@ -35,8 +36,8 @@ class RecordingRecord:
     """One recording's metadata, as stored in `rec_N.json`."""
 
     number: int
-    status: str
-    """`recording`, `completed`, `failed` or `interrupted` (found unfinished after a crash)."""
+    status: RecordingState
+    """`interrupted`: found unfinished after a crash."""
     started_at: str
     ended_at: str | None = None
     fps: int | None = None
@@ -64,7 +65,9 @@ class RecordingRecord:
         """Read `rec_N.json`; the number is the file name's."""
         data: dict[str, Any] = json.loads(raw)
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in data.items() if k in names}, "number": number})
+        fields = {k: v for k, v in data.items() if k in names}
+        fields["status"] = RecordingState(str(fields.get("status")))  # unknown: a ValueError, as bad JSON
+        return cls(**{**fields, "number": number})
 
 
 @dataclass
@@ -129,11 +132,11 @@ class Catalog:
             pass
         except (OSError, ValueError, TypeError) as exc:
             logger.warning("unreadable %s (%s); rebuilding it from the video", meta, exc)
-        if record is not None and record.status != "recording":
+        if record is not None and record.status != RecordingState.RECORDING:
             return record
         if not mp4.exists():
             if record is not None:
-                record.status, record.last_error = "failed", f"{record.file_name} is missing"
+                record.status, record.last_error = RecordingState.FAILED, f"{record.file_name} is missing"
             return record
         if record is not None and _locked_elsewhere(mp4):
             return record  # another live server is recording it
@@ -146,13 +149,14 @@ class Catalog:
         tail = repair(mp4)
         found = probe(mp4)
         if record is None:  # killed between creating the file and writing its metadata
-            record = RecordingRecord(number, "recording", rfc3339_ns(stat.st_mtime_ns - found.duration_ms * 10**6))
+            started = rfc3339_ns(stat.st_mtime_ns - found.duration_ms * 10**6)
+            record = RecordingRecord(number, RecordingState.RECORDING, started)
         if tail.finalised and found.frames:
-            record.status, record.last_error = "completed", None  # finished, only the metadata was lost
+            record.status, record.last_error = RecordingState.COMPLETED, None  # finished, only the metadata was lost
         elif found.frames:
-            record.status, record.last_error = "interrupted", INTERRUPTED
+            record.status, record.last_error = RecordingState.INTERRUPTED, INTERRUPTED
         else:
-            record.status = "failed"
+            record.status = RecordingState.FAILED
             record.last_error = "the server stopped before any video was written to this recording"
         record.ended_at = record.ended_at or rfc3339_ns(stat.st_mtime_ns)
         record.size = tail.size

@@ -25,6 +25,7 @@ from recording.action_track import ActionTrack, read_track
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings
 from recording.recorder import Recorder
+from sandbox_desktop_wire.enums import RecordingState
 
 logger = logging.getLogger("sandbox_desktop.recording")
 
@@ -93,7 +94,7 @@ class RecordingManager:
             except OSError as exc:
                 raise StreamError(f"cannot create a recording in {catalog.directory}: {exc}") from exc
             t0, wall = time.monotonic(), time.time_ns()
-            record = RecordingRecord(claim.number, "recording", rfc3339_ns(wall), fps=fps,
+            record = RecordingRecord(claim.number, RecordingState.RECORDING, rfc3339_ns(wall), fps=fps,
                                      width=session.width, height=session.height)
             try:
                 await asyncio.to_thread(catalog.save, record)
@@ -149,7 +150,7 @@ class RecordingManager:
         """Delete a recording's video and metadata; the active one must be stopped first."""
         async with self._lock:
             record = await self._find(ident)
-            if record.status == "recording":
+            if record.status is RecordingState.RECORDING:
                 raise Conflict("stop the active desktop recording before deleting it")
             catalog = await self._catalog()
             try:
@@ -187,14 +188,14 @@ class RecordingManager:
     def _view(self, record: RecordingRecord) -> RecordingRecord:
         """A copy with live figures while it records (size, frames, elapsed time)."""
         active = self._active
-        if active is None or active.record is not record or record.status != "recording":
+        if active is None or active.record is not record or record.status is not RecordingState.RECORDING:
             return dataclasses.replace(record)
         return dataclasses.replace(record, size=active.size(), frames=active.frames, duration_ms=active.elapsed_ms)
 
     async def _ended(self, catalog: Catalog, recorder: Recorder) -> None:
         """A recording finished (stopped or failed): persist its final metadata."""
         record = recorder.record
-        if record.status == "failed" and record.frames == 0:
+        if record.status is RecordingState.FAILED and record.frames == 0:
             cause = self.desktop.frames.failure()
             if cause is not None:
                 record.last_error = f"no frame was captured: {cause}"
@@ -203,7 +204,7 @@ class RecordingManager:
             if self._track is not None:
                 self._track.close()
                 self._track = None
-        self._last_failure = record if record.status == "failed" else None
+        self._last_failure = record if record.status is RecordingState.FAILED else None
         self.outcomes[record.status] += 1
         try:
             await asyncio.to_thread(catalog.save, record)

@@ -22,6 +22,7 @@ from desktop.frames import Frame, Subscription
 from desktop.snapshot import rfc3339_ns
 from recording.catalog import Claim, RecordingRecord
 from recording.encoder import EncoderSettings, Mp4Writer
+from sandbox_desktop_wire.enums import RecordingState
 
 logger = logging.getLogger("sandbox_desktop.recording")
 
@@ -153,5 +154,5 @@ class Recorder:
         record.size = self.size()
         if error is None and self._writer.frames == 0:
             error = "no frame was captured: the screen could not be read"
-        record.status = "failed" if error else "completed"
+        record.status = RecordingState.FAILED if error else RecordingState.COMPLETED
         record.last_error = error

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from desktop.errors import Conflict, StreamError, invalid_action
+from desktop.errors import StreamError, StreamNotActive, invalid_action
 from desktop.runtime import Desktop
 from streaming import ports
 from streaming.control import Control
@@ -169,8 +169,7 @@ class StreamManager:
     def require_config(self) -> StreamConfig:
         """The active stream's configuration, or the 409 a client gets before `stream/start`."""
         if self._config is None:
-            raise Conflict("desktop streaming is not active; POST /v1/desktop/stream/start first",
-                           code="stream_not_active")
+            raise StreamNotActive("desktop streaming is not active; POST /v1/desktop/stream/start first")
         return self._config
 
     async def serve(self, link: Link, can_control: bool = True) -> None:

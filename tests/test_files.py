@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from api.problems import status_of
 from desktop.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, ServiceError
 from desktop.file_errors import map_os_error
 from desktop.files import _UMASK, Files, rfc3339
@@ -96,9 +97,9 @@ def test_os_errors_map_to_client_errors() -> None:
     assert isinstance(map_os_error(OSError(errno.ENOENT, "gone"), "/x"), NotFound)
     assert isinstance(map_os_error(OSError(errno.ENOTEMPTY, "full"), "/x"), Conflict)
     assert isinstance(map_os_error(OSError(errno.ENOTDIR, "nd"), "/x", write=True), Conflict)
-    assert map_os_error(OSError(errno.ENOSPC, "full"), "/x").status == 413
+    assert status_of(map_os_error(OSError(errno.ENOSPC, "full"), "/x")) == 413
     # What a request gets wrong is never a 5xx (docs/errors.md): a 5xx is left for I/O errors.
-    statuses = {e: map_os_error(OSError(e, os.strerror(e)), "/x").status
+    statuses = {e: status_of(map_os_error(OSError(e, os.strerror(e)), "/x"))
                 for e in (errno.EFBIG, errno.EMLINK, errno.ETXTBSY, errno.EOPNOTSUPP, errno.ENODEV, errno.EIO)}
     assert statuses == {errno.EFBIG: 413, errno.EMLINK: 409, errno.ETXTBSY: 409, errno.EOPNOTSUPP: 400,
                         errno.ENODEV: 400, errno.EIO: 502}
@@ -219,7 +220,7 @@ def test_mkdir(files: Files, home: Path) -> None:
         asyncio.run(files.mkdir("file"))
     with pytest.raises(ServiceError) as below_file:
         asyncio.run(files.mkdir("file/sub"))
-    assert below_file.value.status == 409
+    assert status_of(below_file.value) == 409
 
 
 def test_move(files: Files, home: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from api.problems import status_of
 from desktop.errors import Conflict, InvalidRequest, NotFound
 from desktop.processes import LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, SpawnError
 
@@ -135,10 +136,10 @@ def test_spawn_failures_name_the_command_and_keep_ids() -> None:
             assert (await m.spawn("true")).id == "proc_1"
             with pytest.raises(SpawnError, match="command 'no-such-command-xyz' was not found on PATH") as missing:
                 await m.spawn("no-such-command-xyz")
-            assert (missing.value.status, missing.value.code) == (422, "command_not_found")
+            assert (status_of(missing.value), missing.value.code) == (422, "command_not_found")
             with pytest.raises(SpawnError, match="cwd '/no/such/dir' does not exist") as no_dir:
                 await m.spawn("true", cwd="/no/such/dir")
-            assert (no_dir.value.status, no_dir.value.code) == (422, "cwd_not_found")
+            assert (status_of(no_dir.value), no_dir.value.code) == (422, "cwd_not_found")
             with pytest.raises(InvalidRequest, match="command must not be empty"):
                 await m.spawn("  ")
             assert (await m.spawn("true")).id == "proc_2"

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.problems import status_of
 from desktop.errors import StreamError
 from desktop.processes import ProcessManager, SpawnError
 from desktop.processes.spawn_errors import spawn_error
@@ -93,7 +94,7 @@ def test_the_desktops_own_programs_failing_to_start_is_a_server_fault() -> None:
                 await manager.spawn("no-such-xvfb", owner="desktop", protected=True)
             with pytest.raises(SpawnError) as refused:
                 await manager.spawn("no-such-xvfb", owner="desktop")
-            assert refused.value.status == 422
+            assert status_of(refused.value) == 422
         finally:
             await manager.shutdown()
     asyncio.run(body())
@@ -106,8 +107,8 @@ def test_spawn_errors_root_cannot_provoke() -> None:
         return OSError(code, os.strerror(code), filename)
 
     denied = spawn_error("true", "/srv/private", None, failed(errno.EACCES, "/srv/private"))
-    assert (denied.status, denied.code, denied.message) == (
+    assert (status_of(denied), denied.code, denied.message) == (
         422, "cwd_not_accessible", "cwd '/srv/private' cannot be entered by the server's user (Permission denied)")
     for code in (errno.EAGAIN, errno.ENOMEM, errno.EMFILE):
         fault = spawn_error("true", None, None, failed(code, "true"))
-        assert isinstance(fault, StreamError) and fault.status == 502, fault
+        assert isinstance(fault, StreamError) and status_of(fault) == 502, fault

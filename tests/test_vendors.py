@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from api.problems import status_of
 from desktop import actions as batch
 from desktop.errors import DesktopError
 from desktop.mouse import PointerState
@@ -30,7 +31,7 @@ def plan(data: dict[str, Any], version: str = V3, zoom: bool = True) -> anthropi
 
 
 def field_of(exc: pytest.ExceptionInfo[DesktopError]) -> str:
-    assert exc.value.status == 400 and exc.value.code == "desktop_invalid_action"
+    assert status_of(exc.value) == 400 and exc.value.code == "desktop_invalid_action"
     return str(exc.value.extensions["errors"][0]["field"])
 
 

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from api.context import desktop_of
 from api.operations import Operation
-from api.problems import problem_body
+from api.problems import problem_document
 from desktop import actions as steps
 from desktop.action_log import acting_as
 from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
@@ -53,8 +53,9 @@ from sandbox_desktop_wire.actions import (
     WaitAction,
     ZoomAction,
 )
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (409, 502, 503)
 ACTION_TYPES = frozenset(get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(Action)[0]))
 
@@ -195,7 +196,7 @@ def result_model(index: int, action: Any, result: steps.StepResult, space: Coord
 
 
 def problem_of(exc: ServiceError) -> dict[str, Any]:
-    return problem_body(exc.status, exc.kind, exc.title, exc.detail(), exc.code, **exc.extensions)
+    return problem_document(exc)
 
 
 # -- the endpoint -------------------------------------------------------------------------------
@@ -260,8 +261,7 @@ class BatchOperation(Operation):
             errors = [{**e, "field": wire_field(e["field"])} for e in exc.extensions.get("errors", [])]
             if not errors:
                 raise
-            kind = exc.kind if exc.kind != "invalid_request" else None
-            raise FieldError(errors, status=exc.status, code=exc.code, kind=kind) from None
+            raise FieldError(errors, wrong_shape=exc.wrong_shape, code=exc.code) from None
 
 
 async def action_log(request: Request, *, query: ActionLogQuery) -> ActionLogResponse:

@@ -7,8 +7,9 @@ from starlette.requests import Request
 from api.context import desktop_of
 from api.operations import Operation
 from sandbox_desktop_wire.apps import LaunchRequest, LaunchResponse, OpenRequest, OpenResponse
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 
 
 

@@ -12,8 +12,9 @@ from api.operations import Operation
 from desktop.clipboard import selection_names
 from sandbox_desktop_wire.base import OkResponse
 from sandbox_desktop_wire.clipboard import ClipboardQuery, ClipboardResponse, ClipboardWriteRequest
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (400, 409, 500, 503)
 TAGS = ("clipboard",)
 # Serialising a long text (≈ 15 ms per MB of non-ASCII) would stall the event loop: do it in a thread.

@@ -21,8 +21,9 @@ from sandbox_desktop_wire.desktop import (
     DesktopStartRequest,
     DesktopStatusResponse,
 )
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 READY_ERRORS = (409, 503)
 
 
@@ -34,7 +35,7 @@ def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:
         exit_info = DesktopExitInfo(process=e.name, pid=e.pid, exit_code=e.exit_code, signal=e.signal,
                                     at=datetime.fromtimestamp(e.at, UTC).isoformat())
     return DesktopStatusResponse(
-        state=s.state,  # type: ignore[arg-type]
+        state=s.state,
         display=s.display,
         resolution=DesktopResolution(width=s.width, height=s.height, dpi=s.dpi)
         if s.width is not None and s.height is not None else None,

@@ -24,8 +24,6 @@ from api.services import DesktopServices, IdleAction, Lifecycle, desktop_service
 from desktop.errors import invalid_action
 from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
-    MAX_TAG_LENGTH,
-    MAX_TAGS,
     DesktopCreateRequest,
     DesktopListResponse,
     DesktopResource,
@@ -33,6 +31,7 @@ from sandbox_desktop_wire.desktops import (
     TokenResponse,
 )
 from sandbox_desktop_wire.health import ReadinessResponse
+from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS
 
 SINGLE_PREFIX = "/v1/desktop"
 MANY_PREFIX = "/v1/desktops/{desktop_id}"
@@ -47,7 +46,7 @@ def resource(services: DesktopServices) -> DesktopResource:
     desktop, life = services.desktop, services.lifecycle
     options = desktop.options
     return DesktopResource(
-        id=services.id, state=desktop.state,  # type: ignore[arg-type]
+        id=services.id, state=desktop.current_state(),
         display=desktop.display_name,
         resolution=DesktopResolution(width=options.width, height=options.height, dpi=options.dpi)
         if options is not None and desktop.display_name else None,

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from api.context import desktop_of
 from api.operations import Operation
 from api.services import server_of
-from desktop.errors import DesktopError
+from desktop.errors import DesktopNotReady
 from desktop.readiness import check_readiness
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.health import ReadinessCheck, ReadinessResponse
@@ -32,9 +32,9 @@ async def ready(request: Request) -> ReadinessResponse:
     readiness = await check_readiness(desktop_of(request))
     checks = [ReadinessCheck(name=c.name, ok=c.ok, ms=c.ms, detail=c.detail or None) for c in readiness.checks]
     if not readiness.ready:
-        raise DesktopError("desktop_not_ready", f"desktop not ready: {readiness.failure()}",
-                           checks=[c.model_dump(by_alias=True, exclude_none=True) for c in checks],
-                           headers={"Retry-After": "1"})
+        raise DesktopNotReady(f"desktop not ready: {readiness.failure()}",
+                              checks=[c.model_dump(by_alias=True, exclude_none=True) for c in checks],
+                              retry_after=1)
     return ReadinessResponse(status="ready", checks=checks)
 
 

@@ -10,8 +10,9 @@ from desktop.keyboard import DEFAULT_DELAY_MS, check_delay
 from desktop.keys import parse_chord, parse_keys, text_keysyms, with_modifiers
 from sandbox_desktop_wire.base import OkResponse
 from sandbox_desktop_wire.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (409, 502, 503)
 TAGS = ("keyboard",)
 

@@ -21,8 +21,9 @@ from sandbox_desktop_wire.mouse import (
     MousePositionResponse,
     MouseScrollRequest,
 )
+from sandbox_desktop_wire.problems import ProblemCode
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (409, 502, 503)
 CLIENT_CLOSED_REQUEST = 499
 T = TypeVar("T")

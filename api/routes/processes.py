@@ -15,6 +15,7 @@ from api.services import server_of
 from desktop.errors import FieldError, PayloadTooLarge
 from desktop.parsing import ascii_int
 from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
+from sandbox_desktop_wire.enums import InputEncoding, LogStreamFilter
 from sandbox_desktop_wire.processes import (
     KillQuery,
     ProcessConfigModel,
@@ -35,7 +36,7 @@ from sandbox_desktop_wire.processes import (
 )
 
 KEEPALIVE_S = 15.0
-INPUT_ENCODINGS = ("base64", "utf8", "text")
+INPUT_ENCODINGS = tuple(InputEncoding)
 TAGS = ("processes",)
 
 
@@ -134,7 +135,7 @@ async def delete_process(request: Request) -> None:
 
 async def process_logs(request: Request, *, query: ProcessLogsQuery) -> Response | ProcessLogsResponse:
     process = process_of(request)
-    stream = query.stream or ("pty" if process.tty else "combined")
+    stream = query.stream or (LogStreamFilter.PTY if process.tty else LogStreamFilter.COMBINED)
     streams = STREAM_FILTERS[stream]
     since = max(query.since or 0, _last_event_id(request))
     if query.follow:

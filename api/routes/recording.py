@@ -16,12 +16,14 @@ from starlette.responses import Response
 from api.operations import Operation
 from api.routes.fs import FileStreamResponse
 from api.services import desktop_services
-from desktop.errors import NotFound, ServiceError
+from desktop.errors import NotFound, RangeNotSatisfiable
 from desktop.files import ReadHandle
 from desktop.parsing import ascii_int
 from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
 from recording.manager import RecordingManager
+from sandbox_desktop_wire.enums import RecordingState
+from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.recording import (
     DesktopRecordingActions,
     DesktopRecordingInfo,
@@ -29,14 +31,8 @@ from sandbox_desktop_wire.recording import (
     DesktopRecordingStartRequest,
 )
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 TAGS = ("recording",)
-
-
-class RangeNotSatisfiable(ServiceError):
-    """416: the requested range starts past the end of the file."""
-
-    status, kind, title = 416, "range_not_satisfiable", "Range Not Satisfiable"
 
 
 class VideoFileResponse(FileStreamResponse):
@@ -49,7 +45,7 @@ def manager_of(request: Request) -> RecordingManager:
 
 def info_model(record: RecordingRecord) -> DesktopRecordingInfo:
     return DesktopRecordingInfo(
-        id=record.id, status=record.status, process_id=None, file_name=record.file_name,  # type: ignore[arg-type]
+        id=record.id, status=record.status, process_id=None, file_name=record.file_name,
         bytes=record.size, started_at=record.started_at, ended_at=record.ended_at,
         duration_ms=record.duration_ms, frames=record.frames, fps=record.fps, width=record.width,
         height=record.height, last_error=record.last_error,
@@ -84,8 +80,7 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
 
 
 def _unsatisfiable(size: int) -> RangeNotSatisfiable:
-    return RangeNotSatisfiable(f"the range is outside the file's {size} bytes",
-                               headers={"Content-Range": f"bytes */{size}"})
+    return RangeNotSatisfiable(f"the range is outside the file's {size} bytes", size=size)
 
 
 def open_range(path: Path, header: str | None) -> tuple[ReadHandle, tuple[int, int] | None, int]:
@@ -131,7 +126,7 @@ async def download_recording(request: Request) -> Response:
     response = VideoFileResponse(handle)
     response.headers["accept-ranges"] = "bytes"
     response.headers["content-disposition"] = f'attachment; filename="{record.file_name}"'
-    response.headers["cache-control"] = "no-store" if record.status == "recording" else "no-cache"
+    response.headers["cache-control"] = "no-store" if record.status is RecordingState.RECORDING else "no-cache"
     if span is not None:
         response.status_code = 206
         response.headers["content-range"] = f"bytes {span[0]}-{span[1]}/{size}"

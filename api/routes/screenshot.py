@@ -8,9 +8,10 @@ from starlette.responses import Response
 from api.context import desktop_of
 from api.operations import Operation
 from desktop.screen import Region, Screenshot, ShotOptions
+from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.screenshot import RegionScreenshotQuery, ScreenshotQuery
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 IMAGE_TYPES = "image/png, image/jpeg, image/webp"
 ERRORS = (409, 502, 503)
 

@@ -11,6 +11,7 @@ from api.problems import refuse_websocket, upgrade_required
 from api.scoped_tokens import ROLE_SCOPE_KEY, Role
 from api.services import desktop_services
 from desktop.errors import ServiceError
+from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
 from streaming.manager import StreamManager, StreamStatus
 
@@ -87,7 +88,7 @@ async def signaling(websocket: WebSocket) -> None:
 OPERATIONS = [
     Operation("POST", "/v1/desktop/stream/start", start,
               "Arm the live view (WebRTC, in-process; idempotent while active)",
-              response=DesktopStreamStatusResponse, invalid_code="desktop_invalid_action",
+              response=DesktopStreamStatusResponse, invalid_code=ProblemCode.DESKTOP_INVALID_ACTION,
               errors=(400, 409, 502, 503), tags=("stream",)),
     Operation("POST", "/v1/desktop/stream/stop", stop, "Stop the live view and disconnect every viewer",
               response=DesktopStreamStatusResponse, tags=("stream",)),

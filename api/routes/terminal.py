@@ -23,6 +23,7 @@ from api.services import server_of
 from desktop.errors import PayloadTooLarge, ServiceError
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.enums import LogStreamFilter
 from sandbox_desktop_wire.processes import ProcessInputRequest, ProcessTerminalResizeRequest
 
 TERMINAL_PATH = "/v1/processes/{id}/terminal/ws"
@@ -101,7 +102,8 @@ class TerminalSession:
 
     async def _pump_output(self) -> int:
         """Send the backlog and live output; the close code once the output ended."""
-        async with contextlib.aclosing(self.process.logs.follow(streams=STREAM_FILTERS["pty"])) as entries:
+        pty = STREAM_FILTERS[LogStreamFilter.PTY]
+        async with contextlib.aclosing(self.process.logs.follow(streams=pty)) as entries:
             async for entry in entries:
                 if entry is not None:
                     await self.websocket.send_bytes(entry.data)

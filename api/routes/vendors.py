@@ -10,6 +10,7 @@ from starlette.requests import Request
 
 from api.context import desktop_of
 from api.operations import Operation
+from api.problems import problem_document
 from api.routes.actions import coordinator
 from desktop import actions as steps
 from desktop.action_log import acting_as
@@ -18,9 +19,10 @@ from desktop.screen import ShotOptions
 from desktop.vendors import anthropic, openai
 from desktop.vendors.common import display_space
 from sandbox_desktop_wire.actions import SettleOptions
+from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (409, 502, 503)
 DEFAULT_SETTLE = steps.Settle(300, 5000)
 
@@ -48,11 +50,11 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
         try:
             await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None, "left", down=True)
         except ServiceError as exc:
-            return AnthropicResult(**anthropic.error_result(exc.detail()))
+            return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
     final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
     settle = settle_of(body.settle) if plan.settle else None
     outcome = await coordinator(desktop).run(session, plan.steps, settle, final)
-    return AnthropicResult(**anthropic.content(plan, outcome, space))
+    return AnthropicResult(**anthropic.content(plan, outcome, space, lambda exc: problem_document(exc)["detail"]))
 
 
 async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:

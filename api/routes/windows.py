@@ -7,6 +7,7 @@ from starlette.requests import Request
 from api.context import desktop_of
 from api.operations import Operation
 from desktop.windows import WindowInfo
+from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.windows import (
     DesktopRect,
     DesktopWindowInfo,
@@ -15,7 +16,7 @@ from sandbox_desktop_wire.windows import (
     WindowResizeRequest,
 )
 
-INVALID = "desktop_invalid_action"
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (404, 409, 503)
 
 

@@ -7,16 +7,25 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import QueryModel, WireModel
-from sandbox_desktop_wire.mouse import Button
-from sandbox_desktop_wire.screenshot import ImageFormat
+from sandbox_desktop_wire.enums import CoordinateSpaceKind, MouseButton, ScreenshotFormat
+from sandbox_desktop_wire.limits import (
+    MAX_ACTION_LOG_ENTRIES,
+    MAX_ACTION_MS,
+    MAX_ACTIONS,
+    MAX_CLICKS,
+    MAX_DRAG_POINTS,
+    MAX_IMAGE_SIZE,
+    MAX_MODIFIERS,
+    MAX_QUALITY,
+    MAX_SCALE,
+    MAX_WHEEL_CLICKS,
+    MIN_QUALITY,
+    MIN_SCALE,
+)
 
-MAX_ACTIONS = 1000
-MAX_MS = 60_000
-MAX_IMAGE_SIZE = 16_384
-
-Millis = Annotated[int, Field(ge=0, le=MAX_MS)]
+Millis = Annotated[int, Field(ge=0, le=MAX_ACTION_MS)]
 ImageSize = Annotated[int, Field(ge=1, le=MAX_IMAGE_SIZE)]
-Modifiers = Annotated[list[str], Field(max_length=8, description="Key names held during the action, e.g. "
+Modifiers = Annotated[list[str], Field(max_length=MAX_MODIFIERS, description="Key names held during the action, e.g. "
                                        "[\"ctrl\", \"shift\"]")]
 
 
@@ -44,8 +53,8 @@ class ClickAction(WireModel):
     type: Literal["click"]
     x: int | None = None
     y: int | None = None
-    button: Button = "left"
-    count: int = Field(1, ge=1, le=3)
+    button: MouseButton = MouseButton.LEFT
+    count: int = Field(1, ge=1, le=MAX_CLICKS)
     modifiers: Modifiers = []
 
 
@@ -53,20 +62,20 @@ class DownAction(WireModel):
     type: Literal["down"]
     x: int | None = None
     y: int | None = None
-    button: Button = "left"
+    button: MouseButton = MouseButton.LEFT
 
 
 class UpAction(WireModel):
     type: Literal["up"]
     x: int | None = None
     y: int | None = None
-    button: Button = "left"
+    button: MouseButton = MouseButton.LEFT
 
 
 class DragAction(WireModel):
     type: Literal["drag"]
-    path: list[Point] = Field(min_length=2, max_length=1000)
-    button: Button = "left"
+    path: list[Point] = Field(min_length=2, max_length=MAX_DRAG_POINTS)
+    button: MouseButton = MouseButton.LEFT
     modifiers: Modifiers = []
     duration_ms: Millis = 0
 
@@ -75,8 +84,8 @@ class ScrollAction(WireModel):
     type: Literal["scroll"]
     x: int | None = None
     y: int | None = None
-    delta_x: int = Field(0, ge=-100, le=100, description="Wheel clicks; > 0 scrolls right")
-    delta_y: int = Field(0, ge=-100, le=100, description="Wheel clicks; > 0 scrolls down")
+    delta_x: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls right")
+    delta_y: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls down")
     modifiers: Modifiers = []
 
 
@@ -113,7 +122,7 @@ class ScreenshotAction(WireModel):
 class ImageLimits(WireModel):
     """Shrink the image to fit every given limit (never enlarged); the aspect ratio is kept."""
 
-    scale: float | None = Field(None, ge=0.1, le=1.0)
+    scale: float | None = Field(None, ge=MIN_SCALE, le=MAX_SCALE)
     target_width: ImageSize | None = None
     target_height: ImageSize | None = None
     max_long_edge: ImageSize | None = Field(None, description="e.g. 1568, a vendor's limit")
@@ -138,20 +147,20 @@ Action = Annotated[
 class CoordinateOptions(WireModel):
     """The frame of every x/y in the request and the response."""
 
-    space: Literal["screen", "image", "normalized"] = "screen"
+    space: CoordinateSpaceKind = CoordinateSpaceKind.SCREEN
     width: ImageSize | None = Field(None, description="image space: the size of the image the client saw "
                                     "(default: the size of this request's screenshots)")
     height: ImageSize | None = None
 
 
 class SettleOptions(WireModel):
-    quiet_ms: int = Field(300, ge=10, le=MAX_MS, description="How long the screen must stay unchanged")
-    timeout_ms: int = Field(5000, ge=0, le=MAX_MS, description="Give up waiting after this long")
+    quiet_ms: int = Field(300, ge=10, le=MAX_ACTION_MS, description="How long the screen must stay unchanged")
+    timeout_ms: int = Field(5000, ge=0, le=MAX_ACTION_MS, description="Give up waiting after this long")
 
 
 class ScreenshotOptions(ImageLimits):
-    format: ImageFormat = "png"
-    quality: int = Field(85, ge=1, le=100)
+    format: ScreenshotFormat = ScreenshotFormat.PNG
+    quality: int = Field(85, ge=MIN_QUALITY, le=MAX_QUALITY)
     show_cursor: bool = False
 
 
@@ -222,7 +231,7 @@ class ActionsResponse(WireModel):
 class ActionLogQuery(QueryModel):
     since: int = Field(0, ge=0)
     """Only entries with a larger `seq`."""
-    limit: int = Field(1000, ge=1, le=10_000)
+    limit: int = Field(1000, ge=1, le=MAX_ACTION_LOG_ENTRIES)
 
 
 class ActionLogResponse(WireModel):

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.limits import MAX_LAUNCH_WAIT_MS
 
 
 class LaunchRequest(WireModel):
     app: str = Field(description="Program name on the desktop's PATH, or a path")
     args: list[str] = Field(default_factory=list)
     wait: bool = Field(False, description="Wait for the app's first window and return its id")
-    wait_timeout_ms: int = Field(5000, description="How long `wait` waits for a window (1-60000 ms)")
+    wait_timeout_ms: int = Field(5000, ge=1, le=MAX_LAUNCH_WAIT_MS,
+                                 description="How long `wait` waits for a window, in ms")
 
 
 class LaunchResponse(WireModel):

@@ -7,6 +7,8 @@ from pydantic import Field
 from sandbox_desktop_wire.base import QueryModel, WireModel
 
 _SELECTION = "`clipboard` (default, what ctrl+c/ctrl+v use) or `primary` (the mouse selection)"
+# `selection` is a plain string checked against ClipboardSelection by the server: a wrong name is a 400
+# naming the field (docs/clipboard.md), and `both` is valid for writes only.
 
 
 class ClipboardQuery(QueryModel):

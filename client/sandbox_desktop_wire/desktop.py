@@ -7,26 +7,43 @@ from typing import Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.limits import (
+    MAX_DIMENSION,
+    MAX_DISPLAY_NUM,
+    MAX_DPI,
+    MAX_FPS,
+    MIN_DIMENSION,
+    MIN_DISPLAY_NUM,
+    MIN_DPI,
+    MIN_FPS,
+)
 from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed", "paused"]
+"""`DesktopRuntimeState`'s values, for type hints that take plain strings (sandbox_desktop_wire/enums.py)."""
+
 
 
 class DesktopStartRequest(WireModel):
     """Every field optional; `{}` starts a 1440x900 desktop at 96 dpi."""
 
-    width: int | None = Field(None, description="Screen width in pixels (64-8192, default 1440)")
-    height: int | None = Field(None, description="Screen height in pixels (64-8192, default 900)")
-    dpi: int | None = Field(None, description="Screen dpi (1-1000, default 96)")
-    display_num: int | None = Field(None, description="First X display number to try (default 99); "
-                                    "the next free one of the following ten is taken")
+    width: int | None = Field(None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen width in pixels "
+                              "(default 1440)")
+    height: int | None = Field(None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen height in pixels "
+                               "(default 900)")
+    dpi: int | None = Field(None, ge=MIN_DPI, le=MAX_DPI, description="Screen dpi (default 96)")
+    display_num: int | None = Field(None, ge=MIN_DISPLAY_NUM, le=MAX_DISPLAY_NUM, description="First X display "
+                                    "number to try (default 99); the next free one of the following ten is taken")
     state_dir: str | None = Field(None, description="Absolute directory for home/, recordings/ and logs "
                                   "(default: the server's --state-dir)")
     stream_video_codec: str | None = Field(None, description="vp8 (default), h264 or vp9")
     stream_audio_codec: str | None = Field(None, description="opus (default) or g722")
-    stream_frame_rate: int | None = Field(None, description="Live view frame rate, 1-60 (default 30)")
+    stream_frame_rate: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Live view frame rate "
+                                          "(default 30)")
     webrtc_port_range: str | None = Field(None, description="UDP ports for WebRTC, e.g. 59050-59070")
-    recording_fps: int | None = Field(None, description="Default recording fps, 1-60 (default 30)")
+    recording_fps: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Default recording fps "
+                                      "(default 30)")
 
 
 class DesktopResolution(WireModel):
@@ -59,7 +76,7 @@ class DesktopExitInfo(WireModel):
 
 
 class DesktopStatusResponse(WireModel):
-    state: DesktopState
+    state: DesktopRuntimeState
     display: str | None = None
     resolution: DesktopResolution | None = None
     started_at: str | None = None

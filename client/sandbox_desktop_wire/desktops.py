@@ -7,11 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
-from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest, DesktopState
-
-MAX_TTL_SECONDS = 30 * 24 * 3600
-MAX_TAGS = 32
-MAX_TAG_LENGTH = 256
+from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest
+from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS, MAX_TTL_SECONDS
 
 
 class DesktopCreateRequest(DesktopStartRequest):
@@ -24,6 +22,7 @@ class DesktopCreateRequest(DesktopStartRequest):
     idle_timeout_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS,
                                              description="Delete (or pause, with onIdle) the desktop after this "
                                                          "long without a request to it")
+    # A plain string, checked against OnIdle by the server: a wrong name is a 400 naming the field.
     on_idle: str | None = Field(None, description="`delete` (default) or `pause`")
     home_template: str | None = Field(None, description="Absolute directory copied into the desktop's HOME when "
                                                         "it is created and whenever it is reset")
@@ -33,8 +32,9 @@ class DesktopResource(WireModel):
     """One desktop and its lifecycle."""
 
     id: str
-    state: DesktopState | Literal["deleted"] = Field(description="The desktop's state (as in /v1/desktop/status, "
-                                                                 "`paused` included), or `deleted`")
+    state: DesktopRuntimeState | Literal["deleted"] = Field(description="The desktop's state (as in "
+                                                                        "/v1/desktop/status, `paused` included), "
+                                                                        "or `deleted`")
     display: str | None = None
     resolution: DesktopResolution | None = None
     tags: dict[str, str] = Field(default_factory=dict)
@@ -53,6 +53,7 @@ class DesktopListResponse(WireModel):
 
 
 class TokenRequest(WireModel):
+    # A plain string, checked against TokenRole by the server: a wrong name is a 400 naming the field.
     role: str = Field(description="`view` (status, screenshots, windows, the live view without input) or "
                                   "`control` (everything on this desktop)")
     ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description="Lifetime (default 3600)")

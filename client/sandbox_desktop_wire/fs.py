@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, RootModel
 
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.enums import FsEntryType
 
 
 def path_problem(raw: str) -> str | None:
@@ -29,8 +30,6 @@ def _check_path(value: str) -> str:
 
 FsPath = Annotated[str, AfterValidator(_check_path)]
 """Absolute, `~` / `~/...`, or relative to the server user's home; not empty, no NUL, no `..` if relative."""
-
-FsEntryType = Literal["file", "directory"]
 
 
 class FsPathQuery(QueryModel):

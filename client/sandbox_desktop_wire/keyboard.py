@@ -5,12 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.limits import MAX_TYPE_CHARS, MAX_TYPE_DELAY_MS
 
 
 class KeyboardTypeRequest(WireModel):
-    text: str = Field(description="Any Unicode text, 1-100000 characters; \\n (or \\r\\n) is Return, \\t is Tab")
-    delay_ms: int | None = Field(None, description="Pause between characters in ms, 0-60000 (default 10; "
-                                 "0 types as fast as possible)")
+    # No max_length: longer text is a 413 from the server, not a 400 (docs/keyboard.md).
+    text: str = Field(description=f"Any Unicode text, 1-{MAX_TYPE_CHARS} characters; \\n (or \\r\\n) is Return, "
+                      "\\t is Tab")
+    delay_ms: int | None = Field(None, ge=0, le=MAX_TYPE_DELAY_MS, description="Pause between characters in ms "
+                                 "(default 10; 0 types as fast as possible)")
 
 
 class KeyboardModifiers(WireModel):

@@ -7,8 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.enums import MouseButton
+from sandbox_desktop_wire.limits import MAX_CLICKS, MAX_DRAG_MS, MAX_DRAG_STEPS, MAX_WHEEL_CLICKS
 
 Button = Literal["left", "middle", "right", "back", "forward"]
+"""`MouseButton`'s values, for type hints that take plain strings (sandbox_desktop_wire/enums.py)."""
 
 
 class MousePositionResponse(WireModel):
@@ -28,8 +31,8 @@ class MouseMoveRequest(WireModel):
 class MouseClickRequest(WireModel):
     x: int
     y: int
-    button: Button = "left"
-    click_count: int = Field(1, description="1-3; double and triple clicks are sent server-side")
+    button: MouseButton = MouseButton.LEFT
+    click_count: int = Field(1, ge=1, le=MAX_CLICKS, description="Double and triple clicks are sent server-side")
 
 
 class MouseButtonRequest(WireModel):
@@ -37,7 +40,7 @@ class MouseButtonRequest(WireModel):
 
     x: int | None = None
     y: int | None = None
-    button: Button = "left"
+    button: MouseButton = MouseButton.LEFT
 
 
 class MouseDragRequest(WireModel):
@@ -45,13 +48,14 @@ class MouseDragRequest(WireModel):
     start_y: int
     end_x: int
     end_y: int
-    button: Button = "left"
-    steps: int | None = Field(None, description="Intermediate motion events (1-1000; default from the distance)")
-    duration_ms: int = Field(0, description="Spread the motion over this many ms (0-60000)")
+    button: MouseButton = MouseButton.LEFT
+    steps: int | None = Field(None, ge=1, le=MAX_DRAG_STEPS,
+                              description="Intermediate motion events (default from the distance)")
+    duration_ms: int = Field(0, ge=0, le=MAX_DRAG_MS, description="Spread the motion over this many ms")
 
 
 class MouseScrollRequest(WireModel):
     x: int
     y: int
-    delta_x: int = Field(0, description="Wheel clicks; > 0 scrolls right")
-    delta_y: int = Field(0, description="Wheel clicks; > 0 scrolls down")
+    delta_x: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls right")
+    delta_y: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls down")

@@ -7,12 +7,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.enums import LogStream, LogStreamFilter, ProcessOwner, ProcessStatus
+from sandbox_desktop_wire.limits import MAX_PROCESS_WAIT_MS, MAX_TERMINAL_SIZE
 
 Owner = Literal["user", "desktop", "system"]
-LogStream = Literal["stdout", "stderr", "pty"]
-LogStreamFilter = Literal["stdout", "stderr", "combined", "pty"]
-
-MAX_WAIT_MS = 300_000
+"""`ProcessOwner`'s values, for type hints that take plain strings (sandbox_desktop_wire/enums.py)."""
 
 
 def _nonblank(value: str) -> str:
@@ -41,8 +40,8 @@ class ProcessInfo(WireModel):
     cwd: str | None = None
     tty: bool
     interactive: bool
-    owner: Owner
-    status: Literal["running", "exited"]
+    owner: ProcessOwner
+    status: ProcessStatus
     pid: int | None = Field(None, description="Only while running")
     exit_code: int | None = Field(None, description="Omitted while running or if a signal ended it")
     exit_signal: int | None = Field(None, description="The signal that ended it, if one did")
@@ -55,7 +54,7 @@ class ProcessListResponse(WireModel):
 
 
 class ProcessListQuery(QueryModel):
-    owner: Owner | None = Field(None, description="Only processes of this owner")
+    owner: ProcessOwner | None = Field(None, description="Only processes of this owner")
 
 
 class ProcessCreateRequest(WireModel):
@@ -107,11 +106,11 @@ class ProcessConfigModel(WireModel):
 
 
 class StopQuery(QueryModel):
-    wait_ms: int = Field(2000, ge=0, le=MAX_WAIT_MS, description="Wait for the exit after SIGTERM")
+    wait_ms: int = Field(2000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGTERM")
 
 
 class KillQuery(QueryModel):
-    wait_ms: int = Field(1000, ge=0, le=MAX_WAIT_MS, description="Wait for the exit after SIGKILL")
+    wait_ms: int = Field(1000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGKILL")
 
 
 class ProcessLogsQuery(QueryModel):
@@ -138,6 +137,7 @@ class ProcessLogsResponse(WireModel):
 
 class ProcessInputRequest(WireModel):
     data: str
+    # A plain string, checked against InputEncoding by the server: a wrong name is a 400 naming the field.
     encoding: str | None = Field(None, description="base64 (default), utf8 or text")
 
 
@@ -146,8 +146,8 @@ class ProcessInputResponse(WireModel):
 
 
 class ProcessTerminalResizeRequest(WireModel):
-    cols: int = Field(ge=1, le=65535)
-    rows: int = Field(ge=1, le=65535)
+    cols: int = Field(ge=1, le=MAX_TERMINAL_SIZE)
+    rows: int = Field(ge=1, le=MAX_TERMINAL_SIZE)
 
 
 class ProcessTerminalResizeResponse(WireModel):

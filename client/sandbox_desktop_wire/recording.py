@@ -4,32 +4,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.enums import RecordingState
+from sandbox_desktop_wire.limits import MAX_FPS, MIN_FPS
 
 RecordingStatus = Literal["recording", "completed", "failed", "interrupted"]
+"""`RecordingState`'s values, for type hints that take plain strings (sandbox_desktop_wire/enums.py)."""
 
 
 class DesktopRecordingStartRequest(WireModel):
-    fps: int | None = Field(None, description="Frames per second, 1-60 (default: the desktop's recordingFps, "
-                            "else 30); an idle screen costs no frames whatever the rate",
-                            json_schema_extra={"minimum": 1, "maximum": 60})
-
-    @field_validator("fps")
-    @classmethod
-    def _fps(cls, value: int | None) -> int | None:
-        if value is not None and not 1 <= value <= 60:
-            raise PydanticCustomError("out_of_range", "fps must be between 1 and 60")
-        return value
+    fps: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Frames per second (default: the "
+                            "desktop's recordingFps, else 30); an idle screen costs no frames whatever the rate")
 
 
 class DesktopRecordingInfo(WireModel):
     """One recording; `bytes`, `frames` and `durationMs` grow while it records."""
 
     id: str = Field(description="`rec_N`; never reused, also after a delete or a restart")
-    status: RecordingStatus = Field(description="`interrupted`: found unfinished after a crash; "
+    status: RecordingState = Field(description="`interrupted`: found unfinished after a crash; "
                                     "the file plays up to about a second before it")
     process_id: str | None = Field(None, description="Never set: recording runs inside the server")
     file_name: str

@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from sandbox_desktop_wire.actions import MAX_IMAGE_SIZE, SettleOptions
+from sandbox_desktop_wire.actions import SettleOptions
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.limits import MAX_IMAGE_SIZE
 
 
 class VendorModel(WireModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.limits import MAX_WINDOW_COORDINATE
 
 
 class DesktopRect(WireModel):
@@ -33,10 +34,13 @@ class DesktopWindowListResponse(WireModel):
 
 
 class WindowMoveRequest(WireModel):
-    x: int = Field(description="Client area left edge in screen pixels")
-    y: int = Field(description="Client area top edge in screen pixels")
+    x: int = Field(ge=-MAX_WINDOW_COORDINATE, le=MAX_WINDOW_COORDINATE,
+                   description="Client area left edge in screen pixels")
+    y: int = Field(ge=-MAX_WINDOW_COORDINATE, le=MAX_WINDOW_COORDINATE,
+                   description="Client area top edge in screen pixels")
 
 
 class WindowResizeRequest(WireModel):
-    width: int = Field(description="Client area width (the app may round it, e.g. terminals)")
-    height: int = Field(description="Client area height")
+    width: int = Field(ge=1, le=MAX_WINDOW_COORDINATE,
+                       description="Client area width (the app may round it, e.g. terminals)")
+    height: int = Field(ge=1, le=MAX_WINDOW_COORDINATE, description="Client area height")

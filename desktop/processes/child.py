@@ -35,9 +35,7 @@ INPUT_TIMEOUT_S = 5.0
 
 class InputNotRead(Timeout):
     """Input the process did not read in time. The process's state, not a fault of the server, so a
-    409 that keeps the `timeout` code (docs/processes.md, "Input")."""
-
-    status, title = 409, "Conflict"
+    409 that keeps the `timeout` code (docs/processes.md, "Input"), as api/problems.py renders it."""
 
 
 class _ExitProtocol(asyncio.SubprocessProtocol):

@@ -16,17 +16,20 @@ from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sandbox_desktop_wire.enums import LogStreamFilter
+
 Stream = Literal["stdout", "stderr", "pty"]
-StreamFilter = Literal["stdout", "stderr", "combined", "pty"]
+"""`LogStream`'s values (sandbox_desktop_wire/enums.py), spelled as literals for the children's pipes."""
+StreamFilter = LogStreamFilter
 
 CHUNK_BYTES = 8192
 """Largest entry: output is split into chunks of at most this many bytes."""
 
 STREAM_FILTERS: dict[StreamFilter, frozenset[Stream]] = {
-    "stdout": frozenset({"stdout"}),
-    "stderr": frozenset({"stderr"}),
-    "combined": frozenset({"stdout", "stderr"}),
-    "pty": frozenset({"pty"}),
+    LogStreamFilter.STDOUT: frozenset({"stdout"}),
+    LogStreamFilter.STDERR: frozenset({"stderr"}),
+    LogStreamFilter.COMBINED: frozenset({"stdout", "stderr"}),
+    LogStreamFilter.PTY: frozenset({"pty"}),
 }
 
 # Tiny writes would otherwise let millions of entries fit under the byte cap; bound the count too.

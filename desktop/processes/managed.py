@@ -8,15 +8,16 @@ import logging
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from desktop.errors import Conflict
 from desktop.processes.child import Child
 from desktop.processes.logs import LogBuffer, Stream
+from sandbox_desktop_wire.enums import ProcessOwner, ProcessStatus
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
-Owner = Literal["user", "desktop", "system"]
+Owner = ProcessOwner
 
 DRAIN_GRACE_S = 0.5
 """After an exit, how long output still in the pipes may take to arrive before followers are told
@@ -97,8 +98,8 @@ class ManagedProcess:
         return self._child.returncode is None
 
     @property
-    def status(self) -> Literal["running", "exited"]:
-        return "running" if self.running else "exited"
+    def status(self) -> ProcessStatus:
+        return ProcessStatus.RUNNING if self.running else ProcessStatus.EXITED
 
     @property
     def returncode(self) -> int | None:

@@ -85,7 +85,7 @@ class ProcessManager:
         *,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
-        owner: Owner = "user",
+        owner: Owner = Owner.USER,
         tty: bool = False,
         interactive: bool = False,
         log_path: Path | None = None,
@@ -100,7 +100,7 @@ class ProcessManager:
         """
         if not command.strip():
             raise InvalidRequest("command must not be empty")
-        if owner == "user":
+        if owner is Owner.USER:
             self._check_capacity()
         if tty:
             base = os.environ if env is None else env
@@ -108,7 +108,7 @@ class ProcessManager:
                 env = {**base, "TERM": DEFAULT_TERM}
         output = ProcessOutput(LogBuffer(self._config.max_log_bytes_per_process), log_path)
         created_at_ms = now_ms()
-        self._starting_user += owner == "user"
+        self._starting_user += owner is Owner.USER
         try:
             child = await start_child(command, args, sink=output.write, cwd=cwd, env=env, tty=tty,
                                       stdin=interactive, pass_fds=pass_fds)
@@ -123,7 +123,7 @@ class ProcessManager:
             output.close()
             raise
         finally:
-            self._starting_user -= owner == "user"
+            self._starting_user -= owner is Owner.USER
         # The id is taken only now, so a failed spawn leaves no gap in the numbering.
         self._last_id += 1
         process = ManagedProcess(
@@ -211,7 +211,7 @@ class ProcessManager:
 
     def _check_capacity(self) -> None:
         limit = self._config.max_concurrent_processes
-        running = sum(1 for p in self._processes.values() if p.owner == "user" and p.running)
+        running = sum(1 for p in self._processes.values() if p.owner is Owner.USER and p.running)
         if running + self._starting_user >= limit:
             raise Conflict(f"max concurrent process limit reached ({limit}); stop or kill a running "
                            "process, or raise maxConcurrentProcesses with POST /v1/processes/config")

@@ -27,10 +27,9 @@ class SpawnError(UnusableValue):
     """A spawn refused because of what the request named; `subject` is `command`, `cwd` or `args`,
     `phrase` says what is wrong with it (`"was not found on PATH"`), for callers that name it otherwise."""
 
-    def __init__(self, code: str, subject: str, value: str, phrase: str, *, status: int = 422,
-                 message: str | None = None) -> None:
+    def __init__(self, code: str, subject: str, value: str, phrase: str, *, message: str | None = None) -> None:
         self.subject, self.value, self.phrase = subject, value, phrase
-        super().__init__(code, subject, message or f"{subject} {value!r} {phrase}", status=status)
+        super().__init__(code, subject, message or f"{subject} {value!r} {phrase}")
 
 
 def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError) -> ServiceError:
@@ -47,7 +46,7 @@ def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, ex
         return SpawnError("arguments_too_long", "args", command, phrase, message=f"args of {command!r}{phrase}")
     if code == errno.ETXTBSY:
         return SpawnError("command_busy", "command", command,
-                          "is open for writing (text file busy): start it once the write is done", status=409)
+                          "is open for writing (text file busy): start it once the write is done")
     if code not in _MISSING + _NOT_EXECUTABLE:
         return StreamError(f"failed to start {command!r}: {reason}")
     found = locate(command, cwd, env)

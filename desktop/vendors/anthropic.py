@@ -8,13 +8,13 @@ Pure translation, no X: `plan()` turns one tool input into steps of `desktop.act
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from desktop import actions as batch
 from desktop.coordinates import CoordinateSpace
-from desktop.errors import invalid_action
+from desktop.errors import DomainError, invalid_action
 from desktop.keys import parse_chord, parse_keys, text_keysyms
 from desktop.screen import Region, Screenshot, ShotOptions
 from desktop.vendors.common import Point, text
@@ -200,10 +200,12 @@ def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"Error: {message}"}], "is_error": True}
 
 
-def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace) -> dict[str, Any]:
-    """The tool_result fields (`content`, `is_error` on failure) for a batch run from `plan`."""
+def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace,
+            describe: Callable[[DomainError], str] = lambda exc: exc.message) -> dict[str, Any]:
+    """The tool_result fields (`content`, `is_error` on failure) for a batch run from `plan`; `describe`
+    words a failure (the route passes the problem's detail)."""
     if outcome.error is not None:
-        return error_result(outcome.error[1].detail())
+        return error_result(describe(outcome.error[1]))
     if plan.render == "cursor":
         pointer = outcome.results[-1].pointer
         assert pointer is not None

@@ -19,14 +19,14 @@ from desktop.errors import invalid_action
 from desktop.keys import keysym_for_name, text_keysyms
 from desktop.screen import Screenshot
 from desktop.vendors.common import Point, integer, point, text
+from sandbox_desktop_wire.limits import MAX_ACTIONS, MAX_WHEEL_CLICKS
 
 SCROLL_PX_PER_CLICK = 100
 """Pixels per wheel click (what browsers scroll per click, and what TanStack's adapter assumes)."""
-MAX_SCROLL_PX = 10_000
-"""100 wheel clicks, the batch's limit."""
+MAX_SCROLL_PX = SCROLL_PX_PER_CLICK * MAX_WHEEL_CLICKS
+"""The batch's limit of wheel clicks."""
 WAIT_MS = 1000
 """`wait` carries no duration; OpenAI's samples sleep 1-2 s."""
-MAX_ACTIONS = 1000
 TYPE_DELAY_MS = 10
 BUTTONS = {"left": "left", "right": "right", "wheel": "middle", "back": "back", "forward": "forward"}
 ACTIONS = ("click", "double_click", "drag", "keypress", "move", "screenshot", "scroll", "type", "wait")

@@ -1,0 +1,138 @@
+"""Every closed set of names on the wire, as `enum.StrEnum`s shared by the server and the client.
+
+A member is its wire string (`MouseButton.LEFT == "left"`), so the domain code compares and stores
+members and the JSON stays the same. The models declare the enums where a value outside the set is a
+422 `invalid_request` (a wrong shape, docs/errors.md "Bad input"). A few fields stay plain strings on
+the wire, checked by the server against the enum (`TokenRole`, `OnIdle`, `ClipboardSelection`,
+`InputEncoding`, `VideoCodec`, `AudioCodec`), because the reference answers a wrong name there with a
+400 naming the field rather than a 422 (docs/errors.md).
+
+Some sets are also spelled as `Literal` aliases next to their models (`Button`, `ImageFormat`, `Owner`,
+`DesktopState`, `RecordingStatus`) for callers' type hints that take plain strings;
+tests/test_wire_contract.py checks each alias lists exactly its enum's values.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class DesktopRuntimeState(enum.StrEnum):
+    """`state` of `GET /v1/desktop/status` (docs/desktop.md); `paused` only on a paused desktop."""
+
+    INACTIVE = "inactive"
+    INSTALL_REQUIRED = "install_required"
+    STARTING = "starting"
+    ACTIVE = "active"
+    STOPPING = "stopping"
+    FAILED = "failed"
+    PAUSED = "paused"
+
+
+class RecordingState(enum.StrEnum):
+    """`status` of a recording (docs/recording.md)."""
+
+    RECORDING = "recording"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class TokenRole(enum.StrEnum):
+    """What a scoped token may do on its desktop (docs/security.md)."""
+
+    VIEW = "view"
+    CONTROL = "control"
+
+
+class OnIdle(enum.StrEnum):
+    """What the idle timeout does to a desktop (docs/desktops.md)."""
+
+    DELETE = "delete"
+    PAUSE = "pause"
+
+
+class MouseButton(enum.StrEnum):
+    LEFT = "left"
+    MIDDLE = "middle"
+    RIGHT = "right"
+    BACK = "back"
+    FORWARD = "forward"
+
+
+class ScreenshotFormat(enum.StrEnum):
+    PNG = "png"
+    JPEG = "jpeg"
+    WEBP = "webp"
+
+
+class ClipboardSelection(enum.StrEnum):
+    """`both` is accepted only when writing (docs/clipboard.md)."""
+
+    CLIPBOARD = "clipboard"
+    PRIMARY = "primary"
+    BOTH = "both"
+
+
+class CoordinateSpaceKind(enum.StrEnum):
+    """The frame of the x/y of a batch of actions (docs/actions.md)."""
+
+    SCREEN = "screen"
+    IMAGE = "image"
+    NORMALIZED = "normalized"
+
+
+class ProcessOwner(enum.StrEnum):
+    USER = "user"
+    DESKTOP = "desktop"
+    SYSTEM = "system"
+
+
+class ProcessStatus(enum.StrEnum):
+    RUNNING = "running"
+    EXITED = "exited"
+
+
+class LogStream(enum.StrEnum):
+    """The stream a process log entry came from."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    PTY = "pty"
+
+
+class LogStreamFilter(enum.StrEnum):
+    """Which entries `GET /v1/processes/{id}/logs` returns."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    COMBINED = "combined"
+    PTY = "pty"
+
+
+class InputEncoding(enum.StrEnum):
+    """How `POST /v1/processes/{id}/input` carries its `data`."""
+
+    BASE64 = "base64"
+    UTF8 = "utf8"
+    TEXT = "text"
+
+
+class FsEntryType(enum.StrEnum):
+    FILE = "file"
+    DIRECTORY = "directory"
+
+
+class VideoCodec(enum.StrEnum):
+    """`streamVideoCodec` of a desktop's start request."""
+
+    VP8 = "vp8"
+    H264 = "h264"
+    VP9 = "vp9"
+
+
+class AudioCodec(enum.StrEnum):
+    """`streamAudioCodec` of a desktop's start request."""
+
+    OPUS = "opus"
+    G722 = "g722"
