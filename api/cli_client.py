@@ -75,7 +75,7 @@ def status(client: Client, args: argparse.Namespace) -> None:
 
 
 def start(client: Client, args: argparse.Namespace) -> None:
-    info = client.start(args.width, args.height)
+    info = client.start(width=args.width, height=args.height)
     size = f" {info.resolution.width}x{info.resolution.height}" if info.resolution else ""
     out(f"{info.state} {info.display or ''}{size}".rstrip())
 
@@ -86,17 +86,17 @@ def stop(client: Client, args: argparse.Namespace) -> None:
 
 
 def screenshot(client: Client, args: argparse.Namespace) -> None:
-    shot = client.screenshot(args.format, args.quality, args.scale, args.show_cursor)
+    shot = client.screenshot(format=args.format, quality=args.quality, scale=args.scale, show_cursor=args.show_cursor)
     shot.save(args.output)
     out(f"{args.output} {shot.image_width}x{shot.image_height}")
 
 
 def click(client: Client, args: argparse.Namespace) -> None:
-    client.click(args.x, args.y, args.button, args.count)
+    client.click(args.x, args.y, button=args.button, count=args.count)
 
 
 def type_text(client: Client, args: argparse.Namespace) -> None:
-    client.type_text(read_text(args.text), args.delay_ms)
+    client.type_text(read_text(args.text), delay_ms=args.delay_ms)
 
 
 def parse_chord(chord: str) -> tuple[str, dict[str, bool]]:
@@ -134,12 +134,12 @@ def read_text(text: str) -> str:
 
 
 def clipboard_get(client: Client, args: argparse.Namespace) -> None:
-    sys.stdout.write(client.clipboard(args.selection))
+    sys.stdout.write(client.clipboard(selection=args.selection))
     sys.stdout.flush()
 
 
 def clipboard_set(client: Client, args: argparse.Namespace) -> None:
-    client.set_clipboard(read_text(args.text), args.selection)
+    client.set_clipboard(read_text(args.text), selection=args.selection)
 
 
 def describe(rec: Any) -> str:
@@ -147,7 +147,7 @@ def describe(rec: Any) -> str:
 
 
 def record_start(client: Client, args: argparse.Namespace) -> None:
-    out(client.start_recording(args.fps).id)
+    out(client.start_recording(fps=args.fps).id)
 
 
 def record_stop(client: Client, args: argparse.Namespace) -> None:
@@ -283,7 +283,7 @@ def run_client_command(args: argparse.Namespace) -> int:
         out(viewer_url(args.url, resolve_token(args.token, args.url)))
         return 0
     try:
-        with Client(args.url, args.token) as client:
+        with Client(args.url, token=args.token) as client:
             (handler or viewer)(client if desktop is None else client.desktops.attach(desktop), args)
     except ApiError as e:
         print(f"error: {e.detail} ({e.code or 'error'}, HTTP {e.status})", file=sys.stderr)

@@ -20,7 +20,7 @@ DRIVE = textwrap.dedent("""
     from sandbox_desktop_wire.desktops import DesktopResource
 
     url, token = sys.argv[1], sys.argv[2]
-    with Client(url, token) as client:
+    with Client(url, token=token) as client:
         with client.desktops.create(tags={"from": "wheel"}, width=640, height=480) as desktop:
             shot = desktop.screenshot()
             position = desktop.click(10, 20)

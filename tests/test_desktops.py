@@ -302,8 +302,8 @@ def test_a_view_token_watches_the_live_view_but_never_drives_it(api: httpx.Clien
 
 
 def test_the_python_clients_drive_desktops_through_handles(srv: ServerProcess) -> None:
-    with Client(srv.url, srv.token) as client:
-        with client.desktops.create(tags={"suite": "client"}, ttl_seconds=300, **SMALL) as desktop:
+    with Client(srv.url, token=srv.token) as client:
+        with client.desktops.create(tags={"suite": "client"}, ttl_seconds=300, width=640, height=480) as desktop:
             assert desktop.status().state == "active" and desktop.id.startswith("dsk_")
             assert desktop.screenshot().screen_width == 640
             desktop.set_clipboard("from the handle")
@@ -320,8 +320,8 @@ def test_the_python_clients_drive_desktops_through_handles(srv: ServerProcess) -
         assert client.desktops.get(desktop.id).state == "deleted", "leaving the `with` deleted it"
 
     async def scenario() -> None:
-        async with AsyncClient(srv.url, srv.token) as client:
-            async with await client.desktops.create(tags={"suite": "async"}, **SMALL) as desktop:
+        async with AsyncClient(srv.url, token=srv.token) as client:
+            async with await client.desktops.create(tags={"suite": "async"}, width=640, height=480) as desktop:
                 assert (await desktop.status()).state == "active"
                 await desktop.click(5, 5)
                 assert [d.id for d in await client.desktops.list(tags={"suite": "async"})] == [desktop.id]

@@ -1,4 +1,9 @@
-"""What the sync and async clients share: each endpoint as a `Call` (request + parser), and the settings."""
+"""What the sync and async clients share: each endpoint as a `Call` (request + parser), and the settings.
+
+Each endpoint is one function here returning a `Call`; `Client` and `AsyncClient` only send them, so the
+two clients cannot drift apart. Their public signatures (keyword-only options) are in client.py and
+async_client.py; these builders are internal and take their arguments in order.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
 
 import httpx
 from pydantic import BaseModel
@@ -18,13 +23,13 @@ from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
 from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
 from sandbox_desktop_wire.health import ReadinessResponse
-from sandbox_desktop_wire.mouse import MousePositionResponse
-from sandbox_desktop_wire.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
+from sandbox_desktop_wire.mouse import Button, MousePositionResponse
+from sandbox_desktop_wire.processes import Owner, ProcessInfo, ProcessListResponse, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
+from sandbox_desktop_wire.screenshot import ImageFormat
 from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse
 
 from .errors import error_for
-from .local_servers import TOKEN_ENV, resolve_token  # noqa: F401 - part of this module's surface for the clients
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -36,10 +41,49 @@ DOWNLOAD_CHUNK = 1 << 20
 Progress = Callable[[int, int | None], None]
 """Called after each chunk of a download with (bytes written, total bytes or None)."""
 
+__all__ = ["Button", "Call", "CreateOptions", "ImageFormat", "OnIdle", "Owner", "Progress", "Role", "Screenshot",
+           "Selection", "StartOptions"]
+
+Selection = Literal["clipboard", "primary", "both"]
+"""An X selection: `clipboard` (ctrl+c/ctrl+v), `primary` (the mouse selection); `both` for writes only."""
+Role = Literal["view", "control"]
+"""A desktop token's role: `view` watches, `control` drives too (docs/desktops.md)."""
+OnIdle = Literal["delete", "pause"]
+"""What an idle desktop's timeout does to it."""
+VideoCodec = Literal["vp8", "h264", "vp9"]
+AudioCodec = Literal["opus", "g722"]
+
+
+class StartOptions(TypedDict, total=False):
+    """A desktop's start options (`DesktopStartRequest`, docs/desktop.md); left out or None is the
+    server's default. `Client.start` and `desktops.create` take these as keyword arguments."""
+
+    width: int | None
+    height: int | None
+    dpi: int | None
+    display_num: int | None
+    state_dir: str | None
+    stream_video_codec: VideoCodec | None
+    stream_audio_codec: AudioCodec | None
+    stream_frame_rate: int | None
+    webrtc_port_range: str | None
+    recording_fps: int | None
+
+
+class CreateOptions(StartOptions, total=False):
+    """`desktops.create`'s options: the start options and the desktop's lifecycle (`DesktopCreateRequest`)."""
+
+    tags: Mapping[str, str] | None
+    ttl_seconds: int | None
+    idle_timeout_seconds: int | None
+    on_idle: OnIdle | None
+    home_template: str | None
+
 
 @dataclass(frozen=True)
 class Screenshot:
-    """An encoded image and the frame it was taken in (from the X-* response headers)."""
+    """What `screenshot()` returns: the encoded image and the frame it was taken in, read from the
+    `X-*` response headers (docs/screenshots.md)."""
 
     data: bytes
     media_type: str
@@ -48,6 +92,7 @@ class Screenshot:
     region: tuple[int, int, int, int]
     """The captured rectangle (x, y, width, height) in screen pixels."""
     image_width: int
+    """The image's own size in pixels: the region's times `scale`."""
     image_height: int
     scale: float
     cursor: tuple[int, int] | None = None
@@ -67,7 +112,9 @@ class Screenshot:
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One request and how to read its answer; `extra_timeout` is added for calls that wait server-side."""
+    """One endpoint's request and how to read its answer, for `Client.send`/`AsyncClient.send`.
+
+    `extra_timeout` (seconds) is added to the client's timeout for calls that wait on the server."""
 
     method: str
     path: str
@@ -148,9 +195,8 @@ def status() -> Call[DesktopStatusResponse]:
     return Call("GET", "/v1/desktop/status", model(DesktopStatusResponse))
 
 
-def start(width: int | None, height: int | None, fields: Mapping[str, Any]) -> Call[DesktopStatusResponse]:
-    return Call("POST", "/v1/desktop/start", model(DesktopStatusResponse), json=wire(width=width, height=height,
-                **fields), extra_timeout=30)
+def start(**options: Unpack[StartOptions]) -> Call[DesktopStatusResponse]:
+    return Call("POST", "/v1/desktop/start", model(DesktopStatusResponse), json=wire(**options), extra_timeout=30)
 
 
 def stop() -> Call[DesktopStatusResponse]:
@@ -318,8 +364,10 @@ def scoped(path: str, desktop_id: str | None) -> str:
     return f"/v1/desktops/{_path_id(desktop_id)}/" + path.removeprefix(SINGLE_PREFIX)
 
 
-def create_desktop(lifecycle: Mapping[str, Any], fields: Mapping[str, Any]) -> Call[DesktopResource]:
-    return Call("POST", "/v1/desktops", model(DesktopResource), json=wire(**lifecycle, **fields), extra_timeout=30)
+def create_desktop(**options: Unpack[CreateOptions]) -> Call[DesktopResource]:
+    tags = options.pop("tags", None)
+    return Call("POST", "/v1/desktops", model(DesktopResource), json=wire(**options, tags=dict(tags) if tags else None),
+                extra_timeout=30)
 
 
 def list_desktops(tags: Mapping[str, str] | None) -> Call[list[DesktopResource]]:

@@ -20,7 +20,8 @@ from sandbox_desktop_wire.recording import DesktopRecordingInfo
 from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 from . import _base as b
-from ._base import Call, Progress, Screenshot
+from ._base import AudioCodec, Button, Call, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
+from .local_servers import resolve_token
 
 if TYPE_CHECKING:
     from .desktops import Desktops
@@ -29,19 +30,27 @@ T = TypeVar("T")
 
 
 class Client:
-    """A sandbox-desktop server; the token defaults to $SANDBOX_DESKTOP_TOKEN, then to
-    the one a server on this machine announced (docs/security.md). Use as a context manager."""
+    """A sandbox-desktop server, driven over HTTP (docs/client.md); use it as a context manager.
 
-    def __init__(self, url: str = b.DEFAULT_URL, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
+    `url` defaults to http://127.0.0.1:2468; `token` to $SANDBOX_DESKTOP_TOKEN, then to the one a server
+    on this machine announced (docs/security.md); `timeout` (seconds) is httpx's per request, with what a
+    call waits on the server added. Other keyword arguments go to `httpx.Client` (`verify=`, `transport=`).
+
+    Every method raises an `ApiError` subclass for a non-2xx answer (see the package's docstring) and
+    `httpx.TransportError` when no answer came; a method's docstring names the errors it adds.
+    The methods act on the `default` desktop (`/v1/desktop/...`); `desktops` has the others.
+    """
+
+    def __init__(self, url: str = b.DEFAULT_URL, *, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
                  **httpx_options: Any) -> None:
         self.timeout = timeout
-        self._http = httpx.Client(**b.client_options(url, b.resolve_token(token, url), timeout), **httpx_options)
+        self._http = httpx.Client(**b.client_options(url, resolve_token(token, url), timeout), **httpx_options)
         self._desktop: str | None = None
         """The desktop this client drives: None for `/v1/desktop` (`default`), else a `DesktopClient`'s id."""
 
     @property
     def desktops(self) -> Desktops:
-        """The server's desktops: create, list, get, attach, delete (docs/desktops.md)."""
+        """The server's desktops: `create`, `list`, `get`, `attach`, `delete` (docs/desktops.md)."""
         from .desktops import Desktops  # it subclasses this module's client: imported when first used
 
         return Desktops(self)
@@ -54,10 +63,11 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the connection pool (leaving a `with` block does)."""
         self._http.close()
 
     def send(self, call: Call[T]) -> T:
-        """Send one prepared call and parse its answer; raises `ApiError` for a non-2xx status."""
+        """Send one prepared `Call` and return its parsed answer; raises `ApiError` for a non-2xx status."""
         response = self._http.request(call.method, b.scoped(call.path, self._desktop),
                                       **b.request_options(call, self.timeout))
         b.check(response)
@@ -65,124 +75,176 @@ class Client:
 
     # Lifecycle
     def health(self) -> str:
+        """`GET /v1/health`: `"ok"` while the server answers."""
         return self.send(b.health())
 
     def ready(self) -> ReadinessResponse:
-        """The end-to-end readiness checks; raises `ApiError` (503 `desktop_not_ready`) when one fails."""
+        """`GET /v1/health/ready`: the end-to-end readiness checks; `ServerError` (503 `desktop_not_ready`)
+        when one fails."""
         return self.send(b.ready())
 
     def status(self) -> DesktopStatusResponse:
+        """`GET /v1/desktop/status`: the desktop's state, display, resolution and processes."""
         return self.send(b.status())
 
-    def start(self, width: int | None = None, height: int | None = None, **fields: Any) -> DesktopStatusResponse:
-        """Start the desktop; `fields` are the other start options in snake_case (dpi, display_num, ...)."""
-        return self.send(b.start(width, height, fields))
+    def start(self, *, width: int | None = None, height: int | None = None, dpi: int | None = None,
+              display_num: int | None = None, state_dir: str | None = None,
+              stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
+              stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
+              recording_fps: int | None = None) -> DesktopStatusResponse:
+        """`POST /v1/desktop/start`: start the desktop (1440x900 at 96 dpi unless told); idempotent while
+        active. Options left None take the server's default (docs/desktop.md). Returns its status.
+
+        Raises `ConflictError` (`desktop_already_active`: running at another size or state directory,
+        `desktop_runtime_starting`), `ClientError` (400 `desktop_invalid_action`: a value out of range),
+        `ServerError` (503 `desktop_dependencies_missing`, `desktop_runtime_failed`)."""
+        return self.send(b.start(
+            width=width, height=height, dpi=dpi, display_num=display_num, state_dir=state_dir,
+            stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
+            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps))
 
     def stop(self) -> DesktopStatusResponse:
+        """`POST /v1/desktop/stop`: stop the desktop and its apps; returns its status (`inactive`)."""
         return self.send(b.stop())
 
     def display_info(self) -> DesktopDisplayInfoResponse:
+        """`GET /v1/desktop/display/info`: the X display name and resolution; `ConflictError` when inactive."""
         return self.send(b.display_info())
 
     # Screen
-    def screenshot(self, format: str = "png", quality: int | None = None, scale: float | None = None,
+    def screenshot(self, *, format: ImageFormat = "png", quality: int | None = None, scale: float | None = None,
                    show_cursor: bool = False, region: Sequence[int] | None = None) -> Screenshot:
-        """The screen (or `region` = (x, y, width, height)) as an image with its coordinate frame."""
+        """`GET /v1/desktop/screenshot` (`/region` with `region=(x, y, width, height)` in screen pixels):
+        the screen as an image with its coordinate frame. `quality` is for jpeg/webp, `scale` shrinks
+        the image (0.1-1.0), `show_cursor` draws the pointer. `ConflictError` when inactive."""
         return self.send(b.screenshot(format, quality, scale, show_cursor, region))
 
     # Mouse
     def mouse_position(self) -> MousePositionResponse:
+        """`GET /v1/desktop/mouse/position`: where the pointer is, and the window under it."""
         return self.send(b.mouse_position())
 
     def move(self, x: int, y: int) -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/move`: move the pointer to screen pixel (x, y); returns where it is."""
         return self.send(b.move(x, y))
 
-    def click(self, x: int, y: int, button: str = "left", count: int = 1) -> MousePositionResponse:
+    def click(self, x: int, y: int, *, button: Button = "left", count: int = 1) -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/click`: move to (x, y) and click `count` times; returns the position."""
         return self.send(b.click(x, y, button, count))
 
-    def mouse_down(self, x: int | None = None, y: int | None = None,
-                   button: str = "left") -> MousePositionResponse:
+    def mouse_down(self, x: int | None = None, y: int | None = None, *,
+                   button: Button = "left") -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/down`: press `button` (at (x, y) when given); returns the position."""
         return self.send(b.mouse_button(False, x, y, button))
 
-    def mouse_up(self, x: int | None = None, y: int | None = None,
-                 button: str = "left") -> MousePositionResponse:
+    def mouse_up(self, x: int | None = None, y: int | None = None, *,
+                 button: Button = "left") -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/up`: release `button` (at (x, y) when given); returns the position."""
         return self.send(b.mouse_button(True, x, y, button))
 
-    def drag(self, start: Sequence[int], end: Sequence[int], steps: int | None = None, duration_ms: int = 0,
-             button: str = "left") -> MousePositionResponse:
+    def drag(self, start: Sequence[int], end: Sequence[int], *, steps: int | None = None, duration_ms: int = 0,
+             button: Button = "left") -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/drag`: press at `start` (x, y), move to `end` in `steps` over
+        `duration_ms`, release; returns the position."""
         return self.send(b.drag(start, end, steps, duration_ms, button))
 
-    def scroll(self, x: int, y: int, dx: int = 0, dy: int = 0) -> MousePositionResponse:
+    def scroll(self, x: int, y: int, *, dx: int = 0, dy: int = 0) -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/scroll`: scroll at (x, y) by `dx`, `dy` wheel clicks (positive: right,
+        down); returns the position."""
         return self.send(b.scroll(x, y, dx, dy))
 
     # Keyboard
-    def type_text(self, text: str, delay_ms: int = 0) -> None:
+    def type_text(self, text: str, *, delay_ms: int = 0) -> None:
+        """`POST /v1/desktop/keyboard/type`: type `text` (any Unicode), `delay_ms` between characters."""
         self.send(b.type_text(text, delay_ms))
 
-    def press(self, key: str, ctrl: bool = False, shift: bool = False, alt: bool = False,
+    def press(self, key: str, *, ctrl: bool = False, shift: bool = False, alt: bool = False,
               cmd: bool = False) -> None:
+        """`POST /v1/desktop/keyboard/press`: press and release `key` (xdotool syntax: `Return`, `ctrl+l`,
+        `é`; docs/keyboard.md) with the modifiers set to True held."""
         self.send(b.press(key, ctrl, shift, alt, cmd))
 
     def key_down(self, key: str) -> None:
+        """`POST /v1/desktop/keyboard/down`: press `key` and keep it held until `key_up`."""
         self.send(b.key(False, key))
 
     def key_up(self, key: str) -> None:
+        """`POST /v1/desktop/keyboard/up`: release a key `key_down` pressed."""
         self.send(b.key(True, key))
 
     # Windows
     def windows(self) -> list[DesktopWindowInfo]:
+        """`GET /v1/desktop/windows`: the managed windows, with id, title, geometry and `is_active`."""
         return self.send(b.windows())
 
     def focused_window(self) -> DesktopWindowInfo:
+        """`GET /v1/desktop/windows/focused`: the window with the input focus; `NotFoundError`
+        (`no_focused_window`) if none."""
         return self.send(b.focused_window())
 
     def focus(self, window_id: str) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/focus`: raise and focus a window; `NotFoundError`
+        (`window_not_found`) for an unknown id."""
         return self.send(b.window("focus", window_id))
 
     def move_window(self, window_id: str, x: int, y: int) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/move`: put a window's top-left at (x, y); returns the window."""
         return self.send(b.window("move", window_id, {"x": x, "y": y}))
 
     def resize_window(self, window_id: str, width: int, height: int) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/resize`: resize a window; returns the window."""
         return self.send(b.window("resize", window_id, {"width": width, "height": height}))
 
     # Clipboard
-    def clipboard(self, selection: str = "clipboard") -> str:
+    def clipboard(self, *, selection: Selection = "clipboard") -> str:
+        """`GET /v1/desktop/clipboard`: the text of an X selection ("" when nobody owns it)."""
         return self.send(b.clipboard(selection))
 
-    def set_clipboard(self, text: str, selection: str = "clipboard") -> None:
+    def set_clipboard(self, text: str, *, selection: Selection = "clipboard") -> None:
+        """`POST /v1/desktop/clipboard`: own an X selection (`both`: clipboard and primary) with `text`."""
         self.send(b.set_clipboard(text, selection))
 
     # Apps
-    def launch(self, app: str, args: Iterable[str] = (), wait: bool = False,
+    def launch(self, app: str, args: Iterable[str] = (), *, wait: bool = False,
                wait_timeout_ms: int | None = None) -> LaunchResponse:
+        """`POST /v1/desktop/launch`: start a program on the desktop; with `wait`, answer once its window
+        is mapped (`window_id`). `ClientError` 422 (`app_exited`, `app_not_executable`), `NotFoundError`
+        (`app_not_found`); docs/apps.md."""
         return self.send(b.launch(app, args, wait, wait_timeout_ms))
 
     def open(self, target: str) -> OpenResponse:
+        """`POST /v1/desktop/open`: open a file or URL with its default application (xdg-open)."""
         return self.send(b.open_target(target))
 
     # Batches
-    def actions(self, actions: Sequence[Mapping[str, Any]], coordinates: Mapping[str, Any] | None = None,
+    def actions(self, actions: Sequence[Mapping[str, Any]], *, coordinates: Mapping[str, Any] | None = None,
                 settle: Mapping[str, Any] | None = None,
                 screenshot: Mapping[str, Any] | None = None) -> ActionsResponse:
-        """Run wire-format action dicts in one batch (see docs/actions.md)."""
+        """`POST /v1/desktop/actions`: run wire-format (camelCase) action dicts in one batch, stopping at
+        the first failure, which is in `.error` rather than raised (docs/actions.md)."""
         return self.send(b.actions(actions, coordinates, settle, screenshot))
 
     # Recording
-    def start_recording(self, fps: int | None = None) -> DesktopRecordingInfo:
+    def start_recording(self, *, fps: int | None = None) -> DesktopRecordingInfo:
+        """`POST /v1/desktop/recording/start`: record the screen to an MP4; `ConflictError` if one runs."""
         return self.send(b.start_recording(fps))
 
     def stop_recording(self) -> DesktopRecordingInfo:
+        """`POST /v1/desktop/recording/stop`: finish the recording; `ConflictError` if none runs."""
         return self.send(b.stop_recording())
 
     def recordings(self) -> list[DesktopRecordingInfo]:
+        """`GET /v1/desktop/recordings`: every recording of the desktop."""
         return self.send(b.recordings())
 
     def recording(self, recording_id: str) -> DesktopRecordingInfo:
+        """`GET /v1/desktop/recordings/{id}`: one recording; `NotFoundError` for an unknown id."""
         return self.send(b.recording(recording_id))
 
-    def download_recording(self, recording_id: str, path: str | os.PathLike[str],
+    def download_recording(self, recording_id: str, path: str | os.PathLike[str], *,
                            progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
-        """Stream the MP4 to `path` chunk by chunk; a failed download leaves no partial file."""
+        """`GET /v1/desktop/recordings/{id}/download`: stream the MP4 to `path` in chunks, calling
+        `progress(done, total)` after each; returns the `Path`. A failed download leaves no file."""
         call, target = b.download_recording(recording_id), Path(path)
         with self._http.stream(call.method, b.scoped(call.path, self._desktop)) as response:
             if not response.is_success:
@@ -202,13 +264,17 @@ class Client:
         return target
 
     def delete_recording(self, recording_id: str) -> None:
+        """`DELETE /v1/desktop/recordings/{id}`: delete a recording and its file; `ConflictError` while it
+        records, `NotFoundError` for an unknown id."""
         self.send(b.delete_recording(recording_id))
 
     # Processes
-    def run(self, command: str, args: Iterable[str] = (), timeout_ms: int | None = None, cwd: str | None = None,
+    def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None, cwd: str | None = None,
             env: Mapping[str, str] | None = None) -> ProcessRunResponse:
-        """Run a command to completion on the server and return its exit status and output."""
+        """`POST /v1/processes/run`: run a command to completion on the server; returns its exit code and
+        output. `ClientError` 422 (`command_not_found`, `cwd_not_found`, ...); docs/processes.md."""
         return self.send(b.run(command, args, timeout_ms, cwd, env))
 
-    def processes(self, owner: str | None = None) -> list[ProcessInfo]:
+    def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
+        """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`)."""
         return self.send(b.processes(owner))

@@ -1,4 +1,5 @@
-"""`ApiError`: a non-2xx answer, carrying the server's problem+json document."""
+"""`ApiError` and its subclasses by status: a non-2xx answer, carrying the server's problem+json document
+(docs/errors.md). The tree is in the package's docstring."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ import httpx
 
 
 class ApiError(Exception):
-    """The server answered with an error status; `.problem` is its problem+json document."""
+    """The server answered with an error status (any not caught by a subclass, e.g. a 3xx).
+
+    `.status` is the HTTP status, `.code` the problem's code (`window_not_found`, ...; None when the
+    answer was not a problem document), `.detail` its human-readable detail, `.problem` the whole
+    document (a validation error's `errors` list included)."""
 
     def __init__(self, status: int, problem: dict[str, Any]) -> None:
         self.status = status
         self.problem = problem
-        self.code: str | None = problem.get("code")
+        code = problem.get("code")
+        self.code: str | None = code if isinstance(code, str) else None
         self.detail: str = str(problem.get("detail") or problem.get("title") or f"HTTP {status}")
         super().__init__(f"{status} {self.code or 'error'}: {self.detail}")
 
@@ -23,7 +29,7 @@ class ClientError(ApiError):
 
 
 class NotFoundError(ClientError):
-    """A 404: the window, recording or process does not exist."""
+    """A 404: the window, recording, process or desktop does not exist (or the route)."""
 
 
 class ConflictError(ClientError):
