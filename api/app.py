@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from api import mcp_http
 from api.auth import TokenAuthMiddleware
 from api.browser_guard import BrowserGuardMiddleware, HostPolicy, OriginPolicy
 from api.cors import CorsMiddleware, CorsPolicy
@@ -68,6 +69,7 @@ ROUTE_MODULES = (
 OPTIONAL_APIS = {
     "processes": ("/v1/processes", "--no-process-api"),
     "fs": ("/v1/fs", "--no-file-api"),
+    "mcp": (mcp_http.PATH, "--no-mcp-api"),
 }
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -93,6 +95,8 @@ class ServerConfig:
     """Desktops the server holds at once (`--max-desktops`); one more is a 429 `too_many_desktops`."""
     announce: tuple[int, Path] | None = None
     """(port, token file) of a generated token, announced to local clients while the server runs."""
+    mcp: mcp_http.McpOptions = field(default_factory=mcp_http.McpOptions)
+    """The tools `/v1/mcp` offers and their timeout (`--mcp-allow`, `--mcp-timeout`)."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -173,6 +177,12 @@ def create_app(config: ServerConfig) -> Starlette:
     single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
     operations = [*single, *per_desktop(single)]
     openapi = build_openapi(operations, VERSION)
+    # MCP over HTTP (docs/mcp.md) is an ASGI app of its own rather than an Operation: it streams, and answers its
+    # errors the way MCP clients expect (api/mcp_http.py). Its sessions live within the lifespan below.
+    mcp = mcp_http.McpEndpoint(config.mcp, config.token, config.hosts.port)
+    mcp_routes = [] if "mcp" in config.disabled_apis else mcp_http.routes(mcp)
+    if mcp_routes and mcp_http.sdk_installed():
+        openapi = mcp_http.document(openapi)
 
     async def openapi_document(request: Request) -> Response:
         return Response(openapi, media_type="application/json")
@@ -189,7 +199,8 @@ def create_app(config: ServerConfig) -> Starlette:
                   f"status: {config.url}/v1/desktop/status, screenshot: {config.url}/v1/desktop/screenshot",
                   file=sys.stderr, flush=True)
         try:
-            yield
+            async with mcp.run(app):  # MCP sessions end before the desktops they drive
+                yield
         finally:
             if config.announce is not None:
                 local_servers.withdraw(config.announce[0])
@@ -198,7 +209,7 @@ def create_app(config: ServerConfig) -> Starlette:
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *STREAM_WEBSOCKETS,
-              *per_desktop_websockets(STREAM_WEBSOCKETS), *TERMINAL_WEBSOCKETS, *UI_ROUTES,
+              *per_desktop_websockets(STREAM_WEBSOCKETS), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         routes=routes,

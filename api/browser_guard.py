@@ -32,6 +32,8 @@ ALLOWED_HOST_FLAG = "--allowed-host"
 ALLOWED_HOSTS_ENV = "SANDBOX_DESKTOP_ALLOWED_HOSTS"
 CORS_FLAG = "--cors-allow-origin"
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+HOST_VERDICTS_KEPT = 256
+"""Distinct (Host, scheme) verdicts the guard keeps; past that it starts over."""
 
 
 def _normal_name(host: str) -> str:
@@ -200,26 +202,40 @@ def is_same_origin(origin: str, host_header: str | None) -> bool:
 
 class BrowserGuardMiddleware:
     """Refuses, before any route runs, a request whose Host is not ours (421) or whose Origin is a
-    page we do not serve (403). HTTP requests and WebSocket handshakes alike."""
+    page we do not serve (403). HTTP requests and WebSocket handshakes alike.
+
+    Every request pays for the Host check, and a client sends the same Host on every request: the
+    verdict of each (Host, scheme) is kept, since the policy never changes (bounded, as Hosts come from clients)."""
 
     def __init__(self, app: ASGIApp, hosts: HostPolicy, origins: OriginPolicy) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
+        self._host_verdicts: dict[tuple[bytes | None, str], bool] = {}
+
+    def host_allowed(self, host: bytes | None, scheme: str) -> bool:
+        key = (host, scheme)
+        verdict = self._host_verdicts.get(key)
+        if verdict is None:
+            verdict = self.hosts.allows(host.decode("latin-1") if host is not None else None, scheme)
+            if len(self._host_verdicts) >= HOST_VERDICTS_KEPT:
+                self._host_verdicts.clear()
+            self._host_verdicts[key] = verdict
+        return verdict
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host: str | None = None
-        origin: str | None = None
+        raw_host: bytes | None = None
+        raw_origin: bytes | None = None
         for name, value in scope["headers"]:
             if name == b"host":
-                host = value.decode("latin-1")
+                raw_host = value
             elif name == b"origin":
-                origin = value.decode("latin-1")
-        if not self.hosts.allows(host, scope.get("scheme", "http")):
-            shown = host if host is not None else "(none)"
+                raw_origin = value
+        if not self.host_allowed(raw_host, scope.get("scheme", "http")):
+            shown = raw_host.decode("latin-1") if raw_host is not None else "(none)"
             body = problem_body(
                 421, "host_not_allowed", "Host Not Allowed",
                 f"this server does not answer to the host {shown!r}; start it with "
@@ -227,11 +243,14 @@ class BrowserGuardMiddleware:
                 "host_not_allowed", host=shown, flag=ALLOWED_HOST_FLAG)
             await send_refusal(scope, receive, send, problem_response(body))
             return
-        if origin is not None and not self.origins.allows(origin, host):
-            body = problem_body(
-                403, "origin_not_allowed", "Origin Not Allowed",
-                f"requests from pages on {origin!r} are refused; start the server with {CORS_FLAG} {origin} "
-                "to allow that origin", "origin_not_allowed", origin=origin, flag=CORS_FLAG)
-            await send_refusal(scope, receive, send, problem_response(body))
-            return
+        if raw_origin is not None:
+            origin = raw_origin.decode("latin-1")
+            host = raw_host.decode("latin-1") if raw_host is not None else None
+            if not self.origins.allows(origin, host):
+                body = problem_body(
+                    403, "origin_not_allowed", "Origin Not Allowed",
+                    f"requests from pages on {origin!r} are refused; start the server with {CORS_FLAG} {origin} "
+                    "to allow that origin", "origin_not_allowed", origin=origin, flag=CORS_FLAG)
+                await send_refusal(scope, receive, send, problem_response(body))
+                return
         await self.app(scope, receive, send)

@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="switch off /v1/processes (403) for deployments that only need the desktop")
     server.add_argument("--no-file-api", action="store_true",
                         help="switch off /v1/fs (403) for deployments that only need the desktop")
+    server.add_argument("--no-mcp-api", action="store_true",
+                        help="switch off the MCP endpoint /v1/mcp (403)")
+    server.add_argument("--mcp-allow", type=mcp_server.tool_list, action="extend", metavar="TOOL[,TOOL...]",
+                        help="/v1/mcp offers only these tools (repeatable; default all), as `mcp --allow`")
+    server.add_argument("--mcp-timeout", type=mcp_server.positive, default=mcp_server.DEFAULT_TIMEOUT,
+                        metavar="SECONDS", help="/v1/mcp fails a tool call that takes longer "
+                        f"(default {mcp_server.DEFAULT_TIMEOUT:g}), as `mcp --timeout`")
     server.add_argument("--webrtc-public-address", action="append", type=parse_public_address, metavar="ADDR",
                         help="IP address at which viewers reach the live view's UDP ports through a 1:1 NAT or "
                              f"port forwarding (repeatable; default: ${PUBLIC_ADDRESS_ENV}, comma-separated)")
@@ -122,8 +129,11 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
             asyncio.get_event_loop().call_soon_threadsafe(app.state.services.processes.end_follows)
 
     # Logging is configured already (configure_logging); the app writes its own access log, without queries.
+    # httptools (a dependency) rather than h11: every request pays the HTTP floor (docs/benchmarks.md, HTTP floor).
+    # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
+    # under /bin/sh instead of being refused, and a tty process's preexec_fn fails (docs/processes.md, Errors).
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
-                            access_log=False, timeout_graceful_shutdown=4)
+                            access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools")
     Server(config).run()
 
 
@@ -145,6 +155,7 @@ def display_url(host: str, port: int) -> str:
 
 def run_server(args: argparse.Namespace) -> int:
     from api.app import ServerConfig, create_app
+    from api.mcp_http import McpOptions
     from desktop.options import StartOptions, default_state_dir
 
     token = None if args.no_token else args.token
@@ -187,12 +198,14 @@ def run_server(args: argparse.Namespace) -> int:
             print(f"sandbox-desktop: cannot keep a generated token in {state_dir or default_state_dir()}: {exc}; "
                   "pass --state-dir, or --token", file=sys.stderr)
             return 2
-    disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api)) if off)
+    disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api),
+                                                ("mcp", args.no_mcp_api)) if off)
     # A server on port 0 cannot say which port it got before it binds: it is not announced.
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
-                          max_desktops=args.max_desktops)
+                          max_desktops=args.max_desktops,
+                          mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout))
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"

@@ -8,7 +8,9 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+EXPOSED = "mcp-session-id"
 VARY = "origin, access-control-request-method, access-control-request-headers"
+VARY_HEADER = (b"vary", VARY.encode("latin-1"))
 
 
 @dataclass(frozen=True)
@@ -49,20 +51,34 @@ class CorsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        if scope["method"] == "OPTIONS" and origin and "access-control-request-method" in headers:
-            await self.preflight(origin, headers)(scope, receive, send)
+        # One pass over the raw headers: every request pays for this, most carry no Origin (SDKs, curl).
+        origin: str | None = None
+        requests_method = False
+        for name, value in scope["headers"]:
+            if name == b"origin":
+                if origin is None:
+                    origin = value.decode("latin-1")
+            elif name == b"access-control-request-method":
+                requests_method = True
+        if scope["method"] == "OPTIONS" and origin and requests_method:
+            await self.preflight(origin, Headers(scope=scope))(scope, receive, send)
             return
+        allowed = origin if origin and self.policy.allows_origin(origin) else None
 
         async def send_with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":
-                out = MutableHeaders(scope=message)
-                out.append("vary", VARY)
-                if origin and self.policy.allows_origin(origin):
-                    out["access-control-allow-origin"] = self.policy.origin_value(origin)
+                if allowed is not None:
+                    out = MutableHeaders(scope=message)
+                    out.append("vary", VARY)
+                    out["access-control-allow-origin"] = self.policy.origin_value(allowed)
+                    # The MCP session id, which a browser MCP client must read and send back (docs/mcp.md);
+                    # a route that exposes headers of its own (the screenshot's frame) keeps its list.
+                    if "access-control-expose-headers" not in out:
+                        out["access-control-expose-headers"] = EXPOSED
                     if self.policy.credentials:
                         out["access-control-allow-credentials"] = "true"
+                else:
+                    message["headers"] = [*message.get("headers", ()), VARY_HEADER]
             await send(message)
 
         await self.app(scope, receive, send_with_cors)

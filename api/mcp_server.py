@@ -1,6 +1,7 @@
 """`sandbox-desktop mcp`: a running server's desktops as MCP tools over stdio (the official `mcp` SDK).
 
-The desktop tools are here; the tools that manage desktops, and `desktop_id`, are in api/mcp_desktops.py."""
+The desktop tools are here; the tools that manage desktops, and `desktop_id`, are in api/mcp_desktops.py. The
+server serves the same tools itself at /v1/mcp (api/mcp_http.py, docs/mcp.md "Over HTTP")."""
 
 from __future__ import annotations
 
@@ -47,19 +48,20 @@ SELECTION = string("Which X selection", "clipboard", "primary", default="clipboa
 # Tools: each takes the open client and the validated arguments.
 
 async def screenshot(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    shot = await client.screenshot(args.get("format", "png"), args.get("quality"), args.get("scale"))
+    shot = await client.screenshot(format=args.get("format", "png"), quality=args.get("quality"),
+                                   scale=args.get("scale"))
     frame = (f"screen {shot.screen_width}x{shot.screen_height}, image {shot.image_width}x{shot.image_height}, "
              f"scale {shot.scale:g}")
     return Reply([Image(base64.b64encode(shot.data).decode(), shot.media_type), frame])
 
 
 async def click(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    at = await client.click(args["x"], args["y"], args.get("button", "left"), args.get("count", 1))
+    at = await client.click(args["x"], args["y"], button=args.get("button", "left"), count=args.get("count", 1))
     return Reply([f"clicked at {at.x},{at.y}"])
 
 
 async def type_text(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    await client.type_text(args["text"], args.get("delay_ms", 0))
+    await client.type_text(args["text"], delay_ms=args.get("delay_ms", 0))
     return Reply([f"typed {len(args['text'])} characters"])
 
 
@@ -70,7 +72,7 @@ async def key(client: AsyncClient, args: dict[str, Any]) -> Reply:
 
 
 async def scroll(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    await client.scroll(args["x"], args["y"], args.get("dx", 0), args.get("dy", 0))
+    await client.scroll(args["x"], args["y"], dx=args.get("dx", 0), dy=args.get("dy", 0))
     return Reply(["scrolled"])
 
 
@@ -86,16 +88,16 @@ async def windows(client: AsyncClient, args: dict[str, Any]) -> Reply:
 
 
 async def clipboard_get(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    return Reply([await client.clipboard(args.get("selection", "clipboard"))])
+    return Reply([await client.clipboard(selection=args.get("selection", "clipboard"))])
 
 
 async def clipboard_set(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    await client.set_clipboard(args["text"], args.get("selection", "clipboard"))
+    await client.set_clipboard(args["text"], selection=args.get("selection", "clipboard"))
     return Reply(["clipboard set"])
 
 
 async def launch(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    launched = await client.launch(args["app"], args.get("args", ()), args.get("wait", False))
+    launched = await client.launch(args["app"], args=args.get("args", ()), wait=args.get("wait", False))
     return Reply([launched.to_json().decode()])
 
 
@@ -120,8 +122,8 @@ def batch_reply(response: ActionsResponse) -> Reply:
 
 
 async def batch(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    return batch_reply(await client.actions(args["actions"], args.get("coordinates"), args.get("settle"),
-                                            args.get("screenshot")))
+    return batch_reply(await client.actions(args["actions"], coordinates=args.get("coordinates"),
+                                            settle=args.get("settle"), screenshot=args.get("screenshot")))
 
 
 def batch_schema() -> dict[str, Any]:
@@ -167,13 +169,15 @@ TOOLS += mcp_desktops.TOOLS
 TOOL_NAMES = [t.name for t in TOOLS]
 
 
-async def run_tool(tool: Tool, client: AsyncClient, arguments: dict[str, Any], timeout: float, url: str) -> Reply:
-    """Run one tool call within `timeout`; every failure becomes an error reply saying what happened."""
+async def run_tool(tool: Tool, client: AsyncClient, arguments: dict[str, Any], timeout: float, url: str,
+                   timeout_flag: str = "--timeout") -> Reply:
+    """Run one tool call within `timeout` (set with `timeout_flag`); every failure becomes an error reply saying
+    what happened."""
     try:
         async with asyncio.timeout(timeout):
             return await tool.handler(client, arguments)
     except TimeoutError:
-        return Reply([f"{tool.name} timed out after {timeout:g} s (the server's --timeout); the desktop may "
+        return Reply([f"{tool.name} timed out after {timeout:g} s (the server's {timeout_flag}); the desktop may "
                       "still be carrying it out: take a screenshot before retrying"], is_error=True)
     except ApiError as e:
         return Reply([f"{e.detail} (code: {e.code or 'error'}, HTTP {e.status})"], is_error=True)
@@ -195,9 +199,10 @@ def to_result(reply: Reply) -> types.CallToolResult:
 
 
 def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url: str,
-                 desktop: str | None = None) -> Server[Any, Any]:
+                 desktop: str | None = None, timeout_flag: str = "--timeout") -> Server[Any, Any]:
     """An MCP server offering `tools` (only those) on `client`: on the desktop `desktop` alone when given
-    (no management tools), else on the one each call's `desktop_id` names."""
+    (no management tools), else on the one each call's `desktop_id` names. The stdio command and the server's
+    `/v1/mcp` (api/mcp_http.py) both serve this one."""
     from mcp import types
     from mcp.server.lowlevel import Server
 
@@ -217,7 +222,7 @@ def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url
         if tool is None:
             return to_result(Reply([f"unknown tool {name!r}: this server offers {', '.join(by_name)}"], True))
         target, arguments = mcp_desktops.route(client, tool, arguments, desktop)
-        return to_result(await run_tool(tool, target, arguments, timeout, url))
+        return to_result(await run_tool(tool, target, arguments, timeout, url, timeout_flag))
 
     return server
 
@@ -226,7 +231,7 @@ async def serve(url: str, token: str | None, tools: Sequence[Tool], timeout: flo
                 desktop: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
-    async with AsyncClient(url, token) as client:
+    async with AsyncClient(url, token=token) as client:
         server = build_server(client, tools, timeout, url, desktop)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

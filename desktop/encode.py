@@ -2,27 +2,37 @@
 
 PNG is written here rather than by Pillow: Pillow picks a filter per row by trying all five, which
 costs ~14 ms on a 1440x900 frame before deflate even runs. Screen content (flat UI, text) deflates as
-well or better unfiltered, so rows are stored with filter 0 and compressed at zlib level 1. Measured
-(CPU time, 1440x900 text-heavy screen): 8.5 ms and 178 KB, against 22.8 ms and 202 KB for Pillow at
-`compress_level=1`. (Pillow's bundled zlib-ng, reached through a palette image, was slower: 10.2 ms.)
-"""
+well or better unfiltered, so rows are stored with filter 0 and deflated by ISA-L (the `isal` package)
+at level 1. Measured (CPU time, the 1440x900 scene of bench/scene.py; docs/benchmarks.md, HTTP floor):
+ISA-L 2.7 ms and 225 KB, zlib level 1 13.3 ms and 214 KB, zlib-ng level 1 4.5 ms and 258 KB, Pillow at
+`compress_level=1` 33 ms and 234 KB. Without `isal` the same writer falls back to zlib."""
 
 from __future__ import annotations
 
 import io
 import struct
 import zlib
+from collections.abc import Callable
+from types import ModuleType
 
 from PIL import Image
+
+_deflate: ModuleType
+try:
+    from isal import isal_zlib as _deflate
+except ImportError:  # a platform without its wheel: the same stream from zlib, ~7x slower
+    _deflate = zlib
 
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
 
 PNG_ZLIB_LEVEL = 1
-"""zlib level 1: higher levels cost 5-30% more time for 1-3% smaller screenshots."""
+"""Level 1 of ISA-L (0-3) or zlib: ISA-L's 2 is 0.5% smaller for 5% more time, its 3 4x slower;
+zlib's higher levels cost 5-30% more time for 1-3% smaller screenshots."""
 WEBP_METHOD = 0
 """libwebp effort 0-6; 0 is the fastest (22 ms vs 70 ms at 4 for 1440x900) for ~15% more bytes."""
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_crc32: Callable[..., int] = _deflate.crc32  # ISA-L's is ~10x faster than zlib's
 
 
 def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
@@ -43,19 +53,19 @@ def scale_image(image: Image.Image, size: tuple[int, int]) -> Image.Image:
 
 
 def png_bytes(image: Image.Image) -> bytes:
-    """An 8-bit RGB PNG: one IDAT of unfiltered rows at zlib level 1."""
+    """An 8-bit RGB PNG: one IDAT of unfiltered rows, deflated at level 1."""
     width, height = image.size
     # The raw encoder pads each row to `stride` with a zero byte at its end; shifted by one byte,
     # that padding is exactly the filter-type-0 byte PNG wants at the start of every row.
     rows = image.tobytes("raw", "RGB", width * 3 + 1, 1)
-    deflate = zlib.compressobj(PNG_ZLIB_LEVEL)
+    deflate = _deflate.compressobj(PNG_ZLIB_LEVEL)
     idat = deflate.compress(b"\0") + deflate.compress(memoryview(rows)[:-1]) + deflate.flush()
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", idat), _chunk(b"IEND", b"")))
 
 
 def _chunk(tag: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(tag)))
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", _crc32(data, _crc32(tag)))
 
 
 def encode(image: Image.Image, fmt: str, quality: int) -> bytes:
