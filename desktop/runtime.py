@@ -7,7 +7,6 @@ supervisor's live view, so a status call during a start or a restart answers at 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -16,8 +15,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-
-from Xlib.display import Display
 
 from desktop.action_log import ActionLog
 from desktop.apps import Apps
@@ -37,16 +34,16 @@ from desktop.errors import (
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home, restore_home
 from desktop.keyboard import Keyboard
-from desktop.mouse import Mouse, pointer_grabbed
+from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
 from desktop.reaper import kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
 from desktop.screen import Screen
 from desktop.session import Session
-from desktop.snapshot import ChildStatus, DesktopSnapshot, rfc3339_ns
+from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
 from desktop.supervisor import Supervisor
 from desktop.window_control import Windows
-from desktop.windows import WindowInfo, close_other_clients, list_windows
+from desktop.windows import close_other_clients
 from desktop.xthread import XThread
 from sandbox_desktop_wire.enums import DesktopRuntimeState as State
 from sandbox_desktop_wire.enums import ProcessOwner
@@ -394,46 +391,10 @@ class Desktop:
     # -- status --------------------------------------------------------------------------------
 
     async def snapshot(self) -> DesktopSnapshot:
-        """The status document; never blocks on a transition."""
-        report = self.dependencies.report()
-        state = self.current_state()
-        sup = self.supervisor
-        options = self.options
-        windows: tuple[WindowInfo, ...] = ()
-        grabbed = False
-        if state == State.ACTIVE and self.x is not None:  # not while paused: a stopped X server never answers
-            with contextlib.suppress(DesktopError):
-                windows, grabbed = await self.x.call(_windows_and_grab)
-        started = sup is not None and options is not None and sup.display_num is not None
-        return DesktopSnapshot(
-            state=state,
-            missing_dependencies=report.missing,
-            missing_optional=report.missing_optional,
-            install_command=report.install_command,
-            runtime_log_path=str(self.layout.runtime_log),
-            processes=self._child_statuses(),
-            display=sup.display if started and sup else None,
-            width=options.width if started and options else None,
-            height=options.height if started and options else None,
-            dpi=options.dpi if started and options else None,
-            started_at=rfc3339_ns(self._started_ns) if self._started_ns else None,
-            last_error=self.last_error() if state in (State.FAILED, State.INSTALL_REQUIRED) else None,
-            windows=windows,
-            restart_count=sup.restart_count if sup else 0,
-            last_exit=sup.last_exit if sup else None,
-            state_dir=str(self.layout.root),
-            pointer_grabbed=grabbed,
-        )
+        """The status document; never blocks on a transition (desktop/snapshot.py)."""
+        return await take_snapshot(self)
 
-    def _child_statuses(self) -> tuple[ChildStatus, ...]:
-        if self.supervisor is None:
-            return ()
-        return tuple(
-            ChildStatus(name, proc.pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
-            for name, proc in self.supervisor.children.items()
-        )
-
-
-def _windows_and_grab(d: Display) -> tuple[tuple[WindowInfo, ...], bool]:
-    """The managed windows and whether another client holds the pointer, in one input-thread call."""
-    return tuple(list_windows(d)), pointer_grabbed(d)
+    @property
+    def started_ns(self) -> int | None:
+        """When the running session became active (epoch ns), or None."""
+        return self._started_ns

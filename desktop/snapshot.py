@@ -1,14 +1,23 @@
-"""What `GET /v1/desktop/status` reports, as plain data: the Desktop builds it, api/ renders it."""
+"""What `GET /v1/desktop/status` reports: built from a Desktop here (`take_snapshot`), rendered by api/."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from Xlib.display import Display
+
+from desktop.errors import DesktopError
+from desktop.mouse import pointer_grabbed
 from desktop.supervisor import ChildExit
-from desktop.windows import WindowInfo
-from sandbox_desktop_wire.enums import DesktopRuntimeState
+from desktop.windows import WindowInfo, list_windows
+from sandbox_desktop_wire.enums import DesktopRuntimeState as State
 from sandbox_desktop_wire.problems import ProblemCode
+
+if TYPE_CHECKING:
+    from desktop.runtime import Desktop
 
 
 def rfc3339_ns(epoch_ns: int) -> str:
@@ -31,7 +40,7 @@ class ChildStatus:
 class DesktopSnapshot:
     """Everything `GET /v1/desktop/status` reports."""
 
-    state: DesktopRuntimeState
+    state: State
     missing_dependencies: tuple[str, ...]
     runtime_log_path: str
     processes: tuple[ChildStatus, ...] = ()
@@ -49,3 +58,50 @@ class DesktopSnapshot:
     missing_optional: tuple[str, ...] = field(default_factory=tuple)
     pointer_grabbed: bool = False
     """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
+
+
+async def take_snapshot(desktop: Desktop) -> DesktopSnapshot:
+    """The status document of `desktop`; never blocks on a transition."""
+    report = desktop.dependencies.report()
+    state = desktop.current_state()
+    sup = desktop.supervisor
+    options = desktop.options
+    windows: tuple[WindowInfo, ...] = ()
+    grabbed = False
+    if state == State.ACTIVE and desktop.x is not None:  # not while paused: a stopped X server never answers
+        with contextlib.suppress(DesktopError):
+            windows, grabbed = await desktop.x.call(_windows_and_grab)
+    started = sup is not None and options is not None and sup.display_num is not None
+    return DesktopSnapshot(
+        state=state,
+        missing_dependencies=report.missing,
+        missing_optional=report.missing_optional,
+        install_command=report.install_command,
+        runtime_log_path=str(desktop.layout.runtime_log),
+        processes=child_statuses(desktop),
+        display=sup.display if started and sup else None,
+        width=options.width if started and options else None,
+        height=options.height if started and options else None,
+        dpi=options.dpi if started and options else None,
+        started_at=rfc3339_ns(desktop.started_ns) if desktop.started_ns else None,
+        last_error=desktop.last_error() if state in (State.FAILED, State.INSTALL_REQUIRED) else None,
+        windows=windows,
+        restart_count=sup.restart_count if sup else 0,
+        last_exit=sup.last_exit if sup else None,
+        state_dir=str(desktop.layout.root),
+        pointer_grabbed=grabbed,
+    )
+
+
+def child_statuses(desktop: Desktop) -> tuple[ChildStatus, ...]:
+    if desktop.supervisor is None:
+        return ()
+    return tuple(
+        ChildStatus(name, proc.pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
+        for name, proc in desktop.supervisor.children.items()
+    )
+
+
+def _windows_and_grab(d: Display) -> tuple[tuple[WindowInfo, ...], bool]:
+    """The managed windows and whether another client holds the pointer, in one input-thread call."""
+    return tuple(list_windows(d)), pointer_grabbed(d)
