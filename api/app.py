@@ -27,7 +27,7 @@ from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
 from api.registry import DesktopRegistry
-from api.routes.desktops import MANY_PREFIX, SINGLE_PREFIX, per_desktop
+from api.routes.desktops import per_desktop, per_desktop_websockets
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
@@ -232,8 +232,3 @@ def create_app(config: ServerConfig) -> Starlette:
     app.state.services = services
     return app
 
-
-def per_desktop_websockets(routes: Sequence[WebSocketRoute]) -> list[WebSocketRoute]:
-    """`/v1/desktop/...` WebSockets again under `/v1/desktops/{desktop_id}/...` (api/routes/desktops.py)."""
-    return [WebSocketRoute(MANY_PREFIX + r.path.removeprefix(SINGLE_PREFIX), r.endpoint)
-            for r in routes if r.path.startswith(SINGLE_PREFIX + "/")]

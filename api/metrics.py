@@ -4,7 +4,6 @@ labelled by desktop (docs/operations.md)."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +26,7 @@ from prometheus_client.registry import Collector
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.services import DEFAULT_DESKTOP_ID
+from api.services import DEFAULT_DESKTOP_ID, desktop_path
 from desktop.screen import Screenshot, ShotOptions
 from sandbox_desktop_wire.desktop import DesktopState
 
@@ -43,9 +42,6 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 SHOT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 UNMATCHED = "unmatched"
 """The route label of requests no route matches, so scanners cannot explode the label set."""
-SINGLE_PATH = re.compile(r"/v1/desktop(?:/|$)")
-MANY_PATH = re.compile(r"/v1/desktops/([^/]+)")
-"""`/v1/desktop/...` is the `default` desktop, `/v1/desktops/{desktop_id}/...` the one named (docs/desktops.md)."""
 LABEL_CACHE_SIZE = 1024
 """Request label sets whose metric children the middleware keeps at hand."""
 PATH_CACHE_SIZE = 1024
@@ -54,10 +50,8 @@ PATH_CACHE_SIZE = 1024
 
 def desktop_in_path(path: str) -> str | None:
     """The id of the desktop a request path is about, or None for server-wide paths (`/v1/desktops` itself)."""
-    if SINGLE_PATH.match(path):
-        return DEFAULT_DESKTOP_ID
-    many = MANY_PATH.match(path)
-    return many.group(1) if many else None
+    about = desktop_path(path)
+    return about[0] if about is not None else None
 
 
 class Metrics:

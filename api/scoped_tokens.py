@@ -13,12 +13,11 @@ Anything else (another desktop, the desktops list, the process and file APIs, me
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import time
 from dataclasses import dataclass
 
-from api.services import DEFAULT_DESKTOP_ID
+from api.services import desktop_path
 from sandbox_desktop_wire.enums import TokenRole
 from sandbox_desktop_wire.limits import MAX_TTL_SECONDS
 
@@ -38,7 +37,6 @@ Role = TokenRole
 _VIEW = {("GET", "/status"), ("HEAD", "/status"), ("GET", "/screenshot"), ("HEAD", "/screenshot"),
          ("GET", "/display/info"), ("GET", "/windows"), ("GET", "/stream/status"), ("WS", "/stream/signaling"),
          ("GET", "/health/ready")}
-_MANY = re.compile(r"^/v1/desktops/(?P<id>[^/]+)(?P<rest>/.*)?$")
 
 
 @dataclass(frozen=True)
@@ -49,15 +47,10 @@ class ScopedToken:
 
     def allows(self, method: str, path: str) -> bool:
         """Whether this token may make `method path` ("WS" for a WebSocket handshake)."""
-        match = _MANY.match(path)
-        if match is not None:
-            if match["id"] != self.desktop_id:
-                return False
-            rest = match["rest"] or ""
-        elif self.desktop_id == DEFAULT_DESKTOP_ID and (path == "/v1/desktop" or path.startswith("/v1/desktop/")):
-            rest = path.removeprefix("/v1/desktop")
-        else:
+        about = desktop_path(path)
+        if about is None or about[0] != self.desktop_id:
             return False
+        rest = about[1]
         if self.role is Role.VIEW:
             return (method, rest) in _VIEW or (rest == "" and method in ("GET", "HEAD"))
         # Admin only: a token cannot mint tokens, nor end the desktop it was lent.

@@ -116,6 +116,19 @@ class ServerServices:
     version: str
 
 
+def desktop_path(path: str) -> tuple[str, str] | None:
+    """(desktop id, the rest of the path) of a request path about one desktop, or None for a server-wide one:
+    `/v1/desktop<rest>` is the `default` desktop, `/v1/desktops/{id}<rest>` the one named (docs/desktops.md).
+    What the routes read from `{desktop_id}`, for the middleware that runs before any route."""
+    if path == "/v1/desktop" or path.startswith("/v1/desktop/"):
+        return DEFAULT_DESKTOP_ID, path.removeprefix("/v1/desktop")
+    if path.startswith("/v1/desktops/"):
+        desktop_id, slash, rest = path.removeprefix("/v1/desktops/").partition("/")
+        if desktop_id:
+            return desktop_id, slash + rest
+    return None
+
+
 def server_of(connection: HTTPConnection) -> ServerServices:
     """The app's ServerServices (`create_app` sets them once)."""
     services: ServerServices = connection.app.state.services

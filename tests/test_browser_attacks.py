@@ -26,6 +26,7 @@ import pytest
 
 from tests.browser import Browser, Page, chromium_path
 from tests.conftest import ServerProcess, launch_server, wait_for
+from tests.test_local_safety import read_head
 
 pytestmark = pytest.mark.skipif(chromium_path() is None,
                                 reason="chromium is not installed (apt-get install chromium): these tests drive a "
@@ -74,12 +75,9 @@ class AttackerProxy:
 
     def _serve(self, client: socket.socket) -> None:
         with contextlib.closing(client):
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = client.recv(65536)
-                if not chunk:
-                    return
-                head += chunk
+            head = read_head(client)
+            if b"\r\n\r\n" not in head:
+                return
             if head.startswith((b"GET /attack.html ", b"GET /favicon.ico ")):
                 body = ATTACK_PAGE if b"/attack.html" in head.split(b"\r\n")[0] else b""
                 client.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"

@@ -130,6 +130,18 @@ def test_the_allow_list_admits_its_origins_in_any_case() -> None:
 # -- a real server: every route, both WebSockets -----------------------------------------------------
 
 
+def read_head(sock: socket.socket) -> bytes:
+    """What arrives until the end of an HTTP head (and whatever followed it in the same reads); less if the
+    peer closes first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def handshake(url: str, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
     """A WebSocket handshake sent by hand (Host and Origin exactly as given): status and body."""
     parts = urlsplit(url)
@@ -140,12 +152,7 @@ def handshake(url: str, path: str, headers: dict[str, str]) -> tuple[int, bytes]
         lines.append(f"Host: {parts.hostname}:{parts.port}")
     with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_head(sock)
         head, _, body = data.partition(b"\r\n\r\n")
         length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                        if line.lower().startswith(b"content-length:")), 0)

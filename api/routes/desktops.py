@@ -14,6 +14,7 @@ from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import WebSocketRoute
 
 from api.operations import Operation
 from api.registry import Ended
@@ -189,13 +190,22 @@ OPERATIONS = [
 ]
 
 
+def many_path(path: str) -> str | None:
+    """`/v1/desktop/<p>` → `/v1/desktops/{desktop_id}/<p>`; None for a path that is not one desktop's."""
+    return MANY_PREFIX + path.removeprefix(SINGLE_PREFIX) if path.startswith(SINGLE_PREFIX + "/") else None
+
+
 def per_desktop(operations: Iterable[Operation]) -> list[Operation]:
     """`/v1/desktop/<path>` operations again as `/v1/desktops/{desktop_id}/<path>`, same handlers."""
     copies = []
     for op in operations:
-        if op.path.startswith(SINGLE_PREFIX + "/"):
-            path = MANY_PREFIX + op.path.removeprefix(SINGLE_PREFIX)
+        if (path := many_path(op.path)) is not None:
             name = re.sub(r"\W", "_", op.operation_id or op.handler.__name__)
             copies.append(dataclasses.replace(op, path=path, operation_id=f"{name}_of_desktop",
                                               errors=(*op.errors, 404), tags=(*op.tags, "desktops")))
     return copies
+
+
+def per_desktop_websockets(routes: Iterable[WebSocketRoute]) -> list[WebSocketRoute]:
+    """`/v1/desktop/...` WebSockets again under `/v1/desktops/{desktop_id}/...`, same endpoints."""
+    return [WebSocketRoute(path, r.endpoint) for r in routes if (path := many_path(r.path)) is not None]
