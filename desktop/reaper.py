@@ -59,7 +59,7 @@ def signal_marked(marker: str, sig: int) -> list[int]:
     return pids
 
 
-def stop_marked(marker: str, timeout_s: float = 1.0) -> list[int]:
+def stop_marked(marker: str, timeout_s: float = 5.0) -> list[int]:
     """SIGSTOP every marked process and wait until each one is stopped (delivery is asynchronous: a process
     running on another core stops a moment later); a process forked meanwhile is caught by a second round."""
     deadline = time.monotonic() + timeout_s
