@@ -27,6 +27,7 @@ from api.openapi import build_openapi
 from api.operations import Operation
 from api.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
 from api.registry import DesktopRegistry
+from api.router import IndexedRouter
 from api.routes.desktops import per_desktop, per_desktop_websockets
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
@@ -35,7 +36,7 @@ from api.scoped_tokens import TokenStore
 from api.services import DesktopServices, Lifecycle, ServerServices, build_desktop_services
 from desktop import options as options_module
 from desktop.dependencies import DependencyChecker
-from desktop.errors import PermissionDenied, ServiceError
+from desktop.errors import ApiDisabled, ServiceError
 from desktop.options import StartOptions
 from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
@@ -143,12 +144,12 @@ def disabled_routes(disabled: frozenset[str]) -> list[BaseRoute]:
     routes: list[BaseRoute] = []
     for name in sorted(disabled):
         prefix, flag = OPTIONAL_APIS[name]
-        error = PermissionDenied(f"{prefix} is disabled on this server (started with {flag})", code="api_disabled")
+        error = ApiDisabled(f"{prefix} is disabled on this server (started with {flag})")
 
-        async def refuse(request: Request, error: PermissionDenied = error) -> Response:
+        async def refuse(request: Request, error: ApiDisabled = error) -> Response:
             raise error
 
-        async def refuse_socket(websocket: WebSocket, error: PermissionDenied = error) -> None:
+        async def refuse_socket(websocket: WebSocket, error: ApiDisabled = error) -> None:
             await refuse_websocket(websocket, error)
 
         routes += [Route(prefix, refuse, methods=ALL_METHODS),
@@ -212,7 +213,6 @@ def create_app(config: ServerConfig) -> Starlette:
               *per_desktop_websockets(STREAM_WEBSOCKETS), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
-        routes=routes,
         middleware=[
             # Outermost, so refused (401) and failed (500) requests are counted too.
             Middleware(RequestMetricsMiddleware, metrics=metrics, routes=routes),
@@ -226,8 +226,8 @@ def create_app(config: ServerConfig) -> Starlette:
             HTTPException: handle_http_exception,
             Exception: handle_unexpected,
         },
-        lifespan=lifespan,
     )
+    app.router = IndexedRouter(routes, lifespan=lifespan)
     # The one untyped hop: routes read it back through api.services.server_of, typed.
     app.state.services = services
     return app

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -18,7 +19,7 @@ from starlette.responses import Response
 from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
 from desktop.parsing import ascii_int
 from sandbox_desktop_wire.base import WireModel
-from sandbox_desktop_wire.problems import ProblemCode
+from sandbox_desktop_wire.problems import PROBLEMS, ProblemCode
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,6 +34,9 @@ OFF_LOOP_PARSE_BYTES = 1024 * 1024
 # "a value is out of range" (400): the split the reference's clients already expect.
 _SHAPE_ERRORS = ("missing", "_type", "enum", "literal_error", "json_invalid", "model_attributes_type",
                  "is_instance_of", "union_tag", "dict_type", "list_type")
+
+# Every status some problem code is answered with: the only error statuses an operation can document.
+PROBLEM_STATUSES = frozenset(status for spec in PROBLEMS.values() for status in (spec.status, *spec.also))
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class Operation:
     ranges: bool = False
     """A binary response that honours a `Range` header: 206 with Content-Range (and 416) as well."""
     errors: tuple[int, ...] = ()
-    """Error statuses worth documenting besides 401 and the validation ones."""
+    """Error statuses worth documenting besides 401 and the validation ones; each must be one the problem table
+    (sandbox_desktop_wire/problems.py) answers some code with."""
     invalid_code: ProblemCode = ProblemCode.INVALID_REQUEST
     """Problem code for out-of-range values (desktop routes use `desktop_invalid_action`)."""
     body_required: bool = False
@@ -66,6 +71,11 @@ class Operation:
     tags: tuple[str, ...] = field(default_factory=tuple)
     operation_id: str | None = None
     """The OpenAPI operationId when the handler's name is taken (a per-desktop copy of an operation)."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.errors) - PROBLEM_STATUSES)
+        if unknown:  # a typo, or a status no error of the server is answered with (the problem table)
+            raise ValueError(f"{self.method} {self.path}: no problem code is answered with {unknown}")
 
     async def endpoint(self, request: Request) -> Response:
         """The Starlette endpoint: parse inputs, call the handler, serialise the result."""
@@ -154,7 +164,9 @@ async def parse_body(request: Request, model: type[M], invalid_code: str, requir
 
 def parse_query(request: Request, model: type[M], invalid_code: str) -> M:
     """Parse query parameters (strings coerced to the declared types); the last value wins."""
-    params: dict[str, Any] = dict(request.query_params.items())
+    raw = request.scope["query_string"]
+    # As Starlette's QueryParams parse it, without building one: most requests carry no query at all.
+    params: dict[str, Any] = dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
     try:
         return model.model_validate(params)
     except ValidationError as exc:

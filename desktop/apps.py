@@ -17,11 +17,13 @@ from desktop.errors import (
     AppExited,
     AppNotExecutable,
     AppNotFound,
+    ArgumentsTooLong,
+    CommandBusy,
+    CommandNotFound,
     DesktopError,
     ServiceError,
     StreamError,
     TargetNotFound,
-    UnusableValue,
     field_errors,
     invalid_action,
 )
@@ -104,15 +106,15 @@ def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: 
     """A spawn refused by the OS, told in the request's own terms. `app_field` is None when the
     program is the server's choice (xdg-open): then it failing, like the desktop HOME missing as
     the working directory, is the server's fault."""
-    if exc.code == "arguments_too_long":
-        return UnusableValue(exc.code, args_field, f"{args_field} of {app!r}{exc.phrase}")
+    if isinstance(exc, ArgumentsTooLong):
+        return ArgumentsTooLong(args_field, app, exc.phrase, message=f"{args_field} of {app!r}{exc.phrase}")
     if exc.subject == "cwd":
         return StreamError(f"cannot start {app!r}: the desktop HOME {exc.value!r} {exc.phrase}")
     if app_field is None:
         return StreamError(f"cannot start {app!r}: it {exc.phrase}")
-    if exc.code == "command_busy":
-        return UnusableValue(exc.code, app_field, f"{app_field} {app!r} {exc.phrase}")
-    if exc.code == "command_not_found":
+    if isinstance(exc, CommandBusy):
+        return CommandBusy(app_field, app, exc.phrase)
+    if isinstance(exc, CommandNotFound):
         return AppNotFound(f"Application '{app}' not found in PATH")
     message = f"{app_field} {app!r} {exc.phrase}"
     return AppNotExecutable(message, errors=field_errors(app_field, message))

@@ -94,6 +94,12 @@ class PermissionDenied(GenericError):
     code = Code.PERMISSION_DENIED
 
 
+class ApiDisabled(PermissionDenied):
+    """A route of an API the server was started without (`--no-process-api`)."""
+
+    code = Code.API_DISABLED
+
+
 class NotFound(DomainError):
     """A named resource does not exist: `details: {resource, id}` as in the reference."""
 
@@ -257,13 +263,56 @@ def invalid_action(message: str, field: str, location: str = "body") -> InvalidA
 
 class UnusableValue(DomainError):
     """A well-formed request whose field names something that cannot be used: a command that does not
-    exist, a working directory that is a file. The caller's mistake, with a code of its own, `errors`
-    naming the field and a message naming the field and the value (docs/errors.md, "Caller mistakes").
-    """
+    exist, a working directory that is a file. The caller's mistake: each kind is a subclass with a code
+    of its own, `errors` naming the field and a message naming the field and the value (docs/errors.md,
+    "Caller mistakes")."""
 
-    def __init__(self, code: str, field: str, message: str, **facts: Any) -> None:
+    def __init__(self, field: str, message: str, **facts: Any) -> None:
         self.field = field
-        super().__init__(message, code=code, errors=field_errors(field, message), **facts)
+        super().__init__(message, errors=field_errors(field, message), **facts)
+
+
+class SpawnError(UnusableValue):
+    """A spawn refused because of what the request named; `subject` is the field (`command`, `cwd`, `args`),
+    `phrase` says what is wrong with its value (`"was not found on PATH"`), for callers that name it otherwise."""
+
+    def __init__(self, subject: str, value: str, phrase: str, *, message: str | None = None) -> None:
+        self.subject, self.value, self.phrase = subject, value, phrase
+        super().__init__(subject, message or f"{subject} {value!r} {phrase}")
+
+
+class CommandNotFound(SpawnError):
+    code = Code.COMMAND_NOT_FOUND
+
+
+class CommandNotExecutable(SpawnError):
+    """A directory, a file without the execute permission, a script whose interpreter is missing."""
+
+    code = Code.COMMAND_NOT_EXECUTABLE
+
+
+class CommandBusy(SpawnError):
+    """The program is open for writing (ETXTBSY): it can be started once the write is done."""
+
+    code = Code.COMMAND_BUSY
+
+
+class WorkingDirectoryNotFound(SpawnError):
+    code = Code.CWD_NOT_FOUND
+
+
+class WorkingDirectoryNotDirectory(SpawnError):
+    code = Code.CWD_NOT_DIRECTORY
+
+
+class WorkingDirectoryNotAccessible(SpawnError):
+    code = Code.CWD_NOT_ACCESSIBLE
+
+
+class ArgumentsTooLong(SpawnError):
+    """An argument over the kernel's limit for one string, or all of them over the limit for all."""
+
+    code = Code.ARGUMENTS_TOO_LONG
 
 
 class FieldError(DomainError):

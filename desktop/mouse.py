@@ -18,10 +18,10 @@ from Xlib import X
 from Xlib import error as xerror
 from Xlib.display import Display
 from Xlib.ext import xtest
-from Xlib.protocol import request
 
 from desktop.action_log import ActionLog
 from desktop.errors import invalid_action
+from desktop.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
 from desktop.session import Session
 from desktop.window_control import SOURCE_PAGER, send_root_message
 from desktop.windows import active_window_id
@@ -43,16 +43,6 @@ BUTTON_MASKS = X.Button1Mask | X.Button2Mask | X.Button3Mask | X.Button4Mask | X
 MAX_WINDOW_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class PointerState:
-    """Where the pointer is after an action, and the client window under it."""
-
-    x: int
-    y: int
-    screen: int
-    window: int | None
-
-
 def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: str = "y") -> None:
     """Coordinates must lie on the screen: 0 <= x < width, 0 <= y < height."""
     for value, field, limit in ((x, x_field, session.width), (y, y_field, session.height)):
@@ -72,48 +62,7 @@ def button_number(name: str) -> int:
 
 # -- in-thread primitives (take the Display) ---------------------------------------------------
 
-def _xid(window: object) -> int:
-    """A window id from a reply field that is a Window object or X.NONE."""
-    return int(getattr(window, "id", window) or 0)  # type: ignore[call-overload]
-
-
-def pointer_state(d: Display) -> PointerState:
-    """The pointer position and the client window (the one with WM_STATE) under it."""
-    x, y, client, top = _under_pointer(d)
-    # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
-    return PointerState(x, y, 0, client or top or None)
-
-
-def _under_pointer(d: Display) -> tuple[int, int, int | None, int]:
-    """Pointer position, the managed client window under it (or None) and the top-level under it.
-
-    One round trip per level: each level's WM_STATE and child-under-pointer are asked together.
-    """
-    reply = d.screen().root.query_pointer()
-    top = _xid(reply.child)
-    wm_state = d.get_atom("WM_STATE")
-    window = None
-    candidate = top
-    # Descend along the pointer from the top-level (openbox's frame) to the client window.
-    for _ in range(8):
-        if not candidate:
-            break
-        state = request.GetProperty(display=d.display, defer=True, delete=False, window=candidate,
-                                    property=wm_state, type=X.AnyPropertyType, long_offset=0, long_length=0)
-        below = request.QueryPointer(display=d.display, defer=True, window=candidate)
-        try:
-            state.reply()
-            below.reply()
-        except (xerror.BadWindow, xerror.BadMatch):
-            break
-        if state.property_type:
-            window = candidate
-            break
-        candidate = _xid(below.child)
-    return int(reply.root_x), int(reply.root_y), window, top
-
-
-def _request_activation(d: Display) -> int | None:
+def _request_activation(d: Display) -> Look | int:
     """Click-to-focus, done here rather than by a window manager binding.
 
     A WM's click-to-focus binding grabs the pointer synchronously: the pointer freezes until the
@@ -122,17 +71,13 @@ def _request_activation(d: Display) -> int | None:
     keeps every event in order; keys typed next go to the window that was clicked.
 
     Returns the client window when the press must wait for the WM to make it active (see
-    `_await_active`), None when it may go at once.
+    `_await_active`), else what was under the pointer, for the answer.
     """
-    _, _, client, _ = _under_pointer(d)
-    if client is None or client == active_window_id(d):
-        return None
-    send_root_message(d, client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
-    return None if active_window_id(d) == client else client
-
-
-def _is_active(d: Display, client: int) -> bool:
-    return active_window_id(d) == client
+    look = look_under_pointer(d, active=True)
+    if look.client is None or look.client == look.active:
+        return look
+    send_root_message(d, look.client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    return look if active_window_id(d) == look.client else look.client
 
 
 def _move(d: Display, x: int, y: int) -> None:
@@ -164,13 +109,20 @@ def _press_job(d: Display, at: tuple[int, int] | None, button: int, activate: bo
     """
     if at is not None:
         _move(d, *at)
+    before = None
     if activate and button in FOCUSING_BUTTONS:
-        client = _request_activation(d)
-        if client is not None:
-            return _Activating(client)
+        activation = _request_activation(d)
+        if isinstance(activation, int):
+            return _Activating(activation)
+        before = activation
     xtest.fake_input(d, X.ButtonPress, button)
     if release:
         _release(d, button)
+    if before is not None:
+        # Looked up after the motion, just before the press, which moves nothing: that is the answer, and
+        # no round trip more is needed (any window the click opens appears later anyway).
+        d.flush()
+        return before.state
     if finish:
         return pointer_state(d)
     d.sync()
@@ -183,10 +135,6 @@ def _button_job(d: Display, at: tuple[int, int] | None, button: int) -> PointerS
         _move(d, *at)
     _release(d, button)
     return pointer_state(d)
-
-
-def _release_job(d: Display, button: int) -> PointerState:
-    return _button_job(d, None, button)
 
 
 def _move_job(d: Display, x: int, y: int) -> PointerState:
@@ -222,13 +170,13 @@ def pointer_grabbed(d: Display) -> bool:
     reply = root.query_pointer()
     if int(reply.mask) & BUTTON_MASKS:
         return False
-    window, child = root, _xid(reply.child)
+    window, child = root, xid(reply.child)
     try:
         for _ in range(MAX_WINDOW_DEPTH):  # down to the deepest window under the pointer, as the server sees it
             if not child:
                 break
             window = d.create_resource_object("window", child)
-            child = _xid(window.query_pointer().child)
+            child = xid(window.query_pointer().child)
         status = window.grab_pointer(False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime)
     except xerror.BadWindow:  # the window went away meanwhile: ask again next time
         return False
@@ -255,7 +203,7 @@ async def _await_active(x: XThread, client: int) -> None:
     deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
     while time.monotonic() < deadline:
         await asyncio.sleep(0.001)
-        if await x.call(_is_active, client):
+        if await x.call(active_window_id) == client:
             return
 
 
@@ -308,7 +256,7 @@ async def _drag(x: XThread, start: tuple[int, int], end: tuple[int, int], button
     finally:
         # Never leave the button held, whatever failed, also when the request is cancelled (its
         # client went away): the job is queued at once and runs even if this task stops waiting.
-        state = await asyncio.shield(x.submit(_release_job, button))
+        state = await asyncio.shield(x.submit(_button_job, None, button))
     return await _settled(x, state, end)
 
 

@@ -13,7 +13,20 @@ import errno
 import os
 from collections.abc import Mapping
 
-from desktop.errors import ServiceError, StreamError, UnusableValue
+from desktop.errors import (
+    ArgumentsTooLong,
+    CommandBusy,
+    CommandNotExecutable,
+    CommandNotFound,
+    ServiceError,
+    SpawnError,
+    StreamError,
+    WorkingDirectoryNotAccessible,
+    WorkingDirectoryNotDirectory,
+    WorkingDirectoryNotFound,
+)
+
+__all__ = ["MAX_ARG_BYTES", "SpawnError", "locate", "spawn_error"]
 
 # Errors of looking the command up: it is not there.
 _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP)
@@ -21,15 +34,6 @@ _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP)
 _NOT_EXECUTABLE = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
 # The kernel's limit on one argument or environment string (MAX_ARG_STRLEN, 32 pages).
 MAX_ARG_BYTES = 128 * 1024
-
-
-class SpawnError(UnusableValue):
-    """A spawn refused because of what the request named; `subject` is `command`, `cwd` or `args`,
-    `phrase` says what is wrong with it (`"was not found on PATH"`), for callers that name it otherwise."""
-
-    def __init__(self, code: str, subject: str, value: str, phrase: str, *, message: str | None = None) -> None:
-        self.subject, self.value, self.phrase = subject, value, phrase
-        super().__init__(code, subject, message or f"{subject} {value!r} {phrase}")
 
 
 def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError) -> ServiceError:
@@ -43,28 +47,26 @@ def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, ex
         phrase = (f" is over the kernel's limit for starting a process ({reason}): at most "
                   f"{MAX_ARG_BYTES // 1024} KiB per argument, and {os.sysconf('SC_ARG_MAX') // 1024} KiB "
                   "for all arguments and the environment together")
-        return SpawnError("arguments_too_long", "args", command, phrase, message=f"args of {command!r}{phrase}")
+        return ArgumentsTooLong("args", command, phrase, message=f"args of {command!r}{phrase}")
     if code == errno.ETXTBSY:
-        return SpawnError("command_busy", "command", command,
-                          "is open for writing (text file busy): start it once the write is done")
+        return CommandBusy("command", command,
+                           "is open for writing (text file busy): start it once the write is done")
     if code not in _MISSING + _NOT_EXECUTABLE:
         return StreamError(f"failed to start {command!r}: {reason}")
     found = locate(command, cwd, env)
     if found is None:
         where = "does not exist" if "/" in command else "was not found on PATH"
-        return SpawnError("command_not_found", "command", command, where + ("" if code == errno.ENOENT
-                                                                             else f" ({reason})"))
-    return SpawnError("command_not_executable", "command", command, _not_executable(found, code, reason))
+        return CommandNotFound("command", command, where + ("" if code == errno.ENOENT else f" ({reason})"))
+    return CommandNotExecutable("command", command, _not_executable(found, code, reason))
 
 
 def _cwd_error(cwd: str, code: int | None, reason: str) -> ServiceError:
     if code in (errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG):
-        return SpawnError("cwd_not_found", "cwd", cwd, "does not exist" + ("" if code == errno.ENOENT
-                                                                          else f" ({reason})"))
+        return WorkingDirectoryNotFound("cwd", cwd, "does not exist" + ("" if code == errno.ENOENT else f" ({reason})"))
     if code == errno.ENOTDIR:
-        return SpawnError("cwd_not_directory", "cwd", cwd, "is not a directory (it, or one of its parents, is a file)")
+        return WorkingDirectoryNotDirectory("cwd", cwd, "is not a directory (it, or one of its parents, is a file)")
     if code in (errno.EACCES, errno.EPERM):
-        return SpawnError("cwd_not_accessible", "cwd", cwd, f"cannot be entered by the server's user ({reason})")
+        return WorkingDirectoryNotAccessible("cwd", cwd, f"cannot be entered by the server's user ({reason})")
     return StreamError(f"cannot start a process in the working directory {cwd!r}: {reason}")
 
 
