@@ -62,6 +62,8 @@ ROUTE_MODULES = (
     "api.routes.terminal",
     "api.routes.fs",
     "api.routes.actions",
+    "api.routes.events",
+    "api.routes.accessibility",
     "api.routes.vendors",
     "api.routes.metrics",
 )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from pydantic import BaseModel
 
 from api import mcp_desktops
 from api.cli_client import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV, UsageError, parse_chord
@@ -23,6 +24,7 @@ from api.mcp_tools import Image, Reply, Tool, integer, obj, string
 from sandbox_desktop_client import ApiError, AsyncClient
 from sandbox_desktop_wire.actions import ActionsRequest, ActionsResponse
 from sandbox_desktop_wire.actions import Image as WireImage
+from sandbox_desktop_wire.waits import WaitRequest
 
 if TYPE_CHECKING:
     from mcp import types
@@ -126,11 +128,17 @@ async def batch(client: AsyncClient, args: dict[str, Any]) -> Reply:
                                             settle=args.get("settle"), screenshot=args.get("screenshot")))
 
 
-def batch_schema() -> dict[str, Any]:
+def batch_schema(request: type[BaseModel] = ActionsRequest) -> dict[str, Any]:
     # The request model is the schema: the model sees exactly what the server validates.
-    schema = ActionsRequest.model_json_schema(by_alias=True)
+    schema = request.model_json_schema(by_alias=True)
     schema.pop("title", None)
     return schema
+
+
+async def wait(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    answer = await client.wait(window=args.get("window"), screen=args.get("screen"), clipboard=args.get("clipboard"),
+                               timeout_ms=args.get("timeoutMs"))
+    return Reply([answer.to_json().decode()])
 
 
 TOOLS = [
@@ -164,6 +172,10 @@ TOOLS = [
     Tool("batch", "Run input actions in order, optionally wait until the screen settles, and return the "
          "results and a screenshot. The body of POST /v1/desktop/actions: give `settle` or `screenshot` "
          "to get an image.", batch_schema(), batch),
+    Tool("wait", "Wait until one condition holds instead of polling with screenshots: a window appears, goes or "
+         "is focused (`window`: title, titleRegex, class or pid, and until), the screen changes or settles "
+         "(`screen`), or the clipboard changes (`clipboard`). Answers as soon as it holds; matched false with "
+         "the last state at timeoutMs.", batch_schema(WaitRequest), wait),
 ]
 TOOLS += mcp_desktops.TOOLS
 TOOL_NAMES = [t.name for t in TOOLS]

@@ -48,6 +48,14 @@ _STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the request
                 503: "Desktop not ready", 504: "Timed out"}
 
 
+SSE_EVENT = {"schema": {
+    "type": "object", "description": "One Server-Sent Event; `data` is the event's JSON",
+    "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": {"type": "string"},
+                   "retry": {"type": "integer"}},
+    "required": ["data"]}}
+"""What a `text/event-stream` response holds, event by event (OpenAPI has no stream type before 3.2)."""
+
+
 def _models(operations: Sequence[Operation]) -> list[type[BaseModel]]:
     seen: dict[str, type[BaseModel]] = {}
     for op in operations:
@@ -110,7 +118,8 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
     else:
         binary = {"schema": {"type": "string", "format": "binary"}}
         media_types = [m.strip() for m in op.media_type.split(",")]
-        responses[str(op.status)] = {"description": "OK", "content": {m: binary for m in media_types}}
+        responses[str(op.status)] = {"description": "OK", "content": {
+            m: SSE_EVENT if m == "text/event-stream" else binary for m in media_types}}
         if op.ranges:
             responses["206"] = {"description": _STATUS_TEXT[206],
                                 "content": {m: binary for m in media_types},

@@ -19,12 +19,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from desktop.errors import InputFailed, ServiceError
+from desktop.event_sources import DesktopEvents
 from desktop.frames import FrameSource
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse, PointerState, drag_path
 from desktop.screen import Screen, Screenshot, ShotOptions
 from desktop.session import Session
 from desktop.settle import SettleResult, wait_until_quiet
+from desktop.waits import Condition, WaitResult, wait_for
 
 logger = logging.getLogger("sandbox_desktop.actions")
 
@@ -89,6 +91,8 @@ class HoldKey:
 @dataclass(frozen=True)
 class Wait:
     duration_ms: int
+    """A sleep; with a `condition`, the longest wait for it (desktop/waits.py)."""
+    condition: Condition | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ Step = Move | Click | Button | Drag | Scroll | Type | Key | HoldKey | Wait | Cur
 class StepResult:
     pointer: PointerState | None = None
     shot: Screenshot | None = None
+    waited: WaitResult | None = None
 
 
 @dataclass(frozen=True)
@@ -141,11 +146,13 @@ def drag_points(path: tuple[Point, ...]) -> list[Point]:
 class Actions:
     """Runs batches against the desktop's mouse, keyboard, screen and capture loop."""
 
-    def __init__(self, mouse: Mouse, keyboard: Keyboard, screen: Screen, frames: FrameSource) -> None:
+    def __init__(self, mouse: Mouse, keyboard: Keyboard, screen: Screen, frames: FrameSource,
+                 events: DesktopEvents | None = None) -> None:
         self.mouse = mouse
         self.keyboard = keyboard
         self.screen = screen
         self.frames = frames
+        self.events = events
         self._lock = asyncio.Lock()
         """Batches one at a time, observation included; taken before the input lock, never after it."""
 
@@ -222,8 +229,12 @@ class Actions:
             case HoldKey(keysyms, duration_ms):
                 async with self._holding(session, keysyms):
                     await asyncio.sleep(duration_ms / 1000)
-            case Wait(duration_ms):
-                await asyncio.sleep(duration_ms / 1000)
+            case Wait(duration_ms, condition):
+                if condition is None:
+                    await asyncio.sleep(duration_ms / 1000)
+                else:
+                    assert self.events is not None, "a batch with condition waits needs the desktop's events"
+                    return StepResult(waited=await wait_for(self.events, condition, duration_ms / 1000))
             case CursorPosition():
                 return StepResult(await mouse.position(session))
             case Capture(options):

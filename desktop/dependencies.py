@@ -19,7 +19,9 @@ from typing import Literal
 
 INSTALL_COMMAND = "sandbox-desktop install desktop --yes"
 
-Kind = Literal["binary", "fonts", "python"]
+Kind = Literal["binary", "helper", "fonts", "python"]
+LIBEXEC_DIRS = ("/usr/libexec", "/usr/lib/at-spi2-core", "/usr/lib/at-spi2", "/usr/lib")
+"""Where distributions put programs that other programs run (`helper` dependencies), not on PATH."""
 
 # Where fontconfig (and so every Xft/GTK/Qt app) looks for fonts by default.
 FONT_DIRS: tuple[str, ...] = ("/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts")
@@ -35,7 +37,8 @@ class Dependency:
     name: str
     """The reported name (as in `missingDependencies`)."""
     kind: Kind
-    """`binary`: an executable on PATH; `fonts`: any scalable font; `python`: an importable module."""
+    """`binary`: an executable on PATH; `helper`: one in a libexec directory; `fonts`: any scalable font;
+    `python`: an importable module."""
     target: str
     """The executable or module looked up (unused for fonts)."""
     purpose: str
@@ -58,6 +61,9 @@ DEPENDENCIES: tuple[Dependency, ...] = (
     Dependency("dbus-daemon", "binary", "dbus-daemon", "a session bus for apps that want one",
                required=False,
                packages={"apt": ("dbus-x11",), "dnf": ("dbus-x11",), "apk": ("dbus",)}),
+    Dependency("at-spi-bus-launcher", "helper", "at-spi-bus-launcher",
+               "the accessibility bus: element trees, find, act and element waits", required=False,
+               packages={"apt": ("at-spi2-core",), "dnf": ("at-spi2-core",), "apk": ("at-spi2-core",)}),
     Dependency("xdg-open", "binary", "xdg-open", "POST /v1/desktop/open",
                packages={"apt": ("xdg-utils",), "dnf": ("xdg-utils",), "apk": ("xdg-utils",)}),
     Dependency("fonts", "fonts", "", "text in apps (any TrueType/OpenType font)",
@@ -68,6 +74,8 @@ DEPENDENCIES: tuple[Dependency, ...] = (
     Dependency("python:mss", "python", "mss", "screenshots (XShm)", packages={"pip": ("mss",)}),
     Dependency("python:av", "python", "av", "recording (PyAV with its bundled FFmpeg)",
                packages={"pip": ("av",)}),
+    Dependency("python:dbus_fast", "python", "dbus_fast", "talking to the accessibility bus (asyncio D-Bus)",
+               required=False, packages={"pip": ("dbus-fast",)}),
 )
 
 
@@ -133,6 +141,15 @@ def which(name: str, path: str | None = None) -> str | None:
     return None
 
 
+def find_helper(name: str) -> str | None:
+    """A helper program (`at-spi-bus-launcher`) in one of the libexec directories, or None."""
+    for directory in LIBEXEC_DIRS:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def has_fonts(font_dirs: Sequence[str] = FONT_DIRS) -> bool:
     """True if any TrueType/OpenType font file lies under one of `font_dirs`."""
     seen = 0
@@ -166,6 +183,8 @@ def is_present(dependency: Dependency, path: str | None = None,
     """Whether one dependency is satisfied on this machine."""
     if dependency.kind == "binary":
         return which(dependency.target, path) is not None
+    if dependency.kind == "helper":
+        return find_helper(dependency.target) is not None
     if dependency.kind == "fonts":
         return has_fonts(font_dirs)
     return has_module(dependency.target)

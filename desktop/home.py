@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 # One desktop, no root-window mouse bindings: openbox's defaults switch desktops when the wheel
@@ -96,6 +98,34 @@ def autostart_script(home: Path) -> Path | None:
     return path if path.is_file() else None
 
 
+CHROMIUM_ACCESSIBILITY_SWITCH = "--force-renderer-accessibility"
+ACCESSIBILITY_ENVIRONMENT = {
+    "ACCESSIBILITY_ENABLED": "1",  # Chromium and Electron: register with the accessibility bus
+    "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",  # Qt 5.x and 6: the AT-SPI bridge without a screen reader
+    "QT_ACCESSIBILITY": "1",
+    "GNOME_ACCESSIBILITY": "1",  # GTK 2 and Java's ATK wrapper
+}
+"""What makes every toolkit expose its tree (docs/accessibility.md "Which apps expose a tree"); GTK 3
+and 4 register by themselves once the bus is reachable."""
+
+
+def runtime_dir(display: str) -> Path:
+    """The desktop's `XDG_RUNTIME_DIR`: private to the desktop (its display number is unique on the
+    machine) and short, because sockets are made in it (the accessibility bus's among them) and a
+    Unix socket's path must fit in 108 bytes, which a state directory under a long path may not."""
+    return Path(tempfile.gettempdir()) / f"sandbox-desktop-{os.getuid()}" / f"run{display.lstrip(':')}"
+
+
+def prepare_runtime_dir(display: str) -> Path:
+    """Create the runtime directory empty and 0700 (what the XDG spec asks of it); blocking."""
+    path = runtime_dir(display)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)  # a previous desktop on this display left it behind
+    path.mkdir(mode=0o700)
+    return path
+
+
 def desktop_environment(base: dict[str, str], home: Path, display: str, marker: str) -> dict[str, str]:
     """The environment of every desktop process: ours on top of the server's.
 
@@ -103,9 +133,16 @@ def desktop_environment(base: dict[str, str], home: Path, display: str, marker: 
     (and stop) processes that double-forked away from their process group.
     """
     env = dict(base)
-    for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XAUTHORITY", "WAYLAND_DISPLAY"):
+    for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XAUTHORITY", "WAYLAND_DISPLAY",
+                "NO_AT_BRIDGE", "AT_SPI_BUS_ADDRESS"):
         env.pop(key, None)
+    env.update(ACCESSIBILITY_ENVIRONMENT)
+    # Debian's and Ubuntu's `chromium` wrapper scripts read CHROMIUM_FLAGS: the switch that fills page trees.
+    flags = base.get("CHROMIUM_FLAGS", "")
+    if CHROMIUM_ACCESSIBILITY_SWITCH not in flags.split():
+        env["CHROMIUM_FLAGS"] = f"{flags} {CHROMIUM_ACCESSIBILITY_SWITCH}".strip()
     env.update({
+        "XDG_RUNTIME_DIR": str(runtime_dir(display)),
         "DISPLAY": display,
         "HOME": str(home),
         "USER": base.get("USER") or "sandbox-desktop",

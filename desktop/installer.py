@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from desktop.accessibility.browsers import DEBIAN_HOOK_DIR, DEBIAN_HOOK_NAME, install_debian_hook
 from desktop.dependencies import DEPENDENCIES, Dependency, check_dependencies, which
 
 # A step still running after this long is presumed stuck (a held lock, a hidden prompt).
@@ -183,6 +184,18 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     return _report_after_install(out)
 
 
+def _chromium_hook(out: TextIO) -> None:
+    """Debian's chromium wrapper learns to expose pages inside desktops (desktop/accessibility/browsers.py)."""
+    try:
+        path = install_debian_hook()
+    except OSError as exc:
+        print(f"Not written: {DEBIAN_HOOK_DIR / DEBIAN_HOOK_NAME} ({exc.strerror}); as root, the server writes "
+              "it when a desktop starts.", file=out)
+        return
+    if path is not None:
+        print(f"Chromium inside desktops exposes its pages to accessibility: {path}", file=out)
+
+
 def _confirm(stdin: TextIO, out: TextIO) -> bool:
     """Ask on a terminal; with no terminal (or EOF) there is nobody to ask, so cancel."""
     if not stdin.isatty():
@@ -235,6 +248,7 @@ def _stream(step: Step, sudo: bool, out: TextIO) -> int:
 
 def _report_after_install(out: TextIO) -> int:
     """Re-check everything and say what (if anything) is still missing."""
+    _chromium_hook(out)
     report = check_dependencies()
     if report.ok:
         print("Desktop dependencies installed.", file=out)

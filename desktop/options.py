@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from desktop.errors import invalid_action
+from desktop.errors import DesktopAlreadyActive, invalid_action
 from desktop.parsing import ascii_int
 from sandbox_desktop_wire.enums import AudioCodec, VideoCodec
 from sandbox_desktop_wire.limits import (
@@ -51,6 +51,16 @@ class StartOptions:
     stream_frame_rate: int = 30
     webrtc_port_range: tuple[int, int] = (59050, 59070)
     recording_fps: int | None = None
+
+    def refuse_change(self, requested: StartOptions, fields: set[str]) -> None:
+        """A start request for the desktop running with these options: 409 if it asks for another geometry or
+        state directory than the running one (only `fields` the request gave count)."""
+        for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir")):
+            if name in fields and getattr(requested, name) != getattr(self, name):
+                raise DesktopAlreadyActive(
+                    f"the desktop is already active with {wire}={getattr(self, name)}; "
+                    f"POST /v1/desktop/stop first to start it with {wire}={getattr(requested, name)}",
+                )
 
     def validate(self) -> None:
         """Raise a 400 `desktop_invalid_action` naming the first bad field and its allowed range."""

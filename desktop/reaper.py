@@ -30,6 +30,22 @@ def marked_pids(marker: str, proc_root: Path = Path("/proc")) -> list[int]:
     return found
 
 
+def descendants(pids: set[int], proc_root: Path = Path("/proc")) -> set[int]:
+    """Every live descendant of `pids` (not the pids themselves), from the parent links in /proc/*/stat."""
+    parent_of: dict[int, int] = {}
+    for entry in proc_root.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # The command name in parentheses may hold spaces: the parent pid is the 2nd field after it.
+                parent_of[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = set(pids)
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier and pid not in found}
+        found |= frontier
+    return found
+
+
 def kill_marked(marker: str, grace_s: float = 1.0) -> list[int]:
     """SIGTERM every marked process, SIGKILL what is left after `grace_s`; returns the pids found."""
     pids = marked_pids(marker)

@@ -16,13 +16,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
+from desktop.accessibility.service import Accessibility
 from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
 from desktop.errors import (
     DependenciesMissing,
-    DesktopAlreadyActive,
     DesktopBusy,
     DesktopError,
     DesktopFailed,
@@ -31,13 +31,14 @@ from desktop.errors import (
     DesktopUnsupportedPlatform,
     invalid_action,
 )
+from desktop.event_sources import DesktopEvents
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home, restore_home
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
-from desktop.reaper import kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
+from desktop.reaper import descendants, kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
 from desktop.screen import Screen
 from desktop.session import Session
 from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
@@ -97,12 +98,15 @@ class Desktop:
         self.windows = Windows()
         self.apps = Apps(self.processes)
         self.frames = FrameSource()
+        self.events = DesktopEvents(self.processes, lambda: self.layout.home)
+        self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
 
     # -- state -------------------------------------------------------------------------------
 
     def _set_state(self, state: State, error: tuple[ProblemCode, str] | None = None) -> None:
         if state != self._state:
             logger.info("desktop %s -> %s", self._state, state)
+            self.events.state_changed(self._state, state)
         self._state = state
         self._last_error = error
 
@@ -247,6 +251,7 @@ class Desktop:
         async with session.x.input:
             await self.mouse.release_all(session)
             keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
+            keep |= await asyncio.to_thread(descendants, supervisor.bus_daemons())  # the accessibility bus's
             ours = set(await asyncio.to_thread(marked_pids, self._marker))
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
                     if p.running and not p.protected and p.pid in ours]
@@ -282,7 +287,7 @@ class Desktop:
                                       missingDependencies=list(report.missing), installCommand=report.install_command)
         healthy = self.supervisor is not None and self.supervisor.failure is None
         if self._state == State.ACTIVE and healthy and self.options is not None:
-            self._check_compatible(options, set(requested))
+            self.options.refuse_change(options, set(requested))
             return await self.snapshot()
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()
@@ -297,16 +302,6 @@ class Desktop:
             self._set_state(State.FAILED, (Code.DESKTOP_RUNTIME_FAILED, message))
             raise
         return await self.snapshot()
-
-    def _check_compatible(self, options: StartOptions, requested: set[str]) -> None:
-        current = self.options
-        assert current is not None
-        for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir")):
-            if name in requested and getattr(options, name) != getattr(current, name):
-                raise DesktopAlreadyActive(
-                    f"the desktop is already active with {wire}={getattr(current, name)}; "
-                    f"POST /v1/desktop/stop first to start it with {wire}={getattr(options, name)}",
-                )
 
     async def _bring_up(self, options: StartOptions) -> None:
         layout = StateLayout(options.state_dir or self.default_state_dir)
@@ -331,8 +326,10 @@ class Desktop:
         self.supervisor = supervisor
         await supervisor.start(exact_display=False)
         self.x = XThread(supervisor.display, "desktop")
+        self.events.start(supervisor.display)
         self._started_ns = time.time_ns()
         self._set_state(State.ACTIVE)
+        self.accessibility.connect_soon(self.session())
         size = f"{options.width}x{options.height}, dpi {options.dpi}"
         self.log(f"desktop runtime active on {supervisor.display} ({size})")
 
@@ -361,7 +358,7 @@ class Desktop:
                 logger.exception("desktop stop hook failed")
         if self.paused_reason is not None:  # stopped processes cannot exit on SIGTERM: thaw them first
             await self.resume()
-        for feature in (self.frames, self.screen, self.keyboard, self.clipboard):
+        for feature in (self.accessibility, self.frames, self.screen, self.keyboard, self.clipboard, self.events):
             await feature.close()
         if self.x is not None:
             await self.x.close()
@@ -385,6 +382,7 @@ class Desktop:
             self._set_state(State.STOPPING)
             await self._teardown()
             self._set_state(State.INACTIVE)
+        self.events.shutdown()
         if self._owns_processes:
             await self.processes.shutdown()
 

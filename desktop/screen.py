@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import mss
 from PIL import Image
 
+from desktop.accessibility.marks import MarkBox, draw_marks
 from desktop.cursor import Cursor, CursorReader, composite, draw_marker
 from desktop.encode import MEDIA_TYPES, encode, scale_image, scaled_size
 from desktop.errors import DesktopError
@@ -59,6 +60,8 @@ class ShotOptions:
     scale: float = 1.0
     show_cursor: bool = False
     region: Region | None = None
+    marks: tuple[MarkBox, ...] = ()
+    """Set-of-marks boxes to draw (desktop/accessibility/marks.py)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,8 @@ class _Pool:
             composite(image, shown, region.x, region.y)
         size = scaled_size(region.width, region.height, options.scale)
         image = scale_image(image, size)
+        if options.marks:
+            draw_marks(image, options.marks, (region.x, region.y), (region.width, region.height))
         if shown is not None:
             draw_marker(image, image_coordinate(shown.x - region.x, region.width, size[0]),
                         image_coordinate(shown.y - region.y, region.height, size[1]))

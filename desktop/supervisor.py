@@ -1,4 +1,4 @@
-"""Keeps one desktop session's children alive: Xvfb, openbox and the session bus.
+"""Keeps one desktop session's children alive: Xvfb, openbox, the session bus and the accessibility bus.
 
 A watcher task awaits each child's exit (no polling) and restarts it at once; repeated crashes
 and failed restarts back off and, past a cap per minute, the session is declared failed (docs/desktop.md).
@@ -7,6 +7,7 @@ and failed restarts back off and, past a cap per minute, the session is declared
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shlex
@@ -15,9 +16,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from desktop.accessibility.browsers import install_debian_hook
+from desktop.accessibility.launcher import find_launcher, switch_on
 from desktop.dependencies import which
 from desktop.errors import DesktopFailed
-from desktop.home import autostart_script
+from desktop.home import autostart_script, prepare_runtime_dir
 from desktop.options import StartOptions, StateLayout
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.xserver import await_announcement, launch_xvfb
@@ -28,6 +31,7 @@ logger = logging.getLogger("sandbox_desktop.supervisor")
 
 MAX_RESTARTS_PER_MINUTE = 5
 WM_READY_TIMEOUT_S = 5.0
+ACCESSIBILITY_READY_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Supervisor:
         try:
             await self._start_xvfb(self.options.display_num, exact_display)
             await bus
+            await self._start_accessibility_bus()  # before any app: Chromium decides at its start
             await self._start_openbox(first=True)
         except BaseException:
             bus.cancel()
@@ -123,6 +128,37 @@ class Supervisor:
             return
         self.bus_address = address.decode().strip().splitlines()[0]
         self._adopt("dbus", proc)
+
+    async def _start_accessibility_bus(self) -> None:
+        """`at-spi-bus-launcher` on the session bus, with accessibility switched on (docs/accessibility.md).
+        Without a session bus or the launcher the desktop runs without accessibility, as it does without dbus."""
+        launcher = find_launcher()
+        if self.bus_address is None or launcher is None:
+            self._log("no session bus or no at-spi-bus-launcher; continuing without accessibility")
+            return
+        await asyncio.to_thread(prepare_runtime_dir, self.display)
+        with contextlib.suppress(OSError):  # not root: `install desktop` wrote it, or Chromium is not Debian's
+            await asyncio.to_thread(install_debian_hook)
+        proc = await self.processes.spawn(
+            launcher, ["--launch-immediately"], env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
+            log_path=self.layout.logs / "at-spi.log",
+        )
+        try:
+            ready = await switch_on(self.bus_address, ACCESSIBILITY_READY_TIMEOUT_S)
+        except Exception as exc:  # the session bus went away meanwhile: its own watcher restarts it
+            ready = False
+            self._log(f"switching accessibility on failed: {exc}")
+        if not ready:
+            self._log(f"at-spi-bus-launcher did not start: {_tail(proc)}; continuing without accessibility")
+            await proc.kill(1000)
+            return
+        self._adopt("at-spi", proc)
+
+    def bus_daemons(self) -> set[int]:
+        """Pids of the supervised children whose own children are part of the session, not apps: the
+        accessibility launcher starts its bus daemon and the registry (a reset keeps them)."""
+        launcher = self.children.get("at-spi")
+        return {launcher.pid} if launcher is not None and launcher.pid is not None and launcher.running else set()
 
     async def _start_xvfb(self, first_display: int, exact: bool) -> None:
         o = self.options
@@ -247,6 +283,13 @@ class Supervisor:
             await self._start_openbox(first=False)
         elif name == "dbus":
             await self._start_bus()
+            # The launcher's name and the apps' registrations lived on the old bus.
+            launcher = self.children.pop("at-spi", None)
+            if launcher is not None and launcher.running:
+                await launcher.kill(1000)
+            await self._start_accessibility_bus()
+        elif name == "at-spi":
+            await self._start_accessibility_bus()
 
     async def stop(self) -> None:
         """Stop every child (openbox first, Xvfb last); watchers see `_closing` and stand down."""
@@ -254,7 +297,7 @@ class Supervisor:
         for task in self._watchers.values():
             if task is not asyncio.current_task():
                 task.cancel()
-        for name in ("openbox", "Xvfb", "dbus"):
+        for name in ("openbox", "at-spi", "Xvfb", "dbus"):
             proc = self.children.get(name)
             if proc is not None and proc.running:
                 await proc.stop(2000)

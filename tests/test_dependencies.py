@@ -158,7 +158,7 @@ def test_home_font_dir_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_python_modules_of_the_package_are_importable() -> None:
     # The real table: Xlib, mss and av come with the package and must be found by this interpreter.
     python = [dep for dep in DEPENDENCIES if dep.kind == "python"]
-    assert [dep.name for dep in python] == ["python:Xlib", "python:mss", "python:av"]
+    assert [dep.name for dep in python] == ["python:Xlib", "python:mss", "python:av", "python:dbus_fast"]
     report = check_dependencies("", font_dirs=[], dependencies=python)
     assert report.missing == ()
 
@@ -190,7 +190,8 @@ def test_reported_names_keep_the_documented_order() -> None:
     required = [dep.name for dep in DEPENDENCIES if dep.required]
     assert required == ["Xvfb", "xkbcomp", "openbox", "xdg-open", "fonts",
                         "python:Xlib", "python:mss", "python:av"]
-    assert [dep.name for dep in DEPENDENCIES if not dep.required] == ["dbus-daemon"]
+    assert [dep.name for dep in DEPENDENCIES if not dep.required] == ["dbus-daemon", "at-spi-bus-launcher",
+                                                                       "python:dbus_fast"]
 
 
 def test_checker_caches_for_ttl_then_notices_changes(bindir: Path, fontdir: Path) -> None:

@@ -21,17 +21,17 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="expected command lines a
 
 EXPECTED = {
     "apt": (
-        ["xvfb", "x11-xkb-utils", "openbox", "dbus-x11", "xdg-utils", "fonts-dejavu-core"],
+        ["xvfb", "x11-xkb-utils", "openbox", "dbus-x11", "at-spi2-core", "xdg-utils", "fonts-dejavu-core"],
         "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-        "xvfb x11-xkb-utils openbox dbus-x11 xdg-utils fonts-dejavu-core",
+        "xvfb x11-xkb-utils openbox dbus-x11 at-spi2-core xdg-utils fonts-dejavu-core",
     ),
     "dnf": (
-        ["xorg-x11-server-Xvfb", "xkbcomp", "openbox", "dbus-x11", "xdg-utils", "dejavu-sans-fonts"],
-        "dnf install -y xorg-x11-server-Xvfb xkbcomp openbox dbus-x11 xdg-utils dejavu-sans-fonts",
+        ["xorg-x11-server-Xvfb", "xkbcomp", "openbox", "dbus-x11", "at-spi2-core", "xdg-utils", "dejavu-sans-fonts"],
+        "dnf install -y xorg-x11-server-Xvfb xkbcomp openbox dbus-x11 at-spi2-core xdg-utils dejavu-sans-fonts",
     ),
     "apk": (
-        ["xvfb", "xkbcomp", "openbox", "dbus", "xdg-utils", "font-dejavu"],
-        "apk add --no-cache xvfb xkbcomp openbox dbus xdg-utils font-dejavu",
+        ["xvfb", "xkbcomp", "openbox", "dbus", "at-spi2-core", "xdg-utils", "font-dejavu"],
+        "apk add --no-cache xvfb xkbcomp openbox dbus at-spi2-core xdg-utils font-dejavu",
     ),
 }
 
@@ -206,7 +206,7 @@ def test_yes_runs_steps_streams_output_and_reports_what_is_missing(fake_path: Pa
     assert result.returncode == 1, out + result.stderr
     assert calls(fake_path) == [
         "update DEBIAN_FRONTEND=unset",
-        "install -y --no-install-recommends xvfb x11-xkb-utils openbox dbus-x11 xdg-utils "
+        "install -y --no-install-recommends xvfb x11-xkb-utils openbox dbus-x11 at-spi2-core xdg-utils "
         "fonts-dejavu-core DEBIAN_FRONTEND=noninteractive",
     ]
     step1 = out.index("[1/2] apt-get update\n")

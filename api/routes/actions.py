@@ -18,6 +18,7 @@ from starlette.responses import Response
 from api.context import desktop_of
 from api.operations import Operation
 from api.problems import problem_document
+from api.routes.events import CONDITIONS, condition_of, result_fields
 from desktop import actions as steps
 from desktop.action_log import acting_as
 from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
@@ -67,7 +68,7 @@ def coordinator(desktop: Desktop) -> steps.Actions:
     found = _coordinators.get(desktop)
     if found is None:
         found = _coordinators[desktop] = steps.Actions(desktop.mouse, desktop.keyboard, desktop.screen,
-                                                       desktop.frames)
+                                                       desktop.frames, desktop.events)
     return found
 
 
@@ -95,9 +96,10 @@ def coordinate_space(body: ActionsRequest, session: Session, final: ImageFit) ->
 class Planner:
     """Turns the wire actions into screen-pixel steps, raising a 400 naming `actions[i].field`."""
 
-    def __init__(self, space: CoordinateSpace, shot: ShotOptions) -> None:
+    def __init__(self, space: CoordinateSpace, shot: ShotOptions, session: Session) -> None:
         self.space = space
         self.shot = shot
+        self.session = session
 
     def point(self, x: int, y: int, prefix: str) -> tuple[int, int]:
         space = self.space
@@ -138,6 +140,20 @@ class Planner:
         fit = _fit(action, w, h)
         return dataclasses.replace(self.shot, scale=fit.scale, region=Region(x, y, w, h))
 
+    def wait(self, action: WaitAction, prefix: str) -> steps.Wait:
+        """`durationMs` alone sleeps (as the reference's batches do); a condition is waited for up to `timeoutMs`."""
+        if all(getattr(action, name) is None for name in CONDITIONS):
+            if action.duration_ms is None:
+                raise FieldError([{"location": "body", "field": prefix + "durationMs", "message": "field required "
+                                   "(or a condition: window, screen, clipboard)", "type": "missing"}], wrong_shape=True)
+            return steps.Wait(action.duration_ms)
+        if action.duration_ms is not None:
+            raise invalid_action("give durationMs or a condition with timeoutMs, not both", prefix + "durationMs")
+        if action.timeout_ms is None:
+            raise FieldError([{"location": "body", "field": prefix + "timeoutMs", "message": "field required with "
+                               "a condition", "type": "missing"}], wrong_shape=True)
+        return steps.Wait(action.timeout_ms, condition_of(action, self.session, prefix))
+
     def step(self, i: int, action: Any) -> steps.Step:
         p = f"actions[{i}]."
         match action:
@@ -164,7 +180,7 @@ class Planner:
             case HoldKeyAction():
                 return steps.HoldKey(tuple(parse_chord(action.keys, p + "keys")), action.duration_ms)
             case WaitAction():
-                return steps.Wait(action.duration_ms)
+                return self.wait(action, p)
             case CursorPositionAction():
                 return steps.CursorPosition()
             case ScreenshotAction():
@@ -192,6 +208,9 @@ def result_model(index: int, action: Any, result: steps.StepResult, space: Coord
         model.window = str(result.pointer.window) if result.pointer.window is not None else None
     if result.shot is not None:
         model.image = image_model(result.shot, space)
+    if result.waited is not None:
+        for name, value in result_fields(result.waited).items():
+            setattr(model, name, value)
     return model
 
 
@@ -212,7 +231,7 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     if shot_options is not None:
         shot = ShotOptions(format=shot_options.format, quality=shot_options.quality, scale=final.scale,
                            show_cursor=shot_options.show_cursor)
-    planner = Planner(space, shot)
+    planner = Planner(space, shot, session)
     plan = [planner.step(i, action) for i, action in enumerate(body.actions)]
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None

@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from api.context import desktop_of
 from api.operations import Operation
+from desktop.accessibility.marks import MarkBox
 from desktop.screen import Region, Screenshot, ShotOptions
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.screenshot import RegionScreenshotQuery, ScreenshotQuery
@@ -16,13 +17,15 @@ IMAGE_TYPES = "image/png, image/jpeg, image/webp"
 ERRORS = (409, 502, 503)
 
 FRAME_HEADERS = ("X-Screen-Width", "X-Screen-Height", "X-Image-Width", "X-Image-Height", "X-Scale",
-                 "X-Region-X", "X-Region-Y", "X-Region-Width", "X-Region-Height", "X-Cursor-X", "X-Cursor-Y")
+                 "X-Region-X", "X-Region-Y", "X-Region-Width", "X-Region-Height", "X-Cursor-X", "X-Cursor-Y",
+                 "X-Marks")
 
 
 
-def shot_options(query: ScreenshotQuery, region: Region | None = None) -> ShotOptions:
+def shot_options(query: ScreenshotQuery, region: Region | None = None, marks: tuple[MarkBox, ...] = ()
+                 ) -> ShotOptions:
     return ShotOptions(format=query.format, quality=query.quality, scale=query.scale,
-                       show_cursor=query.show_cursor, region=region)
+                       show_cursor=query.show_cursor, region=region, marks=marks)
 
 
 def image_response(shot: Screenshot) -> Response:
@@ -42,15 +45,22 @@ def image_response(shot: Screenshot) -> Response:
     return Response(shot.data, media_type=shot.media_type, headers=headers)
 
 
-async def screenshot(request: Request, query: ScreenshotQuery) -> Response:
+async def capture(request: Request, query: ScreenshotQuery, region: Region | None = None) -> Response:
     desktop = desktop_of(request)
-    return image_response(await desktop.screen.capture(desktop.session(), shot_options(query)))
+    session = desktop.session()
+    marks = tuple(await desktop.accessibility.mark(session)) if query.som else ()
+    response = image_response(await desktop.screen.capture(session, shot_options(query, region, marks)))
+    if query.som:
+        response.headers["X-Marks"] = str(len(marks))
+    return response
+
+
+async def screenshot(request: Request, query: ScreenshotQuery) -> Response:
+    return await capture(request, query)
 
 
 async def region_screenshot(request: Request, query: RegionScreenshotQuery) -> Response:
-    desktop = desktop_of(request)
-    region = Region(query.x, query.y, query.width, query.height)
-    return image_response(await desktop.screen.capture(desktop.session(), shot_options(query, region)))
+    return await capture(request, query, Region(query.x, query.y, query.width, query.height))
 
 
 OPERATIONS = [

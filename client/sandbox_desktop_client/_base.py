@@ -7,6 +7,7 @@ async_client.py; these builders are internal and take their arguments in order.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,11 +23,14 @@ from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
 from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
+from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.health import ReadinessResponse
+from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
 from sandbox_desktop_wire.mouse import Button, MousePositionResponse
 from sandbox_desktop_wire.processes import Owner, ProcessInfo, ProcessListResponse, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
 from sandbox_desktop_wire.screenshot import ImageFormat
+from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse
 
 from .errors import error_for
@@ -392,3 +396,55 @@ def desktop_lifecycle(desktop_id: str, action: str) -> Call[DesktopResource]:
 def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[TokenResponse]:
     return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/tokens", model(TokenResponse),
                 json=wire(role=role, ttl_seconds=ttl_seconds))
+
+
+# -- events and waits (docs/events.md) ------------------------------------------------------------
+
+Condition = Mapping[str, Any] | BaseModel
+"""A wait condition: a wire-format dict (`{"title": "Save", "until": "gone"}`) or its model (`WindowCondition`)."""
+EVENTS_READ_TIMEOUT = 45.0
+"""The server sends a keep-alive every 15 s: a stream silent for this long is broken."""
+
+
+def _condition(value: Condition | None) -> dict[str, Any] | None:
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dict(value) if value is not None else None
+
+
+def wait(window: Condition | None, screen: Condition | None, clipboard: Condition | None,
+         timeout_ms: int | None) -> Call[WaitResponse]:
+    timeout_ms = DEFAULT_WAIT_MS if timeout_ms is None else timeout_ms
+    body = wire(window=_condition(window), screen=_condition(screen), clipboard=_condition(clipboard),
+                timeout_ms=timeout_ms)
+    return Call("POST", "/v1/desktop/wait", model(WaitResponse), json=body, extra_timeout=timeout_ms / 1000)
+
+
+def events(types: Iterable[str] | None, since: int | None) -> Call[None]:
+    """The SSE request; the clients read it as a stream through `SseDecoder`."""
+    params = wire(types=",".join(types) if types is not None else None, since=since)
+    return Call("GET", "/v1/desktop/events", nothing, params=params)
+
+
+def events_timeout(timeout: float | None) -> httpx.Timeout:
+    return httpx.Timeout(timeout, read=max(timeout or 0, EVENTS_READ_TIMEOUT))
+
+
+class SseDecoder:
+    """Server-Sent Events, one line at a time: `feed` returns the event a blank line completes."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> DesktopEvent | None:
+        if line.startswith("data:"):
+            self._data.append(line[5:].removeprefix(" "))
+        elif not line and self._data:
+            text, self._data = "\n".join(self._data), []
+            return DesktopEvent.model_validate_json(text) if '"seq"' in text else _missed(text)
+        return None  # `id:`, `event:` (both repeated in the JSON) and `:` comments
+
+
+def _missed(text: str) -> DesktopEvent:
+    """`events.missed` has no `seq` of its own: it stands between two events."""
+    return DesktopEvent.model_validate({"seq": 0, "t": 0.0, "at": "", **json.loads(text)})

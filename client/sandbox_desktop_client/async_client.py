@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,10 +14,12 @@ import httpx
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.mouse import MousePositionResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo
+from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 from . import _base as b
@@ -280,3 +282,24 @@ class AsyncClient:
     async def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
         """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`)."""
         return await self.send(b.processes(owner))
+
+    # Events and waits
+    async def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
+                   clipboard: b.Condition | None = None, timeout_ms: int | None = None) -> WaitResponse:
+        """`POST /v1/desktop/wait`: wait until exactly one condition holds (see `Client.wait`)."""
+        return await self.send(b.wait(window, screen, clipboard, timeout_ms))
+
+    async def events(self, *, types: Iterable[str] | None = None,
+                     since: int | None = None) -> AsyncIterator[DesktopEvent]:
+        """`GET /v1/desktop/events`: the desktop's events as they happen (see `Client.events`)."""
+        call = b.events(types, since)
+        async with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
+                                     timeout=b.events_timeout(self.timeout)) as response:
+            if not response.is_success:
+                await response.aread()
+                b.check(response)
+            decoder = b.SseDecoder()
+            async for line in response.aiter_lines():
+                event = decoder.feed(line)
+                if event is not None:
+                    yield event

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -13,10 +13,12 @@ import httpx
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.mouse import MousePositionResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo
+from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 from . import _base as b
@@ -278,3 +280,32 @@ class Client:
     def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
         """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`)."""
         return self.send(b.processes(owner))
+
+    # Events and waits
+    def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
+             clipboard: b.Condition | None = None, timeout_ms: int | None = None) -> WaitResponse:
+        """`POST /v1/desktop/wait`: wait until exactly one condition holds (docs/events.md), e.g.
+        `window={"title": "Save", "until": "gone"}`, `screen={"until": "settled", "quietMs": 300}`,
+        `clipboard={"until": "changed"}`; dicts in wire format or `sandbox_desktop_wire.waits` models.
+        Answers as soon as it holds; `.matched` is False (with `.last_state`) after `timeout_ms` (default
+        10000). `ClientError` (422/400) names a missing, extra or bad condition field."""
+        return self.send(b.wait(window, screen, clipboard, timeout_ms))
+
+    def events(self, *, types: Iterable[str] | None = None, since: int | None = None) -> Iterator[DesktopEvent]:
+        """`GET /v1/desktop/events`: the desktop's events as they happen, until the loop stops iterating
+        (close the generator) or the server goes away. `types` filters (`"window.created"`, or `"window."`
+        for a subject); `since` replays the held events after that `seq` first (the request is sent at the first
+        `next()`, as with any generator: `since=0` also returns what happened before). Each is a `DesktopEvent`
+        (`seq`, `type`, `t`, `at`, then its own fields as extras: `event.model_extra`); `events.missed` says
+        how many this reader lost by falling behind."""
+        call = b.events(types, since)
+        with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
+                               timeout=b.events_timeout(self.timeout)) as response:
+            if not response.is_success:
+                response.read()
+                b.check(response)
+            decoder = b.SseDecoder()
+            for line in response.iter_lines():
+                event = decoder.feed(line)
+                if event is not None:
+                    yield event

@@ -22,6 +22,7 @@ from sandbox_desktop_wire.limits import (
     MIN_QUALITY,
     MIN_SCALE,
 )
+from sandbox_desktop_wire.waits import Conditions
 
 Millis = Annotated[int, Field(ge=0, le=MAX_ACTION_MS)]
 ImageSize = Annotated[int, Field(ge=1, le=MAX_IMAGE_SIZE)]
@@ -106,9 +107,13 @@ class HoldKeyAction(WireModel):
     duration_ms: Millis
 
 
-class WaitAction(WireModel):
+class WaitAction(Conditions):
+    """`durationMs`: sleep that long; or one condition (`window`, `screen`, `clipboard`) waited for up to
+    `timeoutMs` (docs/events.md), its result's `matched` telling whether it held."""
+
     type: Literal["wait"]
-    duration_ms: Millis
+    duration_ms: Millis | None = None
+    timeout_ms: Millis | None = Field(None, description="With a condition (and then required): how long to wait")
 
 
 class CursorPositionAction(WireModel):
@@ -202,6 +207,10 @@ class ActionResult(WireModel):
     """The pointer after a mouse action or `cursor_position`, in the request's space."""
     window: str | None = None
     image: Image | None = None
+    matched: bool | None = None
+    """A `wait` for a condition: whether it held before its timeout."""
+    match: dict[str, Any] | None = None
+    last_state: dict[str, Any] | None = None
 
 
 class ActionError(WireModel):

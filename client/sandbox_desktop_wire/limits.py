@@ -58,3 +58,19 @@ MAX_PROCESS_WAIT_MS = 300_000
 """`waitMs` of stop and kill."""
 MAX_TERMINAL_SIZE = 65_535
 """Columns and rows of a terminal."""
+
+# -- events and waits (docs/events.md) -------------------------------------------------------------
+MAX_WAIT_MS = 300_000
+"""`timeoutMs` of `POST /v1/desktop/wait` (a batch's `wait` action is bounded by MAX_ACTION_MS instead)."""
+DEFAULT_WAIT_MS = 10_000
+MIN_QUIET_MS, MAX_QUIET_MS = 10, 60_000
+"""`quietMs` of a screen condition: how long nothing may be drawn for the screen to count as settled."""
+MAX_PATTERN_LENGTH = 1000
+"""`title`, `titleRegex` and `class` of a window condition."""
+
+# -- accessibility (docs/accessibility.md) ---------------------------------------------------------
+MAX_TREE_DEPTH = 256
+MAX_ELEMENTS = 1000
+"""Elements one `find` answers."""
+MAX_ELEMENT_TEXT = 1000
+"""A name, a substring or a pattern in an element query."""

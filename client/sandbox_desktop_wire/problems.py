@@ -58,6 +58,11 @@ class ProblemCode(enum.StrEnum):
     TOO_MANY_DESKTOPS = "too_many_desktops"
     WINDOW_NOT_FOUND = "window_not_found"
     NO_FOCUSED_WINDOW = "no_focused_window"
+    # Accessibility (docs/accessibility.md)
+    ELEMENT_NOT_FOUND = "element_not_found"
+    ELEMENT_AMBIGUOUS = "element_ambiguous"
+    ELEMENT_ACTION_UNSUPPORTED = "element_action_unsupported"
+    ACCESSIBILITY_UNAVAILABLE = "accessibility_unavailable"
     CLIPBOARD_FAILED = "clipboard_failed"
     STREAM_ALREADY_ACTIVE = "stream_already_active"
     STREAM_NOT_ACTIVE = "stream_not_active"
@@ -143,6 +148,14 @@ PROBLEMS: Mapping[ProblemCode, ProblemSpec] = {
     C.TOO_MANY_DESKTOPS: P(429, "Too Many Desktops", "over `--max-desktops`, or no free display number"),
     C.WINDOW_NOT_FOUND: P(404, "Window Not Found", "no visible application window with that id"),
     C.NO_FOCUSED_WINDOW: P(404, "No Focused Window", "no window has the focus"),
+    C.ELEMENT_NOT_FOUND: P(404, "Element Not Found", "no accessible element with that id (it is gone), or none "
+                           "matches the query"),
+    C.ELEMENT_AMBIGUOUS: P(409, "Element Ambiguous", "an action's query matches more than one element; "
+                           "`candidates` lists them"),
+    C.ELEMENT_ACTION_UNSUPPORTED: P(409, "Element Action Unsupported", "the element cannot do that action "
+                                    "(its `actions` lists what it can), or its application refused it"),
+    C.ACCESSIBILITY_UNAVAILABLE: P(503, "Accessibility Unavailable", "the desktop has no accessibility bus "
+                                   "(at-spi2-core missing or failed to start)"),
     C.CLIPBOARD_FAILED: P(500, "Clipboard Failed", "another X client took the selection at the same moment"),
     C.STREAM_ALREADY_ACTIVE: P(409, "Stream Already Active", "kept from the reference; this server does not "
                                "answer it"),

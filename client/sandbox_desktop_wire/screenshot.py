@@ -24,6 +24,8 @@ class ScreenshotQuery(QueryModel):
                          "this factor")
     show_cursor: bool = Field(False, description="Draw the cursor and a red ring at the pointer "
                               "(`show_cursor` is accepted too)")
+    som: bool = Field(False, description="Set-of-marks: number the interactive elements in boxes; "
+                      "GET /v1/desktop/accessibility/marks lists them, and `act` takes the numbers")
 
 
 class RegionScreenshotQuery(ScreenshotQuery):

@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +65,8 @@ class ProcessManager:
         self._runs: set[Child] = set()
         self._last_id = 0
         self._starting_user = 0
+        self._exit_listeners: list[Callable[[ManagedProcess], None]] = []
+        self._end_listeners: list[Callable[[], None]] = []
 
     @property
     def config(self) -> ProcessConfig:
@@ -155,6 +157,17 @@ class ProcessManager:
             raise Conflict("process is still running; stop or kill it before delete")
         self._forget(process)
 
+    def listen(self, on_exit: Callable[[ManagedProcess], None], on_end: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_exit(process)` after every exit and `on_end()` with `end_follows` (a desktop's event bus
+        publishes them, desktop/event_sources.py); returns the function that stops it."""
+        self._exit_listeners.append(on_exit)
+        self._end_listeners.append(on_end)
+
+        def stop() -> None:
+            self._exit_listeners.remove(on_exit)
+            self._end_listeners.remove(on_end)
+        return stop
+
     # -- one-shot runs -------------------------------------------------------------------------
 
     async def run(
@@ -183,6 +196,8 @@ class ProcessManager:
         """Finish every log stream so open `follow` requests end (the server is shutting down)."""
         for process in self._processes.values():
             process.logs.finish()
+        for on_end in list(self._end_listeners):
+            on_end()
 
     async def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """SIGTERM every process group, SIGKILL what is left after `grace_s`, release everything.
@@ -217,6 +232,8 @@ class ProcessManager:
                            "process, or raise maxConcurrentProcesses with POST /v1/processes/config")
 
     def _on_exit(self, process: ManagedProcess) -> None:
+        for on_exit in list(self._exit_listeners):
+            on_exit(process)
         if process.id in self._processes:
             self._exited[process.id] = None
             self._prune()

@@ -1,0 +1,143 @@
+"""`GET /v1/desktop/events` (Server-Sent Events) and `POST /v1/desktop/wait` (docs/events.md).
+
+The stream is the desktop's event bus (desktop/events.py) as SSE: `id:` is the event's `seq`, `event:` its
+type, `data:` its JSON. It outlives stops and starts of the desktop (they are events too) and ends when the
+client goes away or the server shuts down. A wait answers 200 either way: `matched` says whether the
+condition held before the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from api.context import desktop_of
+from api.operations import Operation
+from desktop import waits
+from desktop.errors import FieldError, invalid_action
+from desktop.events import Event, Missed, Subscription, parse_types
+from desktop.parsing import ascii_int
+from desktop.session import Session
+from sandbox_desktop_wire.events import EventsQuery, EventType
+from sandbox_desktop_wire.problems import ProblemCode
+from sandbox_desktop_wire.waits import Conditions, WaitRequest, WaitResponse
+
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
+KEEPALIVE_S = 15.0
+CONDITIONS = ("window", "screen", "clipboard")
+TAGS = ("events",)
+
+
+# -- conditions: wire to domain -------------------------------------------------------------------
+
+def condition_of(body: Conditions, session: Session, prefix: str = "") -> waits.Condition:
+    """The one condition of `body`; a 4xx naming the fields otherwise (`prefix`: `actions[3].` in a batch)."""
+    given = [name for name in CONDITIONS if getattr(body, name) is not None]
+    if len(given) != 1:
+        names = given or list(CONDITIONS)
+        message = (f"give exactly one condition ({', '.join(CONDITIONS)}), not {' and '.join(given)}" if given
+                   else f"give one condition: {', '.join(CONDITIONS)}")
+        errors = [{"location": "body", "field": prefix + name, "message": message,
+                   "type": "value_error" if given else "missing"} for name in names]
+        raise FieldError(errors, wrong_shape=True) if not given else FieldError(errors, code=INVALID)
+    if body.window is not None:
+        w = body.window
+        try:
+            pattern = re.compile(w.title_regex) if w.title_regex is not None else None
+        except re.error as exc:
+            raise invalid_action(f"titleRegex is not a regular expression: {exc}",
+                                 prefix + "window.titleRegex") from None
+        return waits.WindowCondition(w.title, pattern, w.class_, w.pid, w.until)
+    if body.screen is not None:
+        s, box = body.screen, None
+        if s.region is not None:
+            r = s.region
+            if r.x + r.width > session.width or r.y + r.height > session.height:
+                raise invalid_action(f"the region must lie on the {session.width}x{session.height} screen",
+                                     prefix + "screen.region")
+            box = (r.x, r.y, r.width, r.height)
+        return waits.ScreenCondition(s.until, s.quiet_ms, box)
+    assert body.clipboard is not None
+    return waits.ClipboardCondition(body.clipboard.until)
+
+
+def result_fields(result: waits.WaitResult) -> dict[str, Any]:
+    """The fields a wait's answer (and a batch's wait step) carry."""
+    return {"matched": result.matched, "match": result.matched_what, "last_state": result.last_state}
+
+
+async def wait(request: Request, *, body: WaitRequest) -> WaitResponse:
+    desktop = desktop_of(request)
+    condition = condition_of(body, desktop.session())
+    result = await waits.wait_for(desktop.events, condition, body.timeout_ms / 1000)
+    kind = next(name for name in CONDITIONS if getattr(body, name) is not None)
+    return WaitResponse(condition=kind, elapsed_ms=result.elapsed_ms, **result_fields(result))
+
+
+# -- the event stream ----------------------------------------------------------------------------
+
+def since_of(request: Request, query: EventsQuery) -> int | None:
+    """`since`, or the SSE `Last-Event-ID` header a reconnecting client sends."""
+    raw = request.headers.get("last-event-id")
+    if raw is None or not raw.strip():
+        return query.since
+    seq = ascii_int(raw.strip())
+    if seq is None:
+        raise FieldError([{"location": "header", "field": "Last-Event-ID", "type": "value_error",
+                           "message": f"must be an event's seq, got {raw[:40]!r}"}])
+    return seq if query.since is None else max(seq, query.since)
+
+
+def sse(item: Event | Missed) -> bytes:
+    if isinstance(item, Missed):
+        data = json.dumps({"type": EventType.EVENTS_MISSED, "count": item.count}, separators=(",", ":"))
+        return f"event: {EventType.EVENTS_MISSED}\ndata: {data}\n\n".encode()
+    data = json.dumps(item.to_wire(), separators=(",", ":"))
+    return f"id: {item.seq}\nevent: {item.type}\ndata: {data}\n\n".encode()
+
+
+async def stream(subscription: Subscription, follow: bool) -> AsyncIterator[bytes]:
+    """The SSE body; a keep-alive comment after 15 s of silence. Ends when the bus closes the subscription
+    (server shutdown), or without `follow` once the held events are sent; a client that leaves cancels
+    it, and the subscription goes with it."""
+    try:
+        yield b": connected\n\n"  # headers and a first byte now: the client knows it is subscribed
+        while True:
+            item = await subscription.next(timeout=KEEPALIVE_S if follow else 0)
+            if item is None:
+                if subscription.closed or not follow:
+                    return
+                yield b": keep-alive\n\n"
+                continue
+            yield sse(item)
+    finally:
+        subscription.close()
+
+
+async def events(request: Request, *, query: EventsQuery) -> StreamingResponse:
+    try:
+        types = parse_types(query.types)
+    except ValueError as exc:
+        raise invalid_action(f"unknown event type {str(exc)[:60]!r}; one of {', '.join(EventType)} or a subject "
+                             "like `window.`", "types", "query") from None
+    since = since_of(request, query)
+    subscription = desktop_of(request).events.bus.subscribe(types, 0 if since is None and not query.follow else since)
+    return StreamingResponse(stream(subscription, query.follow), media_type="text/event-stream",
+                             headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+
+OPERATIONS = [
+    Operation("GET", "/v1/desktop/events", events,
+              "The desktop's events as Server-Sent Events: windows, screen, clipboard, processes, state "
+              "(`types=` filters, `Last-Event-ID`/`since` replays)", query=EventsQuery,
+              media_type="text/event-stream", invalid_code=INVALID, errors=(400,), tags=TAGS),
+    Operation("POST", "/v1/desktop/wait", wait,
+              "Wait until one condition (window, screen or clipboard) holds, answering as soon as it does; "
+              "`matched: false` with the last observed state at the timeout", body=WaitRequest,
+              response=WaitResponse, body_required=True, invalid_code=INVALID, errors=(409, 503), tags=TAGS),
+]

@@ -1,0 +1,136 @@
+"""Wire models of the accessibility endpoints: the element tree, find, act (docs/accessibility.md)."""
+
+from __future__ import annotations
+
+import enum
+
+from pydantic import Field
+
+from sandbox_desktop_wire.actions import CoordinateOptions
+from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.enums import CoordinateSpaceKind
+from sandbox_desktop_wire.limits import (
+    MAX_ELEMENT_TEXT,
+    MAX_ELEMENTS,
+    MAX_IMAGE_SIZE,
+    MAX_TREE_DEPTH,
+)
+
+
+class ElementAction(enum.StrEnum):
+    """What `act` does with an element."""
+
+    CLICK = "click"
+    """A real pointer click at the centre of its visible part, through the input path and the action log."""
+    FOCUS = "focus"
+    INVOKE = "invoke"
+    """Its default AT-SPI action (a button's press, a link's jump, a check box's toggle)."""
+    SET_VALUE = "setValue"
+    SELECT = "select"
+
+
+class ActedThrough(enum.StrEnum):
+    """How an action reached the application."""
+
+    POINTER = "pointer"
+    KEYBOARD = "keyboard"
+    ACCESSIBILITY = "accessibility"
+
+
+class ElementBounds(WireModel):
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+class AccessibleNode(WireModel):
+    """One element. `bounds` are screen pixels unless the request gave a coordinate space; absent when the
+    element is not showing. `children` only in a tree."""
+
+    id: str = Field(description="Stable while the element exists: `<application bus>:<object>`")
+    role: str = Field(description="AT-SPI role name, e.g. `push-button`, `entry`, `check-box`, `link`")
+    name: str
+    description: str | None = None
+    value: str | None = Field(None, description="The text of an editable field, a range's current value")
+    states: list[str]
+    bounds: ElementBounds | None = None
+    actions: list[str] = Field(description="What `act` can do with it: click, focus, invoke, setValue, select")
+    pid: int | None = None
+    window_id: str | None = Field(None, description="Decimal X window id of its top-level window")
+    app: str = Field(description="The application's accessible name")
+    children: list[AccessibleNode] | None = None
+
+
+class TreeQuery(QueryModel):
+    window: str = Field("all", description="`all`, `focused`, or a decimal window id")
+    depth: int | None = Field(None, ge=0, le=MAX_TREE_DEPTH, description="Levels below the windows (default: all)")
+    interactive: bool = Field(False, description="Keep only elements that can be acted on, as a flat list per "
+                              "window")
+    include_hidden: bool = Field(False, description="Also elements not showing (hidden, scrolled out of view)")
+    space: CoordinateSpaceKind = Field(CoordinateSpaceKind.SCREEN, description="The frame of `bounds`")
+    width: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's width")
+    height: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's height")
+
+
+class TreeResponse(WireModel):
+    windows: list[AccessibleNode] = Field(description="The top-level element of each window in scope")
+    count: int = Field(description="Elements in the answer")
+
+
+class ElementQuery(WireModel):
+    """Every given criterion must hold; by default only elements showing on the screen match."""
+
+    role: str | None = Field(None, description="AT-SPI role (`push-button`) or an ARIA-like alias (`button`, "
+                             "`textbox`, `checkbox`, `link`, `tab`...)")
+    name: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="The exact accessible name")
+    name_contains: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="Case-insensitive substring")
+    name_regex: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="A Python regular expression "
+                                   "searched in the name")
+    states: list[str] = Field([], max_length=16, description="States the element must have, e.g. [\"enabled\"]")
+    window: str = Field("all", description="`all`, `focused`, or a decimal window id")
+    include_hidden: bool = False
+
+
+ElementTarget = int | str | ElementQuery
+"""An element's id, a number of the last set-of-marks screenshot, or a query that must match exactly one
+element (else 404 or 409)."""
+
+
+class FindRequest(ElementQuery):
+    limit: int = Field(20, ge=1, le=MAX_ELEMENTS)
+    coordinates: CoordinateOptions | None = None
+
+
+class FindResponse(WireModel):
+    elements: list[AccessibleNode]
+
+
+class ActRequest(WireModel):
+    element: ElementTarget = Field(description="An element id, a set-of-marks number, or a query matching "
+                                   "exactly one element")
+    action: ElementAction
+    value: str | None = Field(None, max_length=100_000, description="setValue: the text (or number) to set")
+    coordinates: CoordinateOptions | None = None
+
+
+class ActResponse(WireModel):
+    action: ElementAction
+    through: ActedThrough
+    element: AccessibleNode
+    x: int | None = Field(None, description="click: where it landed, in the request's space")
+    y: int | None = None
+
+
+class Mark(WireModel):
+    mark: int = Field(description="The number drawn on the screenshot")
+    id: str
+    role: str
+    name: str
+    bounds: ElementBounds
+
+
+class MarksResponse(WireModel):
+    """The table of the last set-of-marks screenshot (`som=true`)."""
+
+    marks: list[Mark]

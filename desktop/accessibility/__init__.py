@@ -1,0 +1,1 @@
+"""Accessibility: the AT-SPI tree of a desktop's apps, element queries and actions (docs/accessibility.md)."""

@@ -1,0 +1,166 @@
+"""Acting on one element: a real click at its visible centre, or a call on its AT-SPI interfaces.
+
+A click goes through `Mouse.click`, so it takes the input lock, lands in the action log and moves the
+pointer a viewer sees, exactly as a click by coordinates does. Text goes into native fields through
+`EditableText` (exact for any character) and into web pages as real key events, since a page's
+`input` listeners hear nothing of text set from outside (docs/accessibility.md "Acting on an element").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbus_fast import Variant
+from Xlib import XK
+
+from desktop.accessibility.atspi import (
+    ACCESSIBLE,
+    ACTION,
+    COMPONENT,
+    EDITABLE_TEXT,
+    PROPERTIES,
+    SELECTION,
+    TEXT,
+    VALUE,
+    AtspiBus,
+    AtspiError,
+)
+from desktop.accessibility.errors import ElementActionUnsupported, ElementNotFound
+from desktop.accessibility.tree import MAX_TEXT_CHARS, Bounds, Element
+from desktop.keyboard import Keyboard
+from desktop.mouse import Mouse
+from desktop.session import Session
+from sandbox_desktop_wire.accessibility import ActedThrough, ElementAction
+
+SELECT_ALL = [XK.XK_Control_L, XK.XK_a]
+WEB_DOCUMENT_ROLES = frozenset({"document-web", "document-frame"})
+
+
+@dataclass(frozen=True)
+class ActOutcome:
+    element: Element
+    action: ElementAction
+    through: ActedThrough
+    point: tuple[int, int] | None = None
+    """Where a click landed, in screen pixels."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    """What acting needs: the bus for interface calls, the desktop's input for clicks and keys."""
+
+    bus: AtspiBus
+    session: Session
+    mouse: Mouse
+    keyboard: Keyboard
+
+
+def _unsupported(element: Element, why: str) -> ElementActionUnsupported:
+    return ElementActionUnsupported(f"{element.role} {element.name!r} {why}", element=element.id,
+                                    actions=list(element.actions))
+
+
+async def perform(actor: Actor, element: Element, ancestors: list[Element], action: ElementAction,
+                  value: str | None) -> ActOutcome:
+    match action:
+        case ElementAction.CLICK:
+            point = visible_centre(actor.session, element, ancestors)
+            await actor.mouse.click(actor.session, *point)
+            return ActOutcome(element, action, ActedThrough.POINTER, point)
+        case ElementAction.FOCUS:
+            await call_required(actor.bus, element, COMPONENT, "GrabFocus", "focus")
+            return ActOutcome(element, action, ActedThrough.ACCESSIBILITY)
+        case ElementAction.INVOKE:
+            await call_required(actor.bus, element, ACTION, "DoAction", "invoke", "i", (0,))
+            return ActOutcome(element, action, ActedThrough.ACCESSIBILITY)
+        case ElementAction.SET_VALUE:
+            return await set_value(actor, element, ancestors, value or "")
+        case ElementAction.SELECT:
+            await select(actor.bus, element, ancestors[0] if ancestors else None)
+            return ActOutcome(element, action, ActedThrough.ACCESSIBILITY)
+
+
+async def call_required(bus: AtspiBus, element: Element, interface: str, member: str, action: str,
+                        signature: str = "", body: tuple[object, ...] = ()) -> None:
+    """Call an interface method that answers whether it did it; its absence or a refusal is a 409."""
+    if interface not in element.interfaces:
+        raise _unsupported(element, f"cannot {action}: it has no {interface.rsplit('.', 1)[-1]} interface")
+    try:
+        [done] = await bus.call(element.bus, element.path, interface, member, signature, body)
+    except AtspiError as exc:
+        if exc.gone:
+            raise ElementNotFound(f"element {element.id} no longer exists", element=element.id) from exc
+        raise _unsupported(element, f"refused to {action}: {exc}") from exc
+    if done is False:
+        raise _unsupported(element, f"refused to {action}")
+
+
+def visible_centre(session: Session, element: Element, ancestors: list[Element]) -> tuple[int, int]:
+    """The centre of the part of the element its ancestors (a scrolled list, the window) and the screen's
+    edges do not clip."""
+    if element.bounds is None or not element.showing:
+        raise _unsupported(element, "is not showing on the screen")
+    left, top = element.bounds.x, element.bounds.y
+    right, bottom = left + element.bounds.width, top + element.bounds.height
+    clips = [a.bounds for a in ancestors if a.bounds is not None]
+    clips.append(Bounds(0, 0, session.width, session.height))
+    for clip in clips:
+        left, top = max(left, clip.x), max(top, clip.y)
+        right, bottom = min(right, clip.x + clip.width), min(bottom, clip.y + clip.height)
+    if right <= left or bottom <= top:
+        raise _unsupported(element, "is scrolled out of view or off the screen")
+    return (left + right - 1) // 2, (top + bottom - 1) // 2
+
+
+async def set_value(actor: Actor, element: Element, ancestors: list[Element], value: str) -> ActOutcome:
+    if VALUE in element.interfaces and EDITABLE_TEXT not in element.interfaces:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ElementActionUnsupported(f"{element.role} {element.name!r} takes a number, not {value!r}",
+                                           element=element.id, field="value") from None
+        try:
+            await actor.bus.call(element.bus, element.path, PROPERTIES, "Set", "ssv",
+                                 (VALUE, "CurrentValue", Variant("d", number)))
+        except AtspiError as exc:
+            raise _unsupported(element, f"refused the value: {exc}") from exc
+        return ActOutcome(element, ElementAction.SET_VALUE, ActedThrough.ACCESSIBILITY)
+    if "editable" not in element.states:
+        raise _unsupported(element, "holds no editable text")
+    in_page = any(a.role in WEB_DOCUMENT_ROLES for a in ancestors)
+    if not in_page and EDITABLE_TEXT in element.interfaces and await _set_text(actor.bus, element, value):
+        return ActOutcome(element, ElementAction.SET_VALUE, ActedThrough.ACCESSIBILITY)
+    await _type_over(actor, element, ancestors, value)
+    return ActOutcome(element, ElementAction.SET_VALUE, ActedThrough.KEYBOARD)
+
+
+async def _set_text(bus: AtspiBus, element: Element, value: str) -> bool:
+    """Set the text and read it back: a toolkit may accept the call and keep its old text."""
+    try:
+        [done] = await bus.call(element.bus, element.path, EDITABLE_TEXT, "SetTextContents", "s", (value,))
+        [text] = await bus.call(element.bus, element.path, TEXT, "GetText", "ii", (0, MAX_TEXT_CHARS))
+    except AtspiError:
+        return False
+    return bool(done) and text == value
+
+
+async def _type_over(actor: Actor, element: Element, ancestors: list[Element], value: str) -> None:
+    """Click into the field (which also makes its window the one keys go to; the toolkit's own focus
+    call would not), select what it holds, and type over it."""
+    await actor.mouse.click(actor.session, *visible_centre(actor.session, element, ancestors))
+    await actor.keyboard.press_chords(actor.session, [SELECT_ALL])
+    if value:
+        await actor.keyboard.type_text(actor.session, value)
+    else:
+        await actor.keyboard.press_chords(actor.session, [[XK.XK_BackSpace]])
+
+
+async def select(bus: AtspiBus, element: Element, parent: Element | None) -> None:
+    """Select the element in its container (a list, a tab strip, a combo box's menu)."""
+    if parent is None or SELECTION not in parent.interfaces:
+        raise _unsupported(element, "is not in a selectable container")
+    try:
+        [index] = await bus.call(element.bus, element.path, ACCESSIBLE, "GetIndexInParent")
+    except AtspiError as exc:
+        raise ElementNotFound(f"element {element.id} no longer exists", element=element.id) from exc
+    await call_required(bus, parent, SELECTION, "SelectChild", "select", "i", (index,))

@@ -1,0 +1,231 @@
+"""One desktop's accessibility: the connection to its bus, trees scoped to windows, find, and act.
+
+Every answer reads the applications afresh (docs/accessibility.md "Speed"), so an id or a query always
+means what is on the screen now; nothing is kept between calls but the connection. The connection
+lives on the event loop (dbus-fast is asyncio), so no thread owns it and no X connection waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from desktop.accessibility.acting import Actor, ActOutcome, perform
+from desktop.accessibility.atspi import (
+    ROOT_PATH,
+    AtspiBus,
+    AtspiError,
+    accessibility_bus_address,
+)
+from desktop.accessibility.errors import AccessibilityUnavailable, ElementAmbiguous, ElementNotFound
+from desktop.accessibility.labels import name_fields, unnamed_fields
+from desktop.accessibility.marks import MAX_MARKS, MarkBox
+from desktop.accessibility.query import ElementQuery, WindowScope
+from desktop.accessibility.reading import (
+    EVERYTHING_SHOWING,
+    Prefilter,
+    application_infos,
+    complete,
+    read_caches,
+    read_chain,
+    read_tops,
+)
+from desktop.accessibility.signals import Signals
+from desktop.accessibility.tree import Element, Snapshot, element_id, fill_details, parse_element_id, prune_hidden
+from desktop.accessibility.windows import assign_windows, scope_roots
+from desktop.errors import WindowNotFound
+from desktop.events import EventBus
+from desktop.keyboard import Keyboard
+from desktop.mouse import Mouse
+from desktop.session import Session
+from desktop.windows import list_windows
+from sandbox_desktop_wire.accessibility import ElementAction
+
+logger = logging.getLogger("sandbox_desktop.accessibility")
+
+READ_TIMEOUT_S = 10.0
+"""An application that hangs (a frozen app answers nothing) fails the read after this, not the server."""
+MAX_CANDIDATES = 10
+"""Candidates listed in an ambiguous query's 409."""
+
+Target = str | int | ElementQuery
+"""An element's id, a number of the last set-of-marks screenshot, or a query that must match exactly one."""
+
+
+@dataclass
+class ScopedSnapshot:
+    snapshot: Snapshot
+    roots: list[Element]
+    """The top-level objects of the windows in scope, with their window ids."""
+
+    def elements(self, depth: int | None = None) -> Iterable[Element]:
+        for root in self.roots:
+            yield from self.snapshot.subtree(root, depth)
+
+
+class Accessibility:
+    """The accessibility tree of one desktop's applications, and actions on its elements."""
+
+    def __init__(self, mouse: Mouse, keyboard: Keyboard, events: EventBus) -> None:
+        self._mouse = mouse
+        self._keyboard = keyboard
+        self._bus: AtspiBus | None = None
+        self._session_address: str | None = None
+        self._connecting = asyncio.Lock()
+        self.signals = Signals(events)
+        self._early: asyncio.Task[None] | None = None
+        self.marks: dict[int, Element] = {}
+        """The last set-of-marks table: number -> element (docs/accessibility.md "Set-of-marks")."""
+
+    def connect_soon(self, session: Session) -> None:
+        """Connect in the background once the desktop is up, so focus events flow from the start; a
+        failure here is met again, and reported, by the first call that needs the bus."""
+        async def connect() -> None:
+            with contextlib.suppress(AccessibilityUnavailable):
+                await self.bus(session)
+        self._early = asyncio.ensure_future(connect())
+
+    def watching(self, session: Session) -> contextlib.AbstractAsyncContextManager[None]:
+        """Tree changes become `accessibility.changed` events while inside (element waits)."""
+        return self.signals.watching(lambda: self.bus(session))
+
+    async def bus(self, session: Session) -> AtspiBus:
+        """The connection to the desktop's accessibility bus, made on first use and after a restart."""
+        address = session.env.get("DBUS_SESSION_BUS_ADDRESS")
+        if address is None:
+            raise AccessibilityUnavailable("the desktop has no session bus, so no accessibility bus")
+        async with self._connecting:
+            if self._bus is not None and self._bus.connected and self._session_address == address:
+                return self._bus
+            self._disconnect()
+            try:
+                bus = await AtspiBus.connect(await accessibility_bus_address(address))
+            except (AtspiError, OSError, TimeoutError) as exc:
+                raise AccessibilityUnavailable(f"the desktop's accessibility bus does not answer: {exc}") from exc
+            await self.signals.attach(bus)
+            self._bus, self._session_address = bus, address
+            return bus
+
+    def _disconnect(self) -> None:
+        if self._bus is not None:
+            self._bus.disconnect()
+        self._bus = None
+
+    async def close(self) -> None:
+        """Drop the connection (the desktop stopped); the next call connects to the new bus."""
+        if self._early is not None:
+            self._early.cancel()
+        await self.signals.close()
+        self._disconnect()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def scoped(self, session: Session, window: WindowScope | int, prefilter: Prefilter = EVERYTHING_SHOWING,
+                     *, whole: bool = True) -> ScopedSnapshot:
+        """The windows in scope, their top-level objects matched to X windows, and below them what
+        `prefilter` keeps: from every application's cache plus what the caches lack (`whole`), or only
+        what the windows answer to the prefilter's query (docs/accessibility.md "Speed")."""
+        bus = await self.bus(session)
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            snapshot, windows = await asyncio.gather(read_tops(bus), session.x.call(list_windows))
+            tops = [snapshot.elements[r] for r in snapshot.roots]
+            await fill_details(bus, tops, values=False)
+            assign_windows(tops, windows)
+            if isinstance(window, int) and not any(w.id == window for w in windows):
+                raise WindowNotFound(f"no window with id {window}", windowId=str(window))
+            roots = scope_roots(tops, windows, window)
+            if whole:
+                await read_caches(bus, snapshot, roots)
+            await complete(bus, snapshot, roots, prefilter)
+            if prefilter.showing_only:
+                roots = prune_hidden(snapshot, roots)
+            window_of = {e.id: root for root in roots for e in snapshot.subtree(root, None)}
+            fields = unnamed_fields(snapshot.elements[key] for key in window_of)
+            await fill_details(bus, fields, values=False)
+            await name_fields(bus, snapshot, fields, window_of)
+        for key, root in window_of.items():
+            snapshot.elements[key].window_id = root.window_id
+        return ScopedSnapshot(snapshot, roots)
+
+    async def tree(self, session: Session, window: WindowScope | int, depth: int | None,
+                   include_hidden: bool = False) -> ScopedSnapshot:
+        """The scoped snapshot with bounds, text and values of everything down to `depth`."""
+        scoped = await self.scoped(session, window, Prefilter(showing_only=not include_hidden))
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            await fill_details(await self.bus(session), scoped.elements(depth))
+        return scoped
+
+    async def find(self, session: Session, query: ElementQuery) -> list[Element]:
+        """The elements matching `query` (at most `query.limit`), in reading order, with their details."""
+        scoped = await self.scoped(session, query.window, query.prefilter, whole=False)
+        found = [e for e in scoped.elements() if query.matches(e)][:query.limit]
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            await fill_details(await self.bus(session), found)
+        return found
+
+    async def mark(self, session: Session, window: WindowScope | int = WindowScope.ALL) -> list[MarkBox]:
+        """Number the interactive elements showing in `window`, in reading order, and keep the table."""
+        scoped = await self.tree(session, window, None)
+        marked = [e for e in scoped.elements() if e.interactive and e.bounds is not None][:MAX_MARKS]
+        self.marks = {number: element for number, element in enumerate(marked, start=1)}
+        return [MarkBox(number, element.bounds) for number, element in self.marks.items()
+                if element.bounds is not None]
+
+    async def resolve(self, session: Session, target: Target) -> tuple[Element, list[Element]]:
+        """The one element `target` means now, and its ancestors nearest first (404 if there is none,
+        409 listing the candidates if a query means several)."""
+        bus = await self.bus(session)
+        if isinstance(target, int):
+            marked = self.marks.get(target)
+            if marked is None:
+                raise ElementNotFound(f"no mark {target} in the last marked screenshot "
+                                      f"({len(self.marks)} marks)", element=target)
+            target = marked.id
+        if isinstance(target, ElementQuery):
+            found = [e for e in (await self.scoped(session, target.window, target.prefilter, whole=False)).elements()
+                     if target.matches(e)]
+            if not found:
+                raise ElementNotFound(f"no {target.describe()}")
+            if len(found) > 1:
+                await fill_details(bus, found[:MAX_CANDIDATES], values=False)
+                raise ElementAmbiguous(f"{len(found)} elements match: {target.describe()}",
+                                       candidates=[candidate_summary(e) for e in found[:MAX_CANDIDATES]])
+            ref = (found[0].bus, found[0].path)
+        else:
+            parsed = parse_element_id(target)
+            if parsed is None:
+                raise ElementNotFound(f"{target!r} is not an element id", element=target)
+            ref = parsed
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            apps = await application_infos(bus, [(ref[0], ROOT_PATH)])
+            chain = await read_chain(bus, apps, *ref)
+            if not chain or "defunct" in chain[0].states:
+                raise ElementNotFound(f"element {element_id(*ref)} no longer exists", element=element_id(*ref))
+            await fill_details(bus, chain)
+            assign_windows(chain[-1:], await session.x.call(list_windows))
+            await name_fields(bus, Snapshot({e.id: e for e in chain}, [], apps), unnamed_fields(chain[:1]),
+                              {chain[0].id: chain[-1]})
+        for element in chain:
+            element.window_id = chain[-1].window_id
+        return chain[0], chain[1:]
+
+    # -- acting ----------------------------------------------------------------------------------
+
+    async def act(self, session: Session, target: Target, action: ElementAction,
+                  value: str | None = None) -> ActOutcome:
+        """Do `action` to the element `target` means (docs/accessibility.md "Acting on an element")."""
+        element, ancestors = await self.resolve(session, target)
+        return await perform(Actor(await self.bus(session), session, self._mouse, self._keyboard),
+                             element, ancestors, action, value)
+
+
+def candidate_summary(element: Element) -> dict[str, object]:
+    """How an ambiguous query's candidates are listed in the 409."""
+    summary: dict[str, object] = {"id": element.id, "role": element.role, "name": element.name}
+    if element.bounds is not None:
+        b = element.bounds
+        summary["bounds"] = {"x": b.x, "y": b.y, "width": b.width, "height": b.height}
+    return summary

@@ -1,0 +1,193 @@
+"""Waiting for a condition on the desktop, driven by its events (docs/events.md).
+
+A wait subscribes to the event types its condition depends on, checks the condition once, then checks again
+only when one of those events arrives (or when a quiet period it counts ends): nothing polls, and a pending
+wait costs no CPU. The window model it reads is updated in the same loop callback that publishes each window
+event (desktop/xwatch.py), so subscribing first and checking second cannot miss a change in between.
+
+Adding a kind of condition is: a frozen dataclass below, a `Tracker` (the event types that matter and an
+async "check now"), and one arm in `tracker()`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from desktop.event_sources import DesktopEvents, XWatch
+from desktop.events import Event
+from desktop.xwatch import WindowState
+from sandbox_desktop_wire.events import EventType as E
+from sandbox_desktop_wire.waits import ClipboardUntil, ScreenUntil, WindowUntil
+
+Box = tuple[int, int, int, int]
+"""x, y, width, height in screen pixels."""
+
+
+@dataclass(frozen=True)
+class WindowCondition:
+    """Windows matching every selector given (none given: any window)."""
+
+    title: str | None = None
+    title_regex: re.Pattern[str] | None = None
+    class_: str | None = None
+    """WM_CLASS: its instance or its class name."""
+    pid: int | None = None
+    until: WindowUntil = WindowUntil.PRESENT
+
+    def matches(self, w: WindowState) -> bool:
+        return ((self.title is None or w.title == self.title)
+                and (self.title_regex is None or self.title_regex.search(w.title) is not None)
+                and (self.class_ is None or self.class_ in (w.class_, w.instance))
+                and (self.pid is None or w.pid == self.pid))
+
+
+@dataclass(frozen=True)
+class ScreenCondition:
+    until: ScreenUntil = ScreenUntil.SETTLED
+    quiet_ms: int = 300
+    region: Box | None = None
+    """Only drawing that touches this rectangle counts."""
+
+
+@dataclass(frozen=True)
+class ClipboardCondition:
+    until: ClipboardUntil = ClipboardUntil.CHANGED
+
+
+Condition = WindowCondition | ScreenCondition | ClipboardCondition
+# The accessibility `ElementCondition` (a find query and its `until`) joins this union, with its tracker.
+
+
+@dataclass(frozen=True)
+class Check:
+    matched: bool
+    state: dict[str, Any]
+    """What matched when `matched`; otherwise what was observed."""
+    recheck_at: float | None = None
+    """A `time.monotonic()` at which to check again without an event (the end of a quiet period)."""
+
+
+class Tracker(Protocol):
+    types: frozenset[E]
+    """The event types after which the condition may have changed."""
+
+    async def check(self, event: Event | None) -> Check:
+        """The condition now; `event` is the one that woke the wait (None: the first check, or events lost)."""
+        ...
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    matched: bool
+    matched_what: dict[str, Any] | None
+    elapsed_ms: int
+    last_state: dict[str, Any] | None
+
+
+class WindowTracker:
+    types = frozenset({E.WINDOW_CREATED, E.WINDOW_CLOSED, E.WINDOW_FOCUSED, E.WINDOW_TITLE_CHANGED})
+
+    def __init__(self, condition: WindowCondition, model: XWatch) -> None:
+        self.condition = condition
+        self.model = model
+        self._gone: dict[str, Any] | None = None
+
+    async def check(self, event: Event | None) -> Check:
+        found = sorted((w for w in self.model.windows.values() if self.condition.matches(w)), key=lambda w: w.id)
+        active = [w for w in found if w.id == self.model.active]
+        state = {"windows": [w.to_wire() for w in found],
+                 "focusedWindowId": str(self.model.active) if self.model.active else None}
+        match self.condition.until:
+            case WindowUntil.PRESENT:
+                return Check(bool(found), {"window": found[0].to_wire()} if found else state)
+            case WindowUntil.FOCUSED:
+                return Check(bool(active), {"window": active[0].to_wire()} if active else state)
+            case WindowUntil.GONE:
+                if event is not None and event.type == E.WINDOW_CLOSED:
+                    self._gone = {"windowId": event.data["windowId"], "title": event.data.get("title")}
+                return Check(not found, {"window": self._gone} if not found else state)
+        raise AssertionError(self.condition.until)
+
+
+def intersects(box: Box, data: dict[str, Any]) -> bool:
+    x, y, w, h = box
+    return data["x"] < x + w and x < data["x"] + data["width"] and data["y"] < y + h and y < data["y"] + data["height"]
+
+
+class ScreenTracker:
+    """`changed`: something was drawn (in the region) after the wait began. `settled`: nothing was drawn (in
+    the region) for `quiet_ms`, counting from the wait's start (a still screen settles after one quiet period)."""
+
+    types = frozenset({E.SCREEN_CHANGED})
+
+    def __init__(self, condition: ScreenCondition) -> None:
+        self.condition = condition
+        self.started = self.last_change = time.monotonic()
+        self.changes = 0
+        self.changed: dict[str, Any] | None = None
+
+    async def check(self, event: Event | None) -> Check:
+        now = time.monotonic()
+        region = self.condition.region
+        if event is not None and event.type == E.SCREEN_CHANGED and (region is None or intersects(region, event.data)):
+            self.changes += 1
+            self.last_change = max(self.last_change, event.t)
+            box = {k: event.data[k] for k in ("x", "y", "width", "height")}
+            self.changed = box if self.changed is None else _union(self.changed, box)
+        quiet_s = self.condition.quiet_ms / 1000
+        state = {"changes": self.changes, "changedRegion": self.changed,
+                 "quietForMs": round((now - self.last_change) * 1000)}
+        if self.condition.until == ScreenUntil.CHANGED:
+            return Check(self.changes > 0, {"changedRegion": self.changed} if self.changes else state)
+        settled = now - self.last_change >= quiet_s
+        return Check(settled, state, None if settled else self.last_change + quiet_s)
+
+
+def _union(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    x, y = min(a["x"], b["x"]), min(a["y"], b["y"])
+    right, bottom = max(a["x"] + a["width"], b["x"] + b["width"]), max(a["y"] + a["height"], b["y"] + b["height"])
+    return {"x": x, "y": y, "width": right - x, "height": bottom - y}
+
+
+class ClipboardTracker:
+    types = frozenset({E.CLIPBOARD_CHANGED})
+
+    async def check(self, event: Event | None) -> Check:
+        if event is not None and event.type == E.CLIPBOARD_CHANGED:
+            return Check(True, {"selection": event.data.get("selection"), "owner": event.data.get("owner")})
+        return Check(False, {"changed": False})
+
+
+def tracker(condition: Condition, events: DesktopEvents) -> Tracker:
+    match condition:
+        case WindowCondition():
+            return WindowTracker(condition, events.windows)
+        case ScreenCondition():
+            return ScreenTracker(condition)
+        case ClipboardCondition():
+            return ClipboardTracker()
+    raise AssertionError(f"unhandled condition {condition!r}")
+
+
+async def wait_for(events: DesktopEvents, condition: Condition, timeout_s: float) -> WaitResult:
+    """Wait until `condition` holds, for at most `timeout_s`; never raises for a timeout."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    track = tracker(condition, events)
+    with events.bus.subscribe(track.types) as subscription:
+        check = await track.check(None)
+        while not check.matched:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            item = await subscription.next(timeout=min(deadline, check.recheck_at or deadline) - now)
+            if item is None and subscription.closed:
+                break  # the server is shutting down
+            check = await track.check(item if isinstance(item, Event) else None)
+    elapsed_ms = round((time.monotonic() - start) * 1000)
+    if check.matched:
+        return WaitResult(True, check.state, elapsed_ms, None)
+    return WaitResult(False, None, elapsed_ms, check.state)

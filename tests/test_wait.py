@@ -1,0 +1,156 @@
+"""`POST /v1/desktop/wait` and the batch's `wait` action: windows of an independent X client appearing,
+going and taking focus answer pending waits at once; timeouts answer `matched: false` with the last state;
+every caller mistake is a 4xx naming the field."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from sandbox_desktop_client import Client
+from tests.conftest import ServerProcess, assert_problem
+from tests.test_events import XWindow
+
+DESKTOP = {"displayNum": 353, "width": 800, "height": 600}
+
+
+def pending(api: httpx.Client, body: dict[str, Any], path: str = "/v1/desktop/wait") -> Callable[[], dict[str, Any]]:
+    """Send the wait in a thread; the returned function joins it and gives the answer."""
+    answer: dict[str, Any] = {}
+
+    def send() -> None:
+        answer.update(api.post(path, json=body).json())
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    time.sleep(0.3)  # the wait is subscribed and has checked once: what happens next must wake it
+
+    def result() -> dict[str, Any]:
+        thread.join(15)
+        return answer
+    return result
+
+
+def test_present_answers_when_the_window_appears(api: httpx.Client, display: str) -> None:
+    result = pending(api, {"window": {"title": "wait-present"}, "timeoutMs": 10_000})
+    window = XWindow(display, "wait-present")
+    try:
+        mapped = time.monotonic()
+        answer = result()
+        assert time.monotonic() - mapped < 1.0  # generous: latency is measured in bench/wait_events.py
+        assert answer["matched"] is True and answer["condition"] == "window"
+        assert answer["match"]["window"]["windowId"] == window.id
+    finally:
+        window.close()
+
+
+def test_regex_class_pid_focused_and_gone(api: httpx.Client, display: str) -> None:
+    window = XWindow(display, "wait-Regex-42")
+    try:
+        found = api.post("/v1/desktop/wait", json={"window": {"titleRegex": r"Regex-\d+"}, "timeoutMs": 5000}).json()
+        assert found["matched"] and found["match"]["window"]["title"] == "wait-Regex-42"
+        result = pending(api, {"window": {"title": "wait-Regex-42", "until": "focused"}, "timeoutMs": 10_000})
+        api.post(f"/v1/desktop/windows/{window.id}/focus").raise_for_status()
+        assert result()["matched"] is True
+        result = pending(api, {"window": {"titleRegex": "^wait-Regex", "until": "gone"}, "timeoutMs": 10_000})
+    finally:
+        window.close()
+    gone = result()
+    assert gone["matched"] is True and gone["match"]["window"]["windowId"] == window.id
+
+
+def test_timeout_answers_with_the_last_state(api: httpx.Client, display: str) -> None:
+    window = XWindow(display, "wait-bystander")
+    try:
+        api.post("/v1/desktop/wait", json={"window": {"title": "wait-bystander"}, "timeoutMs": 5000})
+        answer = api.post("/v1/desktop/wait", json={"window": {"titleRegex": "bystander", "until": "gone"},
+                                                    "timeoutMs": 200}).json()
+        assert answer["matched"] is False and answer["elapsedMs"] >= 200
+        assert [w["title"] for w in answer["lastState"]["windows"]] == ["wait-bystander"]
+        none = api.post("/v1/desktop/wait", json={"clipboard": {}, "timeoutMs": 100}).json()
+        assert none == {"matched": False, "condition": "clipboard", "lastState": {"changed": False},
+                        "elapsedMs": none["elapsedMs"]}
+    finally:
+        window.close()
+
+
+def test_screen_and_clipboard_conditions(api: httpx.Client, display: str) -> None:
+    result = pending(api, {"screen": {"until": "changed", "region": {"x": 600, "y": 400, "width": 100, "height": 100}},
+                           "timeoutMs": 10_000})
+    square = XWindow(display, "wait-square", (620, 420, 40, 40), override_redirect=True)
+    try:
+        changed = result()
+        assert changed["matched"] is True
+        box = changed["match"]["changedRegion"]
+        assert box["x"] <= 620 and box["x"] + box["width"] >= 660
+        settled = api.post("/v1/desktop/wait", json={"screen": {"quietMs": 100}, "timeoutMs": 5000}).json()
+        assert settled["matched"] is True and settled["elapsedMs"] >= 100
+    finally:
+        square.close()
+    result = pending(api, {"clipboard": {"until": "changed"}, "timeoutMs": 10_000})
+    api.post("/v1/desktop/clipboard", json={"text": "changed"}).raise_for_status()
+    assert result()["match"]["selection"] == "clipboard"
+
+
+@pytest.mark.parametrize(("body", "status", "fields"), [
+    ({}, 422, ["window", "screen", "clipboard"]),
+    ({"clipboard": {}, "timeoutMs": None}, 422, ["timeoutMs"]),
+    ({"window": {}, "clipboard": {}}, 400, ["window", "clipboard"]),
+    ({"window": {"titleRegex": "(unclosed"}}, 400, ["window.titleRegex"]),
+    ({"window": {"until": "maximised"}}, 422, ["window.until"]),
+    ({"screen": {"region": {"x": 700, "y": 0, "width": 200, "height": 10}}}, 400, ["screen.region"]),
+    ({"clipboard": {}, "timeoutMs": 10_000_000}, 400, ["timeoutMs"]),
+])
+def test_mistakes_name_the_field(api: httpx.Client, body: dict[str, Any], status: int, fields: list[str]) -> None:
+    body = {"timeoutMs": 100, **body}
+    if body["timeoutMs"] is None:
+        del body["timeoutMs"]
+    problem = assert_problem(api.post("/v1/desktop/wait", json=body), status)
+    assert [e["field"] for e in problem["errors"]] == fields  # type: ignore[attr-defined]
+
+
+def test_per_desktop_route(api: httpx.Client) -> None:
+    answer = api.post("/v1/desktops/default/wait", json={"clipboard": {}, "timeoutMs": 50}).json()
+    assert answer["matched"] is False
+    assert_problem(api.post("/v1/desktops/nope/wait", json={"clipboard": {}, "timeoutMs": 50}), 404)
+
+
+def test_batch_wait_action(api: httpx.Client, display: str) -> None:
+    window = XWindow(display, "wait-batch")
+    try:
+        body = {"actions": [{"type": "wait", "durationMs": 10},
+                            {"type": "wait", "window": {"title": "wait-batch"}, "timeoutMs": 5000},
+                            {"type": "wait", "window": {"title": "absent"}, "timeoutMs": 100}]}
+        results = api.post("/v1/desktop/actions", json=body).json()["results"]
+        assert "matched" not in results[0]
+        assert results[1]["matched"] is True and results[1]["match"]["window"]["windowId"] == window.id
+        assert results[2]["matched"] is False and "lastState" in results[2]
+    finally:
+        window.close()
+    both = api.post("/v1/desktop/actions", json={"actions": [{"type": "wait", "durationMs": 5, "clipboard": {}}]})
+    assert assert_problem(both, 400)["errors"][0]["field"] == "actions[0].durationMs"  # type: ignore[index]
+    untimed = api.post("/v1/desktop/actions", json={"actions": [{"type": "wait", "clipboard": {}}]})
+    assert assert_problem(untimed, 422)["errors"][0]["field"] == "actions[0].timeoutMs"  # type: ignore[index]
+    neither = api.post("/v1/desktop/actions", json={"actions": [{"type": "wait"}]})
+    assert assert_problem(neither, 422)["errors"][0]["field"] == "actions[0].durationMs"  # type: ignore[index]
+
+
+def test_python_client(srv: ServerProcess, display: str) -> None:
+    with Client(srv.url, token=srv.token) as desk:
+        events = desk.events(types=["window."], since=0)  # it subscribes at the first `next`: replay from 0
+        window = XWindow(display, "wait-client")
+        try:
+            answer = desk.wait(window={"title": "wait-client"}, timeout_ms=5000)
+            assert answer.matched and answer.match is not None
+            # X reuses the ids of clients gone: the title tells this window from an earlier test's.
+            created = next(e for e in events if e.type == "window.created"
+                           and (e.model_extra or {})["title"] == "wait-client")
+            assert (created.model_extra or {})["windowId"] == window.id and created.seq > 0
+        finally:
+            events.close()
+            window.close()
