@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from pydantic import BaseModel
 
-from api import mcp_desktops
+from api import mcp_accessibility, mcp_desktops
 from api.cli_client import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV, UsageError, parse_chord
-from api.mcp_tools import Image, Reply, Tool, integer, obj, string
+from api.mcp_tools import Image, Reply, Tool, api_error_text, integer, obj, string
 from sandbox_desktop_client import ApiError, AsyncClient
 from sandbox_desktop_wire.actions import ActionsRequest, ActionsResponse
 from sandbox_desktop_wire.actions import Image as WireImage
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 60.0
 INSTRUCTIONS = ("Controls a Linux desktop. Take a screenshot first; x/y of click, scroll and drag are screen "
                 "pixels (divide a scaled screenshot's pixel by its scale). `batch` runs several actions, "
-                "waits for the screen to settle and returns one screenshot: one call per step.")
+                "waits for the screen to settle and returns one screenshot: one call per step. `find` and `act` "
+                "name an app's buttons and fields by role and name instead of pixels; `tree` lists them.")
 
 
 def point(description: str) -> dict[str, Any]:
@@ -50,11 +51,15 @@ SELECTION = string("Which X selection", "clipboard", "primary", default="clipboa
 # Tools: each takes the open client and the validated arguments.
 
 async def screenshot(client: AsyncClient, args: dict[str, Any]) -> Reply:
+    som = args.get("som", False)
     shot = await client.screenshot(format=args.get("format", "png"), quality=args.get("quality"),
-                                   scale=args.get("scale"))
+                                   scale=args.get("scale"), som=som)
     frame = (f"screen {shot.screen_width}x{shot.screen_height}, image {shot.image_width}x{shot.image_height}, "
              f"scale {shot.scale:g}")
-    return Reply([Image(base64.b64encode(shot.data).decode(), shot.media_type), frame])
+    parts: list[str | Image] = [Image(base64.b64encode(shot.data).decode(), shot.media_type), frame]
+    if som:
+        parts.append(mcp_accessibility.marks_text(await client.marks()))
+    return Reply(parts)
 
 
 async def click(client: AsyncClient, args: dict[str, Any]) -> Reply:
@@ -137,7 +142,7 @@ def batch_schema(request: type[BaseModel] = ActionsRequest) -> dict[str, Any]:
 
 async def wait(client: AsyncClient, args: dict[str, Any]) -> Reply:
     answer = await client.wait(window=args.get("window"), screen=args.get("screen"), clipboard=args.get("clipboard"),
-                               timeout_ms=args.get("timeoutMs"))
+                               element=args.get("element"), timeout_ms=args.get("timeoutMs"))
     return Reply([answer.to_json().decode()])
 
 
@@ -145,7 +150,9 @@ TOOLS = [
     Tool("screenshot", "Capture the whole screen as an image.", obj(
         format=string("Image format; jpeg is smaller", "png", "jpeg", default="png"),
         scale={"type": "number", "minimum": 0.1, "maximum": 1, "description": "Shrink factor, e.g. 0.5"},
-        quality=integer("JPEG quality", minimum=1, maximum=100)), screenshot),
+        quality=integer("JPEG quality", minimum=1, maximum=100),
+        som={"type": "boolean", "default": False, "description": "Set-of-marks: draw a numbered box on every "
+             "interactive element, and list each number's element; act takes the numbers"}), screenshot),
     Tool("click", "Click a mouse button at a screen pixel.", obj(
         ["x", "y"], x=X, y=Y, button=BUTTON,
         count=integer("1 click, 2 double click, 3 triple click", minimum=1, maximum=3)), click),
@@ -174,9 +181,11 @@ TOOLS = [
          "to get an image.", batch_schema(), batch),
     Tool("wait", "Wait until one condition holds instead of polling with screenshots: a window appears, goes or "
          "is focused (`window`: title, titleRegex, class or pid, and until), the screen changes or settles "
-         "(`screen`), or the clipboard changes (`clipboard`). Answers as soon as it holds; matched false with "
-         "the last state at timeoutMs.", batch_schema(WaitRequest), wait),
+         "(`screen`), the clipboard changes (`clipboard`), or an element appears, goes or gets a state "
+         "(`element`: role, name..., and until: present, gone, or a state such as enabled or checked). Answers "
+         "as soon as it holds; matched false with the last state at timeoutMs.", batch_schema(WaitRequest), wait),
 ]
+TOOLS += mcp_accessibility.TOOLS
 TOOLS += mcp_desktops.TOOLS
 TOOL_NAMES = [t.name for t in TOOLS]
 
@@ -192,7 +201,7 @@ async def run_tool(tool: Tool, client: AsyncClient, arguments: dict[str, Any], t
         return Reply([f"{tool.name} timed out after {timeout:g} s (the server's {timeout_flag}); the desktop may "
                       "still be carrying it out: take a screenshot before retrying"], is_error=True)
     except ApiError as e:
-        return Reply([f"{e.detail} (code: {e.code or 'error'}, HTTP {e.status})"], is_error=True)
+        return Reply([api_error_text(e)], is_error=True)
     except UsageError as e:
         return Reply([str(e)], is_error=True)
     except httpx.ConnectError:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox_desktop_client import AsyncClient
+from sandbox_desktop_client import ApiError, AsyncClient
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Reply:
 
     parts: list[str | Image] = field(default_factory=list)
     is_error: bool = False
+
+
+def api_error_text(error: ApiError) -> str:
+    """An API error as a tool's error text: what went wrong, and the code to tell errors apart."""
+    return f"{error.detail} (code: {error.code or 'error'}, HTTP {error.status})"
 
 
 Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]

@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+from desktop.accessibility.query import Target
 from desktop.errors import InputFailed, ServiceError
 from desktop.event_sources import DesktopEvents
 from desktop.frames import FrameSource
@@ -34,14 +35,34 @@ Point = tuple[int, int]
 
 
 @dataclass(frozen=True)
+class ElementAt:
+    """An element a step points at (an id, a set-of-marks number or a query): found when the step runs,
+    after the steps before it, at the centre of its visible part (docs/accessibility.md)."""
+
+    target: Target
+
+
+Where = Point | ElementAt
+Locate = Callable[[Session, Target], Awaitable[tuple[Point, str]]]
+"""An element target's visible centre and the id of the element found (Accessibility.locate)."""
+
+
+@dataclass(frozen=True)
 class Move:
     x: int
     y: int
 
 
 @dataclass(frozen=True)
+class Hover:
+    """A move onto an element."""
+
+    element: ElementAt
+
+
+@dataclass(frozen=True)
 class Click:
-    at: Point | None
+    at: Where | None
     button: str = "left"
     count: int = 1
     modifiers: tuple[int, ...] = ()
@@ -50,7 +71,7 @@ class Click:
 
 @dataclass(frozen=True)
 class Button:
-    at: Point | None
+    at: Where | None
     button: str
     down: bool
 
@@ -65,7 +86,7 @@ class Drag:
 
 @dataclass(frozen=True)
 class Scroll:
-    at: Point | None
+    at: Where | None
     delta_x: int
     delta_y: int
     modifiers: tuple[int, ...] = ()
@@ -107,7 +128,7 @@ class Capture:
     options: ShotOptions
 
 
-Step = Move | Click | Button | Drag | Scroll | Type | Key | HoldKey | Wait | CursorPosition | Capture
+Step = Move | Hover | Click | Button | Drag | Scroll | Type | Key | HoldKey | Wait | CursorPosition | Capture
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,8 @@ class StepResult:
     pointer: PointerState | None = None
     shot: Screenshot | None = None
     waited: WaitResult | None = None
+    element: str | None = None
+    """The id of the element a step pointed at."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +170,9 @@ class Actions:
     """Runs batches against the desktop's mouse, keyboard, screen and capture loop."""
 
     def __init__(self, mouse: Mouse, keyboard: Keyboard, screen: Screen, frames: FrameSource,
-                 events: DesktopEvents | None = None) -> None:
+                 events: DesktopEvents | None = None, locate: Locate | None = None) -> None:
         self.mouse = mouse
+        self.locate = locate
         self.keyboard = keyboard
         self.screen = screen
         self.frames = frames
@@ -207,21 +231,26 @@ class Actions:
         match step:
             case Move(x, y):
                 return StepResult(await mouse.move(session, x, y))
+            case Hover(element):
+                (x, y), hovered = await self._locate(session, element)
+                return StepResult(await mouse.move(session, x, y), element=hovered)
             case Click(at, button, count, modifiers):
-                x, y = at or await self._pointer(session)
+                (x, y), found = await self._where(session, at)
                 async with self._holding(session, modifiers):
-                    return StepResult(await mouse.click(session, x, y, button, count))
+                    return StepResult(await mouse.click(session, x, y, button, count), element=found)
             case Button(at, button, down):
-                state = await mouse.button(session, at[0] if at else None, at[1] if at else None, button, down)
+                point, found = await self._where(session, at) if at is not None else (None, None)
+                state = await mouse.button(session, point[0] if point else None, point[1] if point else None,
+                                           button, down)
                 (pressed.add if down else pressed.discard)(button)
-                return StepResult(state)
+                return StepResult(state, element=found)
             case Drag():
                 async with self._holding(session, step.modifiers):
                     return StepResult(await self._drag(session, step))
             case Scroll(at, delta_x, delta_y, modifiers):
-                x, y = at or await self._pointer(session)
+                (x, y), found = await self._where(session, at)
                 async with self._holding(session, modifiers):
-                    return StepResult(await mouse.scroll(session, x, y, delta_x, delta_y))
+                    return StepResult(await mouse.scroll(session, x, y, delta_x, delta_y), element=found)
             case Type(keysyms, delay_ms):
                 await self.keyboard.type_keysyms(session, list(keysyms), delay_ms)
             case Key(chords):
@@ -244,6 +273,16 @@ class Actions:
     async def _pointer(self, session: Session) -> Point:
         state = await self.mouse.position(session)
         return state.x, state.y
+
+    async def _where(self, session: Session, at: Where | None) -> tuple[Point, str | None]:
+        """Where a step acts: its point, its element's visible centre, or the pointer's position."""
+        if isinstance(at, ElementAt):
+            return await self._locate(session, at)
+        return (at or await self._pointer(session)), None
+
+    async def _locate(self, session: Session, at: ElementAt) -> tuple[Point, str]:
+        assert self.locate is not None, "a batch with element targets needs the desktop's accessibility"
+        return await self.locate(session, at.target)
 
     async def _drag(self, session: Session, drag: Drag) -> PointerState:
         points = drag_points(drag.path)

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.accessibility.browsers import with_accessibility
 from desktop.errors import (
     AppExited,
     AppNotExecutable,
@@ -131,7 +132,8 @@ class Apps:
         if not 0 < wait_ms <= MAX_WAIT_MS:
             raise invalid_action(f"waitTimeoutMs must be between 1 and {MAX_WAIT_MS}", "waitTimeoutMs")
         executable = find_app(app, session.env)
-        process = await self._spawn(session, executable, args, app, "app", "args")
+        # Chromium and Electron fill their page trees only if told at start (docs/accessibility.md).
+        process = await self._spawn(session, executable, with_accessibility(executable, args), app, "app", "args")
         if not wait:
             if await self._failed_at_once(process, EARLY_EXIT_S):
                 raise exited_error(process, app)

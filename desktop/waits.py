@@ -6,16 +6,21 @@ wait costs no CPU. The window model it reads is updated in the same loop callbac
 event (desktop/xwatch.py), so subscribing first and checking second cannot miss a change in between.
 
 Adding a kind of condition is: a frozen dataclass below, a `Tracker` (the event types that matter and an
-async "check now"), and one arm in `tracker()`.
+async "check now"), and one arm in `tracker()`. An element condition also registers for the accessibility
+bus's tree changes while it is pending (they are costly to send when nobody waits).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from desktop.accessibility.query import ElementQuery
+from desktop.accessibility.tree import Element
 from desktop.event_sources import DesktopEvents, XWatch
 from desktop.events import Event
 from desktop.xwatch import WindowState
@@ -57,8 +62,19 @@ class ClipboardCondition:
     until: ClipboardUntil = ClipboardUntil.CHANGED
 
 
-Condition = WindowCondition | ScreenCondition | ClipboardCondition
-# The accessibility `ElementCondition` (a find query and its `until`) joins this union, with its tracker.
+@dataclass(frozen=True)
+class ElementCondition:
+    """Elements matching `query`: `until` is `present`, `gone` or a state some matching element must have.
+    `find` reads them (Accessibility.find on the request's session); `watching` has tree changes published
+    as `accessibility.changed` while the wait is pending (desktop/accessibility/signals.py)."""
+
+    query: ElementQuery
+    until: str
+    find: Callable[[ElementQuery], Awaitable[list[Element]]]
+    watching: Callable[[], contextlib.AbstractAsyncContextManager[None]]
+
+
+Condition = WindowCondition | ScreenCondition | ClipboardCondition | ElementCondition
 
 
 @dataclass(frozen=True)
@@ -152,6 +168,52 @@ def _union(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {"x": x, "y": y, "width": right - x, "height": bottom - y}
 
 
+class ElementTracker:
+    """Checks the query again after anything that can change the tree: an accessibility change, a focus
+    change, a window coming, going or retitled. A check that began after an event already saw its effect,
+    so events that queued up during a check cost nothing more."""
+
+    types = frozenset({E.ACCESSIBILITY_CHANGED, E.ACCESSIBILITY_FOCUS_CHANGED, E.WINDOW_CREATED, E.WINDOW_CLOSED,
+                       E.WINDOW_FOCUSED, E.WINDOW_TITLE_CHANGED})
+
+    def __init__(self, condition: ElementCondition) -> None:
+        self.condition = condition
+        self._checked_at = 0.0
+        self._last: Check | None = None
+
+    def watching(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.condition.watching()
+
+    async def check(self, event: Event | None) -> Check:
+        if event is not None and self._last is not None and event.t < self._checked_at:
+            return self._last
+        self._checked_at = time.monotonic()
+        found = await self.condition.find(self.condition.query)
+        until = self.condition.until
+        if until == "present":
+            matched = bool(found)
+        elif until == "gone":
+            matched = not found
+        else:
+            found = [e for e in found if until in e.states]
+            matched = bool(found)
+        state = {"elements": [summary(e) for e in found[:10]], "count": len(found)}
+        self._last = Check(matched, {"element": summary(found[0])} if matched and found else state)
+        return self._last
+
+
+def summary(element: Element) -> dict[str, Any]:
+    """An element as a wait reports it: enough to act on it next (its id) and to see why it matched."""
+    described: dict[str, Any] = {"id": element.id, "role": element.role, "name": element.name,
+                                 "states": sorted(element.states)}
+    if element.bounds is not None:
+        b = element.bounds
+        described["bounds"] = {"x": b.x, "y": b.y, "width": b.width, "height": b.height}
+    if element.window_id is not None:
+        described["windowId"] = str(element.window_id)
+    return described
+
+
 class ClipboardTracker:
     types = frozenset({E.CLIPBOARD_CHANGED})
 
@@ -169,6 +231,8 @@ def tracker(condition: Condition, events: DesktopEvents) -> Tracker:
             return ScreenTracker(condition)
         case ClipboardCondition():
             return ClipboardTracker()
+        case ElementCondition():
+            return ElementTracker(condition)
     raise AssertionError(f"unhandled condition {condition!r}")
 
 
@@ -177,16 +241,18 @@ async def wait_for(events: DesktopEvents, condition: Condition, timeout_s: float
     start = time.monotonic()
     deadline = start + timeout_s
     track = tracker(condition, events)
+    watching = track.watching() if isinstance(track, ElementTracker) else contextlib.nullcontext()
     with events.bus.subscribe(track.types) as subscription:
-        check = await track.check(None)
-        while not check.matched:
-            now = time.monotonic()
-            if now >= deadline:
-                break
-            item = await subscription.next(timeout=min(deadline, check.recheck_at or deadline) - now)
-            if item is None and subscription.closed:
-                break  # the server is shutting down
-            check = await track.check(item if isinstance(item, Event) else None)
+        async with watching:  # after subscribing: a change between the two is not missed
+            check = await track.check(None)
+            while not check.matched:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                item = await subscription.next(timeout=min(deadline, check.recheck_at or deadline) - now)
+                if item is None and subscription.closed:
+                    break  # the server is shutting down
+                check = await track.check(item if isinstance(item, Event) else None)
     elapsed_ms = round((time.monotonic() - start) * 1000)
     if check.matched:
         return WaitResult(True, check.state, elapsed_ms, None)

@@ -240,3 +240,61 @@ def test_stopped_desktop_answers_409(tmp_path: Path, server_factory: Any) -> Non
     server = server_factory()
     with server.client() as api:
         assert_problem(api.get(TREE), 409)
+
+
+# -- waits and batches by element ------------------------------------------------------------------
+
+
+def test_waits_for_an_element_to_appear_change_and_go(api: httpx.Client) -> None:
+    import threading
+
+    answers: dict[str, Any] = {}
+
+    def wait(name: str, element: dict[str, Any]) -> None:
+        answers[name] = api.post("/v1/desktop/wait", json={"element": element, "timeoutMs": 20000}).json()
+
+    appear = threading.Thread(target=wait, args=("present", {"role": "button", "name": "OK", "window": "all"}))
+    appear.start()
+    time.sleep(0.3)  # the wait is pending before the dialog exists
+    started = api.post("/v1/processes", json={"command": "zenity", "args": [
+        "--forms", "--title=Later", "--add-entry=Code"]}).json()
+    try:
+        appear.join(30)
+        assert answers["present"]["matched"] and answers["present"]["condition"] == "element"
+        assert answers["present"]["match"]["element"]["name"] == "OK"
+        focused = api.post("/v1/desktop/wait", json={"element": {"role": "textbox", "name": "Code",
+                                                                 "until": "focused"}, "timeoutMs": 10000}).json()
+        assert focused["matched"], focused
+        miss = api.post("/v1/desktop/wait", json={"element": {"name": "Never there"}, "timeoutMs": 300}).json()
+        assert not miss["matched"] and miss["lastState"] == {"elements": [], "count": 0}
+        gone = threading.Thread(target=wait, args=("gone", {"role": "button", "name": "OK"}))
+        gone.start()
+        time.sleep(0.3)
+        batch = api.post("/v1/desktop/actions", json={"actions": [
+            {"type": "click", "element": {"role": "textbox", "name": "Code"}},
+            {"type": "type", "text": "42"},
+            {"type": "click", "element": {"role": "button", "name": "OK"}},
+            {"type": "wait", "element": {"role": "button", "name": "OK", "until": "gone"}, "timeoutMs": 10000}]})
+        assert batch.status_code == 200, batch.text
+        results = batch.json()["results"]
+        assert results[0]["element"] and results[2]["element"] and results[3]["matched"], results
+        gone.join(30)
+        assert answers["gone"]["matched"], answers["gone"]
+        exited(api, started["id"])
+        assert output_of(api, started["id"]).strip() == "42"
+    finally:
+        api.post(f"/v1/processes/{started['id']}/kill")
+
+
+def test_batch_element_mistakes_name_the_step(api: httpx.Client) -> None:
+    body = {"actions": [{"type": "click", "x": 5, "y": 5, "element": 3}]}
+    problem = assert_problem(api.post("/v1/desktop/actions", json=body), 400)
+    assert problem["errors"][0]["field"] == "actions[0].x"  # type: ignore[index]
+    body = {"actions": [{"type": "click", "element": {"role": "nope"}}]}
+    problem = assert_problem(api.post("/v1/desktop/actions", json=body), 400)
+    assert problem["errors"][0]["field"] == "actions[0].element.role"  # type: ignore[index]
+    wait = {"element": {"name": "x", "until": "sideways"}, "timeoutMs": 100}
+    problem = assert_problem(api.post("/v1/desktop/wait", json=wait), 400)
+    assert problem["errors"][0]["field"] == "element.until"  # type: ignore[index]
+    missing = api.post("/v1/desktop/actions", json={"actions": [{"type": "click", "element": "1.999:77"}]}).json()
+    assert missing["error"]["index"] == 0 and missing["error"]["problem"]["code"] == "element_not_found"

@@ -42,7 +42,7 @@ def test_options_are_keyword_only() -> None:
             with pytest.raises(TypeError, match="positional"):
                 method(*args)
     assert {"ctrl", "shift", "alt", "cmd"} == keyword_only(Client.press)
-    assert {"format", "quality", "scale", "show_cursor", "region"} == keyword_only(Client.screenshot)
+    assert {"format", "quality", "scale", "show_cursor", "region", "som"} == keyword_only(Client.screenshot)
     assert {"button", "count"} == keyword_only(Client.click)
     assert {"wait", "wait_timeout_ms"} == keyword_only(Client.launch)
     assert {"token", "timeout"} <= keyword_only(Client.__init__)

@@ -27,7 +27,7 @@ DESKTOP = {"displayNum": 341, "width": 800, "height": 600}
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "import sys; from api.mcp_server import main; sys.exit(main(sys.argv[1:]))"
 ALL_TOOLS = {"screenshot", "click", "type", "key", "scroll", "drag", "windows", "clipboard_get",
-             "clipboard_set", "launch", "batch", "wait"}
+             "clipboard_set", "launch", "batch", "wait", "tree", "find", "act"}
 T = TypeVar("T")
 
 

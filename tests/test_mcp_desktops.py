@@ -19,11 +19,9 @@ pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip insta
 
 from mcp import ClientSession, types
 
-from tests.test_mcp import LAUNCH, ROOT, images, mcp, png_size, texts
+from tests.test_mcp import ALL_TOOLS, LAUNCH, ROOT, images, mcp, png_size, texts  # ALL_TOOLS: those on one desktop
 
 DESKTOP = {"displayNum": 347, "width": 800, "height": 600}  # the default desktop, to check isolation against
-ALL_TOOLS = {"screenshot", "click", "type", "key", "scroll", "drag", "windows", "clipboard_get",
-             "clipboard_set", "launch", "batch"}  # the tools on one desktop
 MANAGEMENT = {"create_desktop", "list_desktops", "delete_desktop"}
 
 

@@ -98,7 +98,7 @@ def test_screen_and_clipboard_conditions(api: httpx.Client, display: str) -> Non
 
 
 @pytest.mark.parametrize(("body", "status", "fields"), [
-    ({}, 422, ["window", "screen", "clipboard"]),
+    ({}, 422, ["window", "screen", "clipboard", "element"]),
     ({"clipboard": {}, "timeoutMs": None}, 422, ["timeoutMs"]),
     ({"window": {}, "clipboard": {}}, 400, ["window", "clipboard"]),
     ({"window": {"titleRegex": "(unclosed"}}, 400, ["window.titleRegex"]),

@@ -2,68 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from starlette.requests import Request
 
 from api.context import desktop_of
+from api.elements import bad_field, element_query, target_of, window_scope
 from api.operations import Operation
 from desktop.accessibility.acting import ActOutcome
-from desktop.accessibility.query import STATE_NAMES, ElementQuery, WindowScope, canonical_name, roles_named
 from desktop.accessibility.service import ScopedSnapshot
 from desktop.accessibility.tree import Element
 from desktop.coordinates import CoordinateSpace
-from desktop.errors import FieldError
 from desktop.session import Session
 from sandbox_desktop_wire import accessibility as wire
 from sandbox_desktop_wire.actions import CoordinateOptions
 from sandbox_desktop_wire.enums import CoordinateSpaceKind
-from sandbox_desktop_wire.limits import MAX_ELEMENTS
 
 ERRORS = (400, 404, 409, 503)
 TAGS = ("accessibility",)
-
-
-def _bad(field: str, message: str) -> FieldError:
-    return FieldError([{"field": field, "message": message}])
-
-
-def window_scope(text: str, field: str = "window") -> WindowScope | int:
-    """`all`, `focused` or a decimal window id, else a 400 naming the field."""
-    if text in (WindowScope.ALL, WindowScope.FOCUSED):
-        return WindowScope(text)
-    if text.isdigit() and len(text) <= 10:
-        return int(text)
-    raise _bad(field, f"{text!r} is not `all`, `focused` or a decimal window id")
-
-
-def element_query(model: wire.ElementQuery, limit: int = MAX_ELEMENTS, prefix: str = "") -> ElementQuery:
-    """The domain query of a wire query, each wrong value a 400 naming its field (with `prefix`)."""
-    roles = None
-    if model.role is not None:
-        try:
-            roles = roles_named(model.role)
-        except ValueError:
-            raise _bad(f"{prefix}role", f"unknown role {model.role!r}; roles are AT-SPI's names (push-button, "
-                       "entry, check-box...) or button, textbox, checkbox, radio, link, tab...") from None
-    pattern = None
-    if model.name_regex is not None:
-        try:
-            pattern = re.compile(model.name_regex)
-        except re.error as exc:
-            raise _bad(f"{prefix}nameRegex", f"not a regular expression: {exc}") from None
-    states = frozenset(canonical_name(s) for s in model.states)
-    unknown = sorted(states - STATE_NAMES)
-    if unknown:
-        raise _bad(f"{prefix}states", f"unknown states {unknown}; states are {', '.join(sorted(STATE_NAMES))}")
-    return ElementQuery(roles=roles, name=model.name, name_contains=model.name_contains, name_regex=pattern,
-                        states=states, window=window_scope(model.window, f"{prefix}window"),
-                        include_hidden=model.include_hidden, limit=limit)
-
-
-def target_of(target: wire.ElementTarget, prefix: str = "element") -> str | int | ElementQuery:
-    return target if isinstance(target, str | int) else element_query(target, prefix=f"{prefix}.")
 
 
 def space_of(session: Session, kind: CoordinateSpaceKind, width: int | None, height: int | None,
@@ -73,7 +29,7 @@ def space_of(session: Session, kind: CoordinateSpaceKind, width: int | None, hei
     if kind == CoordinateSpaceKind.NORMALIZED:
         return CoordinateSpace.normalized(session.width, session.height)
     if width is None or height is None:
-        raise _bad(f"{field}width", "the image space needs the image's width and height")
+        raise bad_field(f"{field}width", "the image space needs the image's width and height")
     return CoordinateSpace.image(session.width, session.height, width, height)
 
 

@@ -16,10 +16,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.context import desktop_of
+from api.elements import target_of
 from api.operations import Operation
 from api.problems import problem_document
 from api.routes.events import CONDITIONS, condition_of, result_fields
 from desktop import actions as steps
+from desktop.accessibility.service import Accessibility
 from desktop.action_log import acting_as
 from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
 from desktop.errors import FieldError, ServiceError, invalid_action
@@ -68,7 +70,7 @@ def coordinator(desktop: Desktop) -> steps.Actions:
     found = _coordinators.get(desktop)
     if found is None:
         found = _coordinators[desktop] = steps.Actions(desktop.mouse, desktop.keyboard, desktop.screen,
-                                                       desktop.frames, desktop.events)
+                                                       desktop.frames, desktop.events, desktop.accessibility.locate)
     return found
 
 
@@ -96,10 +98,12 @@ def coordinate_space(body: ActionsRequest, session: Session, final: ImageFit) ->
 class Planner:
     """Turns the wire actions into screen-pixel steps, raising a 400 naming `actions[i].field`."""
 
-    def __init__(self, space: CoordinateSpace, shot: ShotOptions, session: Session) -> None:
+    def __init__(self, space: CoordinateSpace, shot: ShotOptions, session: Session,
+                 accessibility: Accessibility) -> None:
         self.space = space
         self.shot = shot
         self.session = session
+        self.accessibility = accessibility
 
     def point(self, x: int, y: int, prefix: str) -> tuple[int, int]:
         space = self.space
@@ -108,6 +112,15 @@ class Planner:
                 raise invalid_action(f"{prefix}{axis}={value} is outside the {space.kind} space "
                                      f"(0 <= {axis} <= {limit})", prefix + axis)
         return space.to_screen(x, y)
+
+    def where(self, action: Any, prefix: str) -> steps.Where | None:
+        """A pointer action's point, its element (docs/accessibility.md), or None for the pointer's position."""
+        if action.element is None:
+            return self.optional_point(action.x, action.y, prefix)
+        if action.x is not None or action.y is not None:
+            raise invalid_action(f"give {prefix}x and {prefix}y or {prefix}element, not both",
+                                 prefix + ("x" if action.x is not None else "y"))
+        return steps.ElementAt(target_of(action.element, prefix + "element"))
 
     def optional_point(self, x: int | None, y: int | None, prefix: str) -> tuple[int, int] | None:
         if x is None and y is None:
@@ -152,26 +165,28 @@ class Planner:
         if action.timeout_ms is None:
             raise FieldError([{"location": "body", "field": prefix + "timeoutMs", "message": "field required with "
                                "a condition", "type": "missing"}], wrong_shape=True)
-        return steps.Wait(action.timeout_ms, condition_of(action, self.session, prefix))
+        return steps.Wait(action.timeout_ms, condition_of(action, self.session, self.accessibility, prefix))
 
     def step(self, i: int, action: Any) -> steps.Step:
         p = f"actions[{i}]."
         match action:
             case MoveAction():
-                return steps.Move(*self.point(action.x, action.y, p))
+                at = self.where(action, p)
+                if at is None:
+                    raise invalid_action(f"give {p}x and {p}y, or {p}element", p + "x")
+                return steps.Hover(at) if isinstance(at, steps.ElementAt) else steps.Move(*at)
             case ClickAction():
-                return steps.Click(self.optional_point(action.x, action.y, p), action.button, action.count,
+                return steps.Click(self.where(action, p), action.button, action.count,
                                    self.modifiers(action.modifiers, p))
             case DownAction() | UpAction():
-                return steps.Button(self.optional_point(action.x, action.y, p), action.button,
-                                    isinstance(action, DownAction))
+                return steps.Button(self.where(action, p), action.button, isinstance(action, DownAction))
             case DragAction():
                 path = tuple(self.point(pt.x, pt.y, f"{p}path[{j}].") for j, pt in enumerate(action.path))
                 return steps.Drag(path, action.button, self.modifiers(action.modifiers, p), action.duration_ms)
             case ScrollAction():
                 if action.delta_x == 0 and action.delta_y == 0:
                     raise invalid_action("deltaX or deltaY must be non-zero", p + "deltaY")
-                return steps.Scroll(self.optional_point(action.x, action.y, p), action.delta_x, action.delta_y,
+                return steps.Scroll(self.where(action, p), action.delta_x, action.delta_y,
                                     self.modifiers(action.modifiers, p))
             case TypeAction():
                 return steps.Type(tuple(text_keysyms(action.text, p + "text")), action.delay_ms)
@@ -208,6 +223,7 @@ def result_model(index: int, action: Any, result: steps.StepResult, space: Coord
         model.window = str(result.pointer.window) if result.pointer.window is not None else None
     if result.shot is not None:
         model.image = image_model(result.shot, space)
+    model.element = result.element
     if result.waited is not None:
         for name, value in result_fields(result.waited).items():
             setattr(model, name, value)
@@ -231,7 +247,7 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     if shot_options is not None:
         shot = ShotOptions(format=shot_options.format, quality=shot_options.quality, scale=final.scale,
                            show_cursor=shot_options.show_cursor)
-    planner = Planner(space, shot, session)
+    planner = Planner(space, shot, session, desktop.accessibility)
     plan = [planner.step(i, action) for i, action in enumerate(body.actions)]
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None

@@ -17,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from api.context import desktop_of
+from api.elements import element_query, element_until
 from api.operations import Operation
 from desktop import waits
+from desktop.accessibility.service import Accessibility
 from desktop.errors import FieldError, invalid_action
 from desktop.events import Event, Missed, Subscription, parse_types
 from desktop.parsing import ascii_int
@@ -29,13 +31,14 @@ from sandbox_desktop_wire.waits import Conditions, WaitRequest, WaitResponse
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 KEEPALIVE_S = 15.0
-CONDITIONS = ("window", "screen", "clipboard")
+CONDITIONS = ("window", "screen", "clipboard", "element")
 TAGS = ("events",)
 
 
 # -- conditions: wire to domain -------------------------------------------------------------------
 
-def condition_of(body: Conditions, session: Session, prefix: str = "") -> waits.Condition:
+def condition_of(body: Conditions, session: Session, accessibility: Accessibility, prefix: str = ""
+                 ) -> waits.Condition:
     """The one condition of `body`; a 4xx naming the fields otherwise (`prefix`: `actions[3].` in a batch)."""
     given = [name for name in CONDITIONS if getattr(body, name) is not None]
     if len(given) != 1:
@@ -62,6 +65,11 @@ def condition_of(body: Conditions, session: Session, prefix: str = "") -> waits.
                                      prefix + "screen.region")
             box = (r.x, r.y, r.width, r.height)
         return waits.ScreenCondition(s.until, s.quiet_ms, box)
+    if body.element is not None:
+        query = element_query(body.element, prefix=f"{prefix}element.")
+        until = element_until(body.element.until, f"{prefix}element.until")
+        return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
+                                      lambda: accessibility.watching(session))
     assert body.clipboard is not None
     return waits.ClipboardCondition(body.clipboard.until)
 
@@ -73,7 +81,8 @@ def result_fields(result: waits.WaitResult) -> dict[str, Any]:
 
 async def wait(request: Request, *, body: WaitRequest) -> WaitResponse:
     desktop = desktop_of(request)
-    condition = condition_of(body, desktop.session())
+    session = desktop.session()
+    condition = condition_of(body, session, desktop.accessibility)
     result = await waits.wait_for(desktop.events, condition, body.timeout_ms / 1000)
     kind = next(name for name in CONDITIONS if getattr(body, name) is not None)
     return WaitResponse(condition=kind, elapsed_ms=result.elapsed_ms, **result_fields(result))

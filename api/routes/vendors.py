@@ -46,8 +46,10 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
     plan = anthropic.Translator(tool, space).plan(body.input.model_dump(exclude_none=True))
     if plan.press is not None:
         # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
-        at = plan.press.at
         try:
+            at = plan.press.at
+            if isinstance(at, steps.ElementAt):
+                at, _found = await desktop.accessibility.locate(session, at.target)
             await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None, "left", down=True)
         except ServiceError as exc:
             return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))

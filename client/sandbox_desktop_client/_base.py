@@ -18,11 +18,20 @@ import httpx
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from sandbox_desktop_wire.accessibility import (
+    AccessibleNode,
+    ActResponse,
+    FindResponse,
+    Mark,
+    MarksResponse,
+    TreeResponse,
+)
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
 from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
+from sandbox_desktop_wire.elements import ElementQuery
 from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
@@ -101,6 +110,8 @@ class Screenshot:
     scale: float
     cursor: tuple[int, int] | None = None
     """The pointer in screen pixels, when asked for with `show_cursor`."""
+    marks: int | None = None
+    """With `som`, how many numbered boxes the image shows (`marks()` lists them)."""
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         """Map a pixel of this image to screen pixels (exact for any scale and region)."""
@@ -170,13 +181,14 @@ def _int_header(response: httpx.Response, name: str) -> int:
 def parse_screenshot(response: httpx.Response) -> Screenshot:
     h = response.headers
     cursor = (int(h["x-cursor-x"]), int(h["x-cursor-y"])) if "x-cursor-x" in h else None
+    marks = _int_header(response, "x-marks") if "x-marks" in h else None
     return Screenshot(
         data=response.content, media_type=h.get("content-type", ""),
         screen_width=_int_header(response, "x-screen-width"), screen_height=_int_header(response, "x-screen-height"),
         region=(_int_header(response, "x-region-x"), _int_header(response, "x-region-y"),
                 _int_header(response, "x-region-width"), _int_header(response, "x-region-height")),
         image_width=_int_header(response, "x-image-width"), image_height=_int_header(response, "x-image-height"),
-        scale=float(h.get("x-scale", "1")), cursor=cursor)
+        scale=float(h.get("x-scale", "1")), cursor=cursor, marks=marks)
 
 
 def _path_id(value: str) -> str:
@@ -212,7 +224,7 @@ def display_info() -> Call[DesktopDisplayInfoResponse]:
 
 
 def screenshot(format: str, quality: int | None, scale: float | None, show_cursor: bool,
-               region: Sequence[int] | None) -> Call[Screenshot]:
+               region: Sequence[int] | None, som: bool) -> Call[Screenshot]:
     params: dict[str, Any] = {"format": format}
     if quality is not None:
         params["quality"] = quality
@@ -220,6 +232,8 @@ def screenshot(format: str, quality: int | None, scale: float | None, show_curso
         params["scale"] = scale
     if show_cursor:
         params["showCursor"] = "true"
+    if som:
+        params["som"] = "true"
     path = "/v1/desktop/screenshot"
     if region is not None:
         x, y, width, height = region
@@ -413,10 +427,10 @@ def _condition(value: Condition | None) -> dict[str, Any] | None:
 
 
 def wait(window: Condition | None, screen: Condition | None, clipboard: Condition | None,
-         timeout_ms: int | None) -> Call[WaitResponse]:
+         element: Condition | None, timeout_ms: int | None) -> Call[WaitResponse]:
     timeout_ms = DEFAULT_WAIT_MS if timeout_ms is None else timeout_ms
     body = wire(window=_condition(window), screen=_condition(screen), clipboard=_condition(clipboard),
-                timeout_ms=timeout_ms)
+                element=_condition(element), timeout_ms=timeout_ms)
     return Call("POST", "/v1/desktop/wait", model(WaitResponse), json=body, extra_timeout=timeout_ms / 1000)
 
 
@@ -448,3 +462,36 @@ class SseDecoder:
 def _missed(text: str) -> DesktopEvent:
     """`events.missed` has no `seq` of its own: it stands between two events."""
     return DesktopEvent.model_validate({"seq": 0, "t": 0.0, "at": "", **json.loads(text)})
+
+
+# -- accessibility (docs/accessibility.md) --------------------------------------------------------
+
+Element = str | int | Mapping[str, Any] | ElementQuery
+"""What `act` acts on: an element's id, a number of the last set-of-marks screenshot, or a query that must
+match exactly one element (a wire-format dict, `{"role": "button", "name": "OK"}`, or an `ElementQuery`)."""
+ElementActionName = Literal["click", "focus", "invoke", "setValue", "select"]
+"""`ElementAction`'s values, for type hints that take plain strings."""
+
+
+def tree(window: str, depth: int | None, interactive: bool, include_hidden: bool) -> Call[TreeResponse]:
+    # Flags only when set, as `screenshot` does: the server's defaults are the False ones.
+    params = wire(window=window, depth=depth, interactive=interactive or None, include_hidden=include_hidden or None)
+    return Call("GET", "/v1/desktop/accessibility/tree", model(TreeResponse), params=params)
+
+
+def find(role: str | None, name: str | None, name_contains: str | None, name_regex: str | None,
+         states: Iterable[str], window: str, include_hidden: bool, limit: int) -> Call[list[AccessibleNode]]:
+    body = wire(role=role, name=name, name_contains=name_contains, name_regex=name_regex, states=list(states),
+                window=window, include_hidden=include_hidden, limit=limit)
+    return Call("POST", "/v1/desktop/accessibility/find",
+                lambda r: FindResponse.model_validate(r.json()).elements, json=body)
+
+
+def act(element: Element, action: str, value: str | None) -> Call[ActResponse]:
+    target = element if isinstance(element, str | int) else _condition(element)
+    return Call("POST", "/v1/desktop/accessibility/act", model(ActResponse),
+                json=wire(element=target, action=action, value=value))
+
+
+def marks() -> Call[list[Mark]]:
+    return Call("GET", "/v1/desktop/accessibility/marks", lambda r: MarksResponse.model_validate(r.json()).marks)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark, TreeResponse
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
@@ -116,11 +117,14 @@ class AsyncClient:
 
     # Screen
     async def screenshot(self, *, format: ImageFormat = "png", quality: int | None = None, scale: float | None = None,
-                         show_cursor: bool = False, region: Sequence[int] | None = None) -> Screenshot:
+                         show_cursor: bool = False, region: Sequence[int] | None = None,
+                         som: bool = False) -> Screenshot:
         """`GET /v1/desktop/screenshot` (`/region` with `region=(x, y, width, height)` in screen pixels):
         the screen as an image with its coordinate frame. `quality` is for jpeg/webp, `scale` shrinks
-        the image (0.1-1.0), `show_cursor` draws the pointer. `ConflictError` when inactive."""
-        return await self.send(b.screenshot(format, quality, scale, show_cursor, region))
+        the image (0.1-1.0), `show_cursor` draws the pointer, `som` numbers the interactive elements in
+        boxes (set-of-marks: `.marks` is how many, `marks()` lists them, `act` takes the numbers).
+        `ConflictError` when inactive."""
+        return await self.send(b.screenshot(format, quality, scale, show_cursor, region, som))
 
     # Mouse
     async def mouse_position(self) -> MousePositionResponse:
@@ -285,9 +289,10 @@ class AsyncClient:
 
     # Events and waits
     async def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
-                   clipboard: b.Condition | None = None, timeout_ms: int | None = None) -> WaitResponse:
+                   clipboard: b.Condition | None = None, element: b.Condition | None = None,
+                   timeout_ms: int | None = None) -> WaitResponse:
         """`POST /v1/desktop/wait`: wait until exactly one condition holds (see `Client.wait`)."""
-        return await self.send(b.wait(window, screen, clipboard, timeout_ms))
+        return await self.send(b.wait(window, screen, clipboard, element, timeout_ms))
 
     async def events(self, *, types: Iterable[str] | None = None,
                      since: int | None = None) -> AsyncIterator[DesktopEvent]:
@@ -303,3 +308,24 @@ class AsyncClient:
                 event = decoder.feed(line)
                 if event is not None:
                     yield event
+
+    # Accessibility
+    async def tree(self, *, window: str = "all", depth: int | None = None, interactive: bool = False,
+                   include_hidden: bool = False) -> TreeResponse:
+        """`GET /v1/desktop/accessibility/tree`: the element tree (see `Client.tree`)."""
+        return await self.send(b.tree(window, depth, interactive, include_hidden))
+
+    async def find(self, *, role: str | None = None, name: str | None = None, name_contains: str | None = None,
+                   name_regex: str | None = None, states: Iterable[str] = (), window: str = "all",
+                   include_hidden: bool = False, limit: int = 20) -> list[AccessibleNode]:
+        """`POST /v1/desktop/accessibility/find`: the elements matching every given criterion (see `Client.find`)."""
+        return await self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
+
+    async def act(self, element: b.Element, action: b.ElementActionName | ElementAction, *,
+                  value: str | None = None) -> ActResponse:
+        """`POST /v1/desktop/accessibility/act`: act on one element (see `Client.act`)."""
+        return await self.send(b.act(element, action, value))
+
+    async def marks(self) -> list[Mark]:
+        """`GET /v1/desktop/accessibility/marks`: the table of the last `screenshot(som=True)` (see `Client.marks`)."""
+        return await self.send(b.marks())

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark, TreeResponse
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
@@ -115,11 +116,14 @@ class Client:
 
     # Screen
     def screenshot(self, *, format: ImageFormat = "png", quality: int | None = None, scale: float | None = None,
-                   show_cursor: bool = False, region: Sequence[int] | None = None) -> Screenshot:
+                   show_cursor: bool = False, region: Sequence[int] | None = None,
+                   som: bool = False) -> Screenshot:
         """`GET /v1/desktop/screenshot` (`/region` with `region=(x, y, width, height)` in screen pixels):
         the screen as an image with its coordinate frame. `quality` is for jpeg/webp, `scale` shrinks
-        the image (0.1-1.0), `show_cursor` draws the pointer. `ConflictError` when inactive."""
-        return self.send(b.screenshot(format, quality, scale, show_cursor, region))
+        the image (0.1-1.0), `show_cursor` draws the pointer, `som` numbers the interactive elements in
+        boxes (set-of-marks: `.marks` is how many, `marks()` lists them, `act` takes the numbers).
+        `ConflictError` when inactive."""
+        return self.send(b.screenshot(format, quality, scale, show_cursor, region, som))
 
     # Mouse
     def mouse_position(self) -> MousePositionResponse:
@@ -283,13 +287,15 @@ class Client:
 
     # Events and waits
     def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
-             clipboard: b.Condition | None = None, timeout_ms: int | None = None) -> WaitResponse:
+             clipboard: b.Condition | None = None, element: b.Condition | None = None,
+             timeout_ms: int | None = None) -> WaitResponse:
         """`POST /v1/desktop/wait`: wait until exactly one condition holds (docs/events.md), e.g.
         `window={"title": "Save", "until": "gone"}`, `screen={"until": "settled", "quietMs": 300}`,
-        `clipboard={"until": "changed"}`; dicts in wire format or `sandbox_desktop_wire.waits` models.
+        `clipboard={"until": "changed"}`, `element={"role": "button", "name": "OK", "until": "enabled"}`
+        (docs/accessibility.md); dicts in wire format or `sandbox_desktop_wire` models.
         Answers as soon as it holds; `.matched` is False (with `.last_state`) after `timeout_ms` (default
         10000). `ClientError` (422/400) names a missing, extra or bad condition field."""
-        return self.send(b.wait(window, screen, clipboard, timeout_ms))
+        return self.send(b.wait(window, screen, clipboard, element, timeout_ms))
 
     def events(self, *, types: Iterable[str] | None = None, since: int | None = None) -> Iterator[DesktopEvent]:
         """`GET /v1/desktop/events`: the desktop's events as they happen, until the loop stops iterating
@@ -309,3 +315,37 @@ class Client:
                 event = decoder.feed(line)
                 if event is not None:
                     yield event
+
+    # Accessibility
+    def tree(self, *, window: str = "all", depth: int | None = None, interactive: bool = False,
+             include_hidden: bool = False) -> TreeResponse:
+        """`GET /v1/desktop/accessibility/tree`: the element tree of `window` (`all`, `focused` or a window
+        id from `windows()`), each window's top-level element with its `children`, `depth` levels deep
+        (default: all); `interactive` keeps only what can be acted on, as a flat list per window;
+        `include_hidden` adds elements not showing. `NotFoundError` (`window_not_found`), `ServerError`
+        (503 `accessibility_unavailable`); docs/accessibility.md."""
+        return self.send(b.tree(window, depth, interactive, include_hidden))
+
+    def find(self, *, role: str | None = None, name: str | None = None, name_contains: str | None = None,
+             name_regex: str | None = None, states: Iterable[str] = (), window: str = "all",
+             include_hidden: bool = False, limit: int = 20) -> list[AccessibleNode]:
+        """`POST /v1/desktop/accessibility/find`: up to `limit` elements (no children) in reading order
+        matching every given criterion: `role` (AT-SPI's, or `button`, `textbox`, `checkbox`, `link`...),
+        the exact `name`, a case-insensitive `name_contains`, a `name_regex` searched in the name, all of
+        `states` (`"enabled"`, `"checked"`), in `window`. `ClientError` (400) names a wrong field."""
+        return self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
+
+    def act(self, element: b.Element, action: b.ElementActionName | ElementAction, *,
+            value: str | None = None) -> ActResponse:
+        """`POST /v1/desktop/accessibility/act`: `click` (a real pointer click), `focus`, `invoke` (its
+        default action), `setValue` (`value` into a field) or `select` one element: an id, a number of the
+        last `screenshot(som=True)`, or a query (a wire-format dict such as `{"role": "button", "name":
+        "OK"}`, or an `ElementQuery`) matching exactly one. Returns what was done and how. `NotFoundError`
+        (`element_not_found`), `ConflictError` (`element_ambiguous` with the `candidates` in `.problem`,
+        `element_action_unsupported`)."""
+        return self.send(b.act(element, action, value))
+
+    def marks(self) -> list[Mark]:
+        """`GET /v1/desktop/accessibility/marks`: the number -> element table of the last
+        `screenshot(som=True)` (its id, role, name and screen bounds)."""
+        return self.send(b.marks())

@@ -8,13 +8,9 @@ from pydantic import Field
 
 from sandbox_desktop_wire.actions import CoordinateOptions
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.elements import ElementQuery, ElementTarget
 from sandbox_desktop_wire.enums import CoordinateSpaceKind
-from sandbox_desktop_wire.limits import (
-    MAX_ELEMENT_TEXT,
-    MAX_ELEMENTS,
-    MAX_IMAGE_SIZE,
-    MAX_TREE_DEPTH,
-)
+from sandbox_desktop_wire.limits import MAX_ELEMENTS, MAX_IMAGE_SIZE, MAX_TREE_DEPTH
 
 
 class ElementAction(enum.StrEnum):
@@ -78,23 +74,6 @@ class TreeResponse(WireModel):
     count: int = Field(description="Elements in the answer")
 
 
-class ElementQuery(WireModel):
-    """Every given criterion must hold; by default only elements showing on the screen match."""
-
-    role: str | None = Field(None, description="AT-SPI role (`push-button`) or an ARIA-like alias (`button`, "
-                             "`textbox`, `checkbox`, `link`, `tab`...)")
-    name: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="The exact accessible name")
-    name_contains: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="Case-insensitive substring")
-    name_regex: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="A Python regular expression "
-                                   "searched in the name")
-    states: list[str] = Field([], max_length=16, description="States the element must have, e.g. [\"enabled\"]")
-    window: str = Field("all", description="`all`, `focused`, or a decimal window id")
-    include_hidden: bool = False
-
-
-ElementTarget = int | str | ElementQuery
-"""An element's id, a number of the last set-of-marks screenshot, or a query that must match exactly one
-element (else 404 or 409)."""
 
 
 class FindRequest(ElementQuery):

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.elements import ElementTarget
 from sandbox_desktop_wire.enums import CoordinateSpaceKind, MouseButton, ScreenshotFormat
 from sandbox_desktop_wire.limits import (
     MAX_ACTION_LOG_ENTRIES,
@@ -42,18 +43,25 @@ class Rect(WireModel):
     height: int = Field(ge=1)
 
 
+Element = Annotated[ElementTarget | None, Field(description="Instead of x and y: an element id, a set-of-marks "
+                                                "number or a query matching one element (docs/accessibility.md); the "
+                                                "action lands at the centre of its visible part")]
+
+
 class MoveAction(WireModel):
     type: Literal["move"]
-    x: int
-    y: int
+    x: int | None = None
+    y: int | None = None
+    element: Element = None
 
 
 class ClickAction(WireModel):
-    """A click at (x, y), or where the pointer is when both are omitted."""
+    """A click at (x, y), on `element`, or where the pointer is when none is given."""
 
     type: Literal["click"]
     x: int | None = None
     y: int | None = None
+    element: Element = None
     button: MouseButton = MouseButton.LEFT
     count: int = Field(1, ge=1, le=MAX_CLICKS)
     modifiers: Modifiers = []
@@ -63,6 +71,7 @@ class DownAction(WireModel):
     type: Literal["down"]
     x: int | None = None
     y: int | None = None
+    element: Element = None
     button: MouseButton = MouseButton.LEFT
 
 
@@ -70,6 +79,7 @@ class UpAction(WireModel):
     type: Literal["up"]
     x: int | None = None
     y: int | None = None
+    element: Element = None
     button: MouseButton = MouseButton.LEFT
 
 
@@ -85,6 +95,7 @@ class ScrollAction(WireModel):
     type: Literal["scroll"]
     x: int | None = None
     y: int | None = None
+    element: Element = None
     delta_x: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls right")
     delta_y: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls down")
     modifiers: Modifiers = []
@@ -206,6 +217,8 @@ class ActionResult(WireModel):
     y: int | None = None
     """The pointer after a mouse action or `cursor_position`, in the request's space."""
     window: str | None = None
+    element: str | None = None
+    """The id of the element the action was aimed at (an `element` target)."""
     image: Image | None = None
     matched: bool | None = None
     """A `wait` for a condition: whether it held before its timeout."""

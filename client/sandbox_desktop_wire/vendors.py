@@ -33,6 +33,8 @@ class AnthropicInput(VendorModel):
 
     action: str
     coordinate: list[int] | None = None
+    element: int | str | None = Field(None, description="Our extension: instead of `coordinate`, a number of "
+                                      "the last set-of-marks screenshot (or an element id)")
     start_coordinate: list[int] | None = None
     text: str | None = None
     scroll_direction: str | None = None

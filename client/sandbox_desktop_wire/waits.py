@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.elements import ElementCondition
 from sandbox_desktop_wire.limits import (
     DEFAULT_WAIT_MS,
     MAX_PATTERN_LENGTH,
@@ -69,6 +70,7 @@ class Conditions(WireModel):
     window: WindowCondition | None = None
     screen: ScreenCondition | None = None
     clipboard: ClipboardCondition | None = None
+    element: ElementCondition | None = None
 
 
 class WaitRequest(Conditions):
@@ -79,7 +81,7 @@ class WaitRequest(Conditions):
 class WaitResponse(WireModel):
     matched: bool
     condition: str
-    """`window`, `screen` or `clipboard`: which condition was waited for."""
+    """`window`, `screen`, `clipboard` or `element`: which condition was waited for."""
     match: dict[str, Any] | None = None
     """What matched (a window, the changed region, the clipboard's new owner), when `matched`."""
     last_state: dict[str, Any] | None = None

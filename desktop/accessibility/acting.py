@@ -8,6 +8,9 @@ pointer a viewer sees, exactly as a click by coordinates does. Text goes into na
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from dataclasses import dataclass
 
 from dbus_fast import Variant
@@ -19,6 +22,7 @@ from desktop.accessibility.atspi import (
     COMPONENT,
     EDITABLE_TEXT,
     PROPERTIES,
+    SCREEN_COORDS,
     SELECTION,
     TEXT,
     VALUE,
@@ -26,13 +30,18 @@ from desktop.accessibility.atspi import (
     AtspiError,
 )
 from desktop.accessibility.errors import ElementActionUnsupported, ElementNotFound
-from desktop.accessibility.tree import MAX_TEXT_CHARS, Bounds, Element
+from desktop.accessibility.tree import MAX_TEXT_CHARS, Bounds, Element, usable_bounds
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.session import Session
 from sandbox_desktop_wire.accessibility import ActedThrough, ElementAction
 
 SELECT_ALL = [XK.XK_Control_L, XK.XK_a]
+TYPE_ATTEMPTS = 2
+READ_BACK_S = 1.0
+READ_BACK_POLL_S = 0.02
+"""Reading the text back after typing: a field has no event this connection registers for, and this
+runs once per setValue, on the event loop (no X connection waits)."""
 WEB_DOCUMENT_ROLES = frozenset({"document-web", "document-frame"})
 
 
@@ -146,13 +155,44 @@ async def _set_text(bus: AtspiBus, element: Element, value: str) -> bool:
 
 async def _type_over(actor: Actor, element: Element, ancestors: list[Element], value: str) -> None:
     """Click into the field (which also makes its window the one keys go to; the toolkit's own focus
-    call would not), select what it holds, and type over it."""
-    await actor.mouse.click(actor.session, *visible_centre(actor.session, element, ancestors))
-    await actor.keyboard.press_chords(actor.session, [SELECT_ALL])
-    if value:
-        await actor.keyboard.type_text(actor.session, value)
-    else:
-        await actor.keyboard.press_chords(actor.session, [[XK.XK_BackSpace]])
+    call would not), select what it holds, and type over it; then read it back, and once more from fresh
+    bounds if the text is not there (a page that moved between reading the bounds and the click: an
+    infobar sliding in, a late stylesheet). A field that keeps other text (an input mask, a length
+    limit) is left with it: the answer's `value` shows what it holds."""
+    for attempt in range(TYPE_ATTEMPTS):
+        if attempt:
+            await _refresh_bounds(actor.bus, element)
+        await actor.mouse.click(actor.session, *visible_centre(actor.session, element, ancestors))
+        await actor.keyboard.press_chords(actor.session, [SELECT_ALL])
+        if value:
+            await actor.keyboard.type_text(actor.session, value)
+        else:
+            await actor.keyboard.press_chords(actor.session, [[XK.XK_BackSpace]])
+        if TEXT not in element.interfaces or element.role == "password-text" or await _reads(actor.bus, element, value):
+            return
+
+
+async def _refresh_bounds(bus: AtspiBus, element: Element) -> None:
+    with contextlib.suppress(AtspiError):
+        [(x, y, width, height)] = await bus.call(element.bus, element.path, COMPONENT, "GetExtents", "u",
+                                                 (SCREEN_COORDS,))
+        element.bounds = usable_bounds(x, y, width, height)
+
+
+async def _reads(bus: AtspiBus, element: Element, value: str) -> bool:
+    """Whether the field's text becomes `value` within a moment (the app takes the keys in its own time)."""
+    deadline = time.monotonic() + READ_BACK_S
+    while True:
+        try:
+            [text] = await bus.call(element.bus, element.path, TEXT, "GetText", "ii", (0, MAX_TEXT_CHARS))
+        except AtspiError:
+            return True  # it cannot be read back: trust the keys
+        element.value = str(text)
+        if text == value:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(READ_BACK_POLL_S)
 
 
 async def select(bus: AtspiBus, element: Element, parent: Element | None) -> None:

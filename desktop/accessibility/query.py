@@ -110,3 +110,7 @@ class ElementQuery:
         if self.window != WindowScope.ALL:
             parts.append(f"in window {self.window}")
         return " ".join(parts)
+
+
+Target = str | int | ElementQuery
+"""An element's id, a number of the last set-of-marks screenshot, or a query that must match exactly one."""

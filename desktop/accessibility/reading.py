@@ -35,7 +35,15 @@ from desktop.accessibility.atspi import (
     decode_states,
     role_name,
 )
-from desktop.accessibility.tree import Application, Element, Snapshot, assemble, element_id, parse_element_id
+from desktop.accessibility.tree import (
+    UNKNOWN_INDEX,
+    Application,
+    Element,
+    Snapshot,
+    assemble,
+    element_id,
+    parse_element_id,
+)
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -115,7 +123,7 @@ def merge(snapshot: Snapshot, found: list[Element]) -> None:
         if known is not None:
             known.child_count = element.child_count
     for order, element in enumerate(fresh):
-        element.index = element.index if element.index >= 0 else (1 << 30) + order
+        element.index = element.index if element.index >= 0 else UNKNOWN_INDEX + order
         snapshot.elements[element.id] = element
     for element in sorted(fresh, key=lambda e: e.index):
         if element.parent is not None and element.parent in snapshot.elements:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from desktop.accessibility.acting import Actor, ActOutcome, perform
+from desktop.accessibility.acting import Actor, ActOutcome, perform, visible_centre
 from desktop.accessibility.atspi import (
     ROOT_PATH,
     AtspiBus,
@@ -23,7 +23,7 @@ from desktop.accessibility.atspi import (
 from desktop.accessibility.errors import AccessibilityUnavailable, ElementAmbiguous, ElementNotFound
 from desktop.accessibility.labels import name_fields, unnamed_fields
 from desktop.accessibility.marks import MAX_MARKS, MarkBox
-from desktop.accessibility.query import ElementQuery, WindowScope
+from desktop.accessibility.query import ElementQuery, Target, WindowScope
 from desktop.accessibility.reading import (
     EVERYTHING_SHOWING,
     Prefilter,
@@ -34,7 +34,16 @@ from desktop.accessibility.reading import (
     read_tops,
 )
 from desktop.accessibility.signals import Signals
-from desktop.accessibility.tree import Element, Snapshot, element_id, fill_details, parse_element_id, prune_hidden
+from desktop.accessibility.tree import (
+    Element,
+    Snapshot,
+    element_id,
+    fill_details,
+    order_by_position,
+    parse_element_id,
+    prune_hidden,
+    refresh,
+)
 from desktop.accessibility.windows import assign_windows, scope_roots
 from desktop.errors import WindowNotFound
 from desktop.events import EventBus
@@ -51,8 +60,6 @@ READ_TIMEOUT_S = 10.0
 MAX_CANDIDATES = 10
 """Candidates listed in an ambiguous query's 409."""
 
-Target = str | int | ElementQuery
-"""An element's id, a number of the last set-of-marks screenshot, or a query that must match exactly one."""
 
 
 @dataclass
@@ -156,6 +163,7 @@ class Accessibility:
         scoped = await self.scoped(session, window, Prefilter(showing_only=not include_hidden))
         async with asyncio.timeout(READ_TIMEOUT_S):
             await fill_details(await self.bus(session), scoped.elements(depth))
+        order_by_position(scoped.snapshot)
         return scoped
 
     async def find(self, session: Session, query: ElementQuery) -> list[Element]:
@@ -214,12 +222,21 @@ class Accessibility:
 
     # -- acting ----------------------------------------------------------------------------------
 
+    async def locate(self, session: Session, target: Target) -> tuple[tuple[int, int], str]:
+        """Where a pointer action aimed at `target` lands (its visible centre), and the element's id."""
+        element, ancestors = await self.resolve(session, target)
+        return visible_centre(session, element, ancestors), element.id
+
     async def act(self, session: Session, target: Target, action: ElementAction,
                   value: str | None = None) -> ActOutcome:
         """Do `action` to the element `target` means (docs/accessibility.md "Acting on an element")."""
         element, ancestors = await self.resolve(session, target)
-        return await perform(Actor(await self.bus(session), session, self._mouse, self._keyboard),
-                             element, ancestors, action, value)
+        bus = await self.bus(session)
+        outcome = await perform(Actor(bus, session, self._mouse, self._keyboard), element, ancestors, action, value)
+        with contextlib.suppress(AtspiError, TimeoutError):  # gone with the action (a dialog's OK): as it was
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                await refresh(bus, element)
+        return outcome
 
 
 def candidate_summary(element: Element) -> dict[str, object]:

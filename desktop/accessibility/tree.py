@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from desktop.accessibility.atspi import (
+    ACCESSIBLE,
     ACTION,
     COMPONENT,
     OBJECT_PREFIX,
@@ -28,12 +29,15 @@ from desktop.accessibility.atspi import (
     AtspiBus,
     AtspiError,
     Request,
+    decode_states,
 )
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
 MAX_TEXT_CHARS = 2000
 """Text of an editable object beyond this is cut (a document's text is not what an agent reads here)."""
+UNKNOWN_INDEX = 1 << 30
+"""Objects whose toolkit gave no index are numbered from here up, in the order they came."""
 JUNK_COORDINATE = 1 << 20
 """Bounds further out than this are a toolkit's placeholder for "not laid out" (GTK: -2**31)."""
 
@@ -159,7 +163,7 @@ def assemble(found: list[Element], apps: list[Application]) -> Snapshot:
     elements = {e.id: e for e in found}
     roots: list[str] = []
     for order, element in enumerate(found):
-        element.index = element.index if element.index >= 0 else (1 << 30) + order
+        element.index = element.index if element.index >= 0 else UNKNOWN_INDEX + order
     for element in sorted(found, key=lambda e: e.index):
         if element.parent is not None and element.parent in elements:
             elements[element.parent].children.append(element.id)
@@ -173,6 +177,32 @@ def prune_hidden(snapshot: Snapshot, roots: list[Element]) -> list[Element]:
     for element in snapshot.elements.values():
         element.children = [c for c in element.children if c in snapshot.elements and snapshot.elements[c].showing]
     return [r for r in roots if r.showing or r.window_id is not None]
+
+
+def order_by_position(snapshot: Snapshot) -> None:
+    """Children the toolkit gave no index (GTK's cache) in reading order: top to bottom, then left to
+    right, by their bounds (`fill_details` first); those without bounds after, as they came."""
+    def key(child: str) -> tuple[int, int, int, int]:
+        element = snapshot.elements[child]
+        if element.index < UNKNOWN_INDEX:
+            return (0, element.index, 0, 0)
+        if element.bounds is None:
+            return (2, element.index, 0, 0)
+        return (1, element.bounds.y + element.bounds.height // 2, element.bounds.x, element.index)
+
+    for element in snapshot.elements.values():
+        if len(element.children) > 1 and any(snapshot.elements[c].index >= UNKNOWN_INDEX
+                                             for c in element.children if c in snapshot.elements):
+            element.children.sort(key=lambda c: key(c) if c in snapshot.elements else (3, 0, 0, 0))
+
+
+async def refresh(bus: AtspiBus, element: Element) -> None:
+    """The element's states and value read again (after an action changed them)."""
+    [states] = await bus.call_all([(element.bus, element.path, ACCESSIBLE, "GetState", "", ())])
+    if isinstance(states, list):
+        element.states = decode_states(states[0])
+    element.value = None
+    await fill_details(bus, [element])
 
 
 def usable_bounds(x: int, y: int, width: int, height: int) -> Bounds | None:

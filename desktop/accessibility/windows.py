@@ -53,10 +53,10 @@ def scope_roots(roots: list[Element], windows: list[WindowInfo], scope: WindowSc
     """The top-level objects a tree or a query covers: all showing ones, those of the focused window,
     or those of one window."""
     if scope == WindowScope.ALL:
-        # A showing frame no window matches is a popup the toolkit never mapped (Chromium keeps several),
-        # unless its process has no window with a pid at all (a client that does not set _NET_WM_PID).
-        with_windows = {w.pid for w in windows}
-        return [r for r in roots if r.window_id is not None or ("showing" in r.states and r.pid not in with_windows)]
+        # Only what is on the screen: a frame no window matches is a popup the toolkit never mapped
+        # (Chromium keeps several) or a window not mapped yet. A client without _NET_WM_PID still
+        # matches by title and geometry.
+        return [r for r in roots if r.window_id is not None]
     if scope == WindowScope.FOCUSED:
         active = next((w.id for w in windows if w.is_active), None)
         found = [r for r in roots if active is not None and r.window_id == active]

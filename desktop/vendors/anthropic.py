@@ -17,7 +17,7 @@ from desktop.coordinates import CoordinateSpace
 from desktop.errors import DomainError, invalid_action
 from desktop.keys import parse_chord, parse_keys, text_keysyms
 from desktop.screen import Region, Screenshot, ShotOptions
-from desktop.vendors.common import Point, text
+from desktop.vendors.common import Point, element_at, move_to, text
 
 _V1 = frozenset({"key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
                  "double_click", "screenshot", "cursor_position"})
@@ -80,9 +80,13 @@ class Translator:
                                  where)
         return self.space.to_screen(x, y)
 
-    def optional_coordinate(self, data: Mapping[str, Any]) -> Point | None:
+    def optional_coordinate(self, data: Mapping[str, Any]) -> batch.Where | None:
+        """`coordinate`, or our `element` (a set-of-marks number), or neither: where the pointer is."""
+        element = element_at(data.get("element"), "input.element")
         value = data.get("coordinate")
-        return None if value is None else self.coordinate(value)
+        if element is not None and value is not None:
+            raise invalid_action("give input.coordinate or input.element, not both", "input.element")
+        return element if element is not None else None if value is None else self.coordinate(value)
 
     @staticmethod
     def modifiers(data: Mapping[str, Any]) -> tuple[int, ...]:
@@ -126,7 +130,8 @@ class Translator:
                                 TYPE_DELAY_MS)])
 
     def _mouse_move(self, data: Mapping[str, Any]) -> Plan:
-        return Plan([batch.Move(*self.coordinate(data.get("coordinate")))])
+        at = self.optional_coordinate(data)
+        return Plan([move_to(at if at is not None else self.coordinate(data.get("coordinate")))])
 
     def _click(self, data: Mapping[str, Any]) -> Plan:
         button, count = _CLICKS[data["action"]]
@@ -160,7 +165,7 @@ class Translator:
                                  f"(wheel clicks), got {amount!r}", "input.scroll_amount")
         at, modifiers = self.optional_coordinate(data), self.modifiers(data)
         if amount == 0:
-            return Plan([batch.Move(*at)] if at else [])
+            return Plan([move_to(at)] if at else [])
         dx, dy = _SCROLL[direction]
         return Plan([batch.Scroll(at, dx * amount, dy * amount, modifiers)])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from desktop.actions import ElementAt, Hover, Move, Step, Where
 from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
 from desktop.errors import invalid_action
 
@@ -49,6 +50,21 @@ def integer(value: Any, field: str, low: int, high: int) -> int:
 def point(space: CoordinateSpace, x: Any, y: Any, field_x: str, field_y: str) -> Point:
     """A point of the model's space as a screen pixel; a 400 naming the axis outside the space."""
     return space.to_screen(integer(x, field_x, 0, space.max_x), integer(y, field_y, 0, space.max_y))
+
+
+def element_at(value: Any, field: str) -> ElementAt | None:
+    """Our extension of the vendors' actions: `element`, a set-of-marks number (or an element id), instead of
+    coordinates (docs/vendors.md); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
+        raise invalid_action(f"{field} must be a set-of-marks number or an element id, got {value!r}", field)
+    return ElementAt(value)
+
+
+def move_to(at: Where) -> Step:
+    """A pointer move to a point or onto an element."""
+    return Hover(at) if isinstance(at, ElementAt) else Move(*at)
 
 
 def text(value: Any, field: str) -> str:

@@ -18,7 +18,7 @@ from desktop.coordinates import CoordinateSpace
 from desktop.errors import invalid_action
 from desktop.keys import keysym_for_name, text_keysyms
 from desktop.screen import Screenshot
-from desktop.vendors.common import Point, integer, point, text
+from desktop.vendors.common import Point, element_at, integer, move_to, point, text
 from sandbox_desktop_wire.limits import MAX_ACTIONS, MAX_WHEEL_CLICKS
 
 SCROLL_PX_PER_CLICK = 100
@@ -96,7 +96,14 @@ class Translator:
                 plan.origins.append(index)
         return plan
 
-    def at(self, action: Mapping[str, Any], prefix: str) -> Point:
+    def at(self, action: Mapping[str, Any], prefix: str) -> batch.Where:
+        """`x` and `y`, or our `element` (a set-of-marks number) instead (docs/vendors.md)."""
+        element = element_at(action.get("element"), f"{prefix}.element")
+        if element is not None:
+            return element
+        return point(self.space, action.get("x"), action.get("y"), f"{prefix}.x", f"{prefix}.y")
+
+    def point_at(self, action: Mapping[str, Any], prefix: str) -> Point:
         return point(self.space, action.get("x"), action.get("y"), f"{prefix}.x", f"{prefix}.y")
 
     @staticmethod
@@ -129,19 +136,19 @@ class Translator:
                 for j, pt in enumerate(path):
                     if not isinstance(pt, Mapping):
                         raise invalid_action(f"{prefix}.path[{j}] must be an object {{x, y}}", f"{prefix}.path[{j}]")
-                    points.append(self.at(pt, f"{prefix}.path[{j}]"))
+                    points.append(self.point_at(pt, f"{prefix}.path[{j}]"))
                 return batch.Drag(tuple(points), "left", self.held(action, prefix))
             case "keypress":
                 return batch.Key((key_names(action.get("keys"), f"{prefix}.keys"),))
             case "move":
                 # A Move step holds no keys; `keys` on a move is accepted and not held (documented).
-                return batch.Move(*self.at(action, prefix))
+                return move_to(self.at(action, prefix))
             case "scroll":
                 at = self.at(action, prefix)
                 dx, dy = (wheel_clicks(integer(action.get(name, 0), f"{prefix}.{name}", -MAX_SCROLL_PX,
                                                MAX_SCROLL_PX)) for name in ("scroll_x", "scroll_y"))
                 if dx == 0 and dy == 0:
-                    return batch.Move(*at)
+                    return move_to(at)
                 return batch.Scroll(at, dx, dy, self.held(action, prefix))
             case "type":
                 return batch.Type(tuple(text_keysyms(text(action.get("text"), f"{prefix}.text"), f"{prefix}.text")),
