@@ -13,6 +13,19 @@ from starlette.routing import BaseRoute, Host, Match, Route, Router, WebSocketRo
 from starlette.types import Receive, Scope, Send
 
 
+def first_match(routes: Sequence[BaseRoute], scope: Scope) -> tuple[BaseRoute, Scope] | None:
+    """What Starlette's scan picks among `routes`: the first full match, else the first that matched all but
+    the method (it answers the 405); None when no route matches."""
+    partial = None
+    for route in routes:
+        match, child_scope = route.matches(scope)
+        if match is Match.FULL:
+            return route, child_scope
+        if match is Match.PARTIAL and partial is None:
+            partial = route, child_scope
+    return partial
+
+
 class IndexedRouter(Router):
     """Starlette's Router, finding the routes a path can match by dict lookups rather than by trying every
     route's regex in turn.
@@ -39,16 +52,8 @@ class IndexedRouter(Router):
         return [self.routes[i] for i in self._indexes[scope["type"]].lookup(path)]
 
     def route_for(self, scope: Scope, path: str) -> tuple[BaseRoute, Scope] | None:
-        """The route that answers, with its child scope: the first full match, else the first that matched
-        all but the method (it answers the 405); None when no route matches."""
-        partial = None
-        for route in self.candidates(scope, path):
-            match, child_scope = route.matches(scope)
-            if match is Match.FULL:
-                return route, child_scope
-            if match is Match.PARTIAL and partial is None:
-                partial = route, child_scope
-        return partial
+        """The route that answers, with its child scope (`first_match` among the candidates)."""
+        return first_match(self.candidates(scope, path), scope)
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -7,24 +7,33 @@ persistent HTTP connection:
   role and name and by name alone, `act` by id (a focus), the tree of the focused GTK window;
 - the baseline: the same page's objects read the plain way, one D-Bus call at a time per object
   (children, role, state, name), by this process on the desktop's accessibility bus;
-- the accessibility bus's own cost on the idle desktop: RSS and CPU of its three daemons over 10 s.
-Prints medians, p90s and the ratio to the walk. Usage: .venv/bin/python bench/accessibility.py [--runs 10]
+- the accessibility bus's own cost on the idle desktop: RSS and CPU of its three daemons over 10 s;
+- element waits: from the page adding a button (the `accessibility.changed` event's own timestamp, the
+  server's monotonic clock, which is this machine's) to the wait's answer arriving here; and the server's
+  CPU while waits for elements that never come are pending.
+Prints medians, p90s and the ratio to the walk.
+Usage: .venv/bin/python bench/accessibility.py [--runs 10] [--waits 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import httpx
+
 from bench.common import bench_desktop, summary, timed
 from desktop.accessibility.atspi import ACCESSIBLE, AtspiBus, accessibility_bus_address
+from tests.conftest import wait_for
 
 ROWS = 110
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -37,7 +46,9 @@ def page(folder: Path) -> str:
                      f'</td><td><button>Buy {i}</button></td></tr>' for i in range(ROWS))
     path = folder / "shop.html"
     path.write_text(f"<!doctype html><title>Shop</title><h1>Shop</h1><label>Name <input></label>"
-                    f"<button>Save</button><table>{rows}</table>")
+                    f"<button>Save</button><button onclick='setTimeout(() => {{ let b = document.createElement("
+                    f"\"button\"); b.textContent = \"New \" + (++window.added || (window.added = 1)); "
+                    f"document.body.prepend(b) }}, 300)'>Add</button><table>{rows}</table>")
     return path.as_uri()
 
 
@@ -100,19 +111,82 @@ def rss_kib(pids: list[int]) -> int:
     return total
 
 
-def wait_for(check: Any, what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise SystemExit(f"timed out waiting for {what}")
+def one_element_wait(api: httpx.Client, n: int) -> float | None:
+    """Seconds from the event announcing button `New n` to the wait's answer here; None if either is missing."""
+    answer: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    waiter = httpx.Client(base_url=str(api.base_url), headers=api.headers, timeout=30)
+    listener = httpx.Client(base_url=str(api.base_url), headers=api.headers, timeout=30)
+
+    def wait() -> None:
+        body = {"element": {"role": "button", "name": f"New {n}"}, "timeoutMs": 5000}
+        answer["body"] = waiter.post("/v1/desktop/wait", json=body).json()
+        answer["at"] = time.monotonic()
+
+    def listen() -> None:
+        with listener.stream("GET", "/v1/desktop/events", params={"types": "accessibility.changed"}) as response:
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    events.append(json.loads(line[5:]))
+                if "at" in answer:
+                    return
+
+    threads = [threading.Thread(target=wait), threading.Thread(target=listen)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)  # both pending
+        clicked = time.monotonic()
+        api.post("/v1/desktop/accessibility/act", json={"element": {"role": "button", "name": "Add"},
+                                                         "action": "invoke"})
+        threads[0].join(10)
+        threads[1].join(5)  # ends with the next event after the answer (the listener may linger on a quiet page)
+    finally:
+        waiter.close()
+        listener.close()
+    added = [e["t"] for e in events if "children-changed:add" in e.get("change", "") and e["t"] > clicked + 0.25]
+    if not answer.get("body", {}).get("matched") or not added:
+        return None
+    return float(answer["at"] - min(added))
+
+
+def element_wait_latency(api: httpx.Client, runs: int) -> None:
+    """The wait's answer after the event announcing the new button (same clock), over `runs` buttons."""
+    results = [one_element_wait(api, n) for n in range(1, runs + 1)]
+    latencies = [r for r in results if r is not None]
+    if latencies:
+        summary("element wait: page adds a button -> wait answers", latencies)
+    if len(latencies) < runs:
+        print(f"  ({runs - len(latencies)} of {runs} runs without a match or without its event)")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pending_element_waits_cpu(api: httpx.Client, server_pid: int, pending: int, seconds: float) -> None:
+    """Server CPU while `pending` element waits that never match are pending, beside the same time idle."""
+    idle_before = cpu_seconds(server_pid)
+    time.sleep(seconds)
+    idle = cpu_seconds(server_pid) - idle_before
+    threads = [threading.Thread(target=lambda: httpx.post(
+        f"{api.base_url}/v1/desktop/wait", headers=api.headers, timeout=seconds + 30,
+        json={"element": {"name": "never there"}, "timeoutMs": int(seconds * 1000)})) for _ in range(pending)]
+    before = cpu_seconds(server_pid)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(seconds + 30)
+    busy = cpu_seconds(server_pid) - before
+    print(f"server CPU over {seconds:.0f} s: idle {idle / seconds * 100:.2f} %, with {pending} element waits "
+          f"pending {busy / seconds * 100:.2f} % of a core")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--waits", type=int, default=10, help="element waits timed")
     args = parser.parse_args()
     with bench_desktop("a11y", 241, width=1440, height=900, terminals=0, images=0) as bench:
         api = bench.api
@@ -155,7 +229,10 @@ def main() -> None:
         api.post(f"/v1/desktop/windows/{gtk['windowId']}/focus")
         summary("GET tree, focused GTK window (widget factory)", timed(lambda: api.get(
             "/v1/desktop/accessibility/tree", params={"window": "focused"}), runs), walked, "walk")
-        print(f"\ntree of the page {walked / tree:.1f}x faster than the per-node walk")
+        print(f"\ntree of the page {walked / tree:.1f}x faster than the per-node walk\n")
+        api.post(f"/v1/desktop/windows/{chromium['windowId']}/focus")
+        element_wait_latency(api, args.waits)
+        pending_element_waits_cpu(api, bench.server.proc.pid, 5, 10)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 from api.app import ServerConfig, create_app
 from api.operations import Operation
 from api.problems import problem_document, status_of
-from api.router import IndexedRouter
+from api.router import IndexedRouter, first_match
 from desktop import errors
 from desktop.processes import SpawnError
 from desktop.processes.spawn_errors import spawn_error
@@ -25,15 +25,8 @@ PARAM = re.compile(r"\{(\w+)(?::(\w+))?\}")
 
 
 def scan(routes: list[BaseRoute], scope: Scope) -> tuple[BaseRoute, Scope] | None:
-    """What Starlette's Router picks: the first full match, else the first partial one."""
-    partial = None
-    for route in routes:
-        match, child = route.matches(scope)
-        if match is Match.FULL:
-            return route, child
-        if match is Match.PARTIAL and partial is None:
-            partial = route, child
-    return partial
+    """What Starlette's Router picks scanning the whole table (the index must pick the same)."""
+    return first_match(routes, scope)
 
 
 def sample_paths(template: str) -> list[str]:

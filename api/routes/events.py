@@ -135,8 +135,9 @@ async def events(request: Request, *, query: EventsQuery) -> StreamingResponse:
         raise invalid_action(f"unknown event type {str(exc)[:60]!r}; one of {', '.join(EventType)} or a subject "
                              "like `window.`", "types", "query") from None
     since = since_of(request, query)
-    subscription = desktop_of(request).events.bus.subscribe(types, 0 if since is None and not query.follow else since)
-    return StreamingResponse(stream(subscription, query.follow), media_type="text/event-stream",
+    follow = query.follow and request.method != "HEAD"  # a HEAD has no body to stream into
+    subscription = desktop_of(request).events.bus.subscribe(types, 0 if since is None and not follow else since)
+    return StreamingResponse(stream(subscription, follow), media_type="text/event-stream",
                              headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
 
