@@ -238,6 +238,7 @@ class Desktop:
         self.paused_reason = reason
         # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
         await asyncio.to_thread(stop_marked, self._marker)
+        self.events.state_changed(State.ACTIVE, State.PAUSED)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
 
@@ -270,6 +271,7 @@ class Desktop:
             return
         await asyncio.to_thread(signal_marked, self._marker, signal.SIGCONT)
         self.paused_reason = None
+        self.events.state_changed(State.PAUSED, self.current_state())
         logger.info("desktop %s resumed", self.id)
         self.log("desktop resumed")
 

@@ -168,6 +168,12 @@ def _union(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {"x": x, "y": y, "width": right - x, "height": bottom - y}
 
 
+PRESENCE_STATES = frozenset({"showing", "visible", "defunct"})
+MIN_CHECK_INTERVAL_S = 0.02
+"""Element checks start at most this often: each reads the tree (milliseconds of CPU), and an app may
+announce hundreds of changes a second; a change in between is seen by the check at the interval's end."""
+
+
 class ElementTracker:
     """Checks the query again after anything that can change the tree: an accessibility change, a focus
     change, a window coming, going or retitled. A check that began after an event already saw its effect,
@@ -180,14 +186,28 @@ class ElementTracker:
         self.condition = condition
         self._checked_at = 0.0
         self._last: Check | None = None
+        until = {condition.until} if condition.until not in ("present", "gone") else set()
+        self._states = condition.query.states | until | PRESENCE_STATES
 
     def watching(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.condition.watching()
 
+    def _matters(self, event: Event) -> bool:
+        """A state change matters only for a state the query or `until` names, or that makes elements show
+        or go (other waits may have registered other states: their changes arrive here too)."""
+        change = str(event.data.get("change", ""))
+        if event.type == E.ACCESSIBILITY_CHANGED and change.startswith("object:state-changed:"):
+            return change.split(":")[2] in self._states
+        return True
+
     async def check(self, event: Event | None) -> Check:
-        if event is not None and self._last is not None and event.t < self._checked_at:
+        if event is not None and self._last is not None and (event.t < self._checked_at or not self._matters(event)):
             return self._last
-        self._checked_at = time.monotonic()
+        now = time.monotonic()
+        if self._last is not None and now - self._checked_at < MIN_CHECK_INTERVAL_S:
+            # A burst of changes: one check at the end of the interval covers them all.
+            return Check(False, self._last.state, self._checked_at + MIN_CHECK_INTERVAL_S)
+        self._checked_at = now
         found = await self.condition.find(self.condition.query)
         until = self.condition.until
         if until == "present":

@@ -7,6 +7,7 @@ Effects are checked from outside the service: independent X clients on each disp
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,6 +131,9 @@ def test_pause_freezes_every_process_and_resume_thaws_them(api: httpx.Client, cr
     assert "T" not in process_states(pids)
     assert api.post(f"{base}/mouse/click", json={"x": 1, "y": 1}).status_code == 200
     assert any(w["title"] for w in api.get(f"{base}/windows").json()["windows"]), "the xterm kept its window"
+    held = api.get(f"{base}/events", params={"types": "desktop.state_changed", "follow": "false"}).text
+    changes = [json.loads(line[5:]) for line in held.splitlines() if line.startswith("data:")]
+    assert [(c["previous"], c["state"]) for c in changes][-2:] == [("active", "paused"), ("paused", "active")]
 
 
 def test_delete_leaves_nothing_behind(api: httpx.Client, srv: ServerProcess) -> None:

@@ -68,8 +68,9 @@ def condition_of(body: Conditions, session: Session, accessibility: Accessibilit
     if body.element is not None:
         query = element_query(body.element, prefix=f"{prefix}element.")
         until = element_until(body.element.until, f"{prefix}element.until")
+        states = query.states | ({until} if until not in ("present", "gone") else set())
         return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
-                                      lambda: accessibility.watching(session))
+                                      lambda: accessibility.watching(session, frozenset(states)))
     assert body.clipboard is not None
     return waits.ClipboardCondition(body.clipboard.until)
 

@@ -41,9 +41,11 @@ def _label_for(field: Bounds, labels: list[tuple[str, Bounds]]) -> str | None:
     return min(above)[1] if above else None
 
 
-async def name_fields(bus: AtspiBus, snapshot: Snapshot, fields: list[Element], windows: dict[str, Element]) -> None:
+async def name_fields(bus: AtspiBus, snapshot: Snapshot, fields: list[Element], windows: dict[str, Element],
+                      *, labels_read: bool = False) -> None:
     """Give each unnamed field in `fields` a name (see the module docstring). `windows` maps each field's
-    id to the top-level object it lies in, where its labels are looked for."""
+    id to the top-level object it lies in, where its labels are looked for: in the snapshot when
+    `labels_read` (a whole tree, bounds filled), else asked of the window."""
     if not fields:
         return
     relations = await bus.call_all([(f.bus, f.path, ACCESSIBLE, "GetRelationSet", "", ()) for f in fields])
@@ -62,23 +64,27 @@ async def name_fields(bus: AtspiBus, snapshot: Snapshot, fields: list[Element], 
         if field.id in targets:
             key = element_id(*targets[field.id])
             field.name = snapshot.elements[key].name if key in snapshot.elements else names.get(key, "")
-    await _name_by_position(bus, snapshot, [f for f in fields if not f.name.strip()], windows)
+    await _name_by_position(bus, snapshot, [f for f in fields if not f.name.strip()], windows, labels_read)
 
 
 async def _name_by_position(bus: AtspiBus, snapshot: Snapshot, fields: list[Element],
-                            windows: dict[str, Element]) -> None:
+                            windows: dict[str, Element], labels_read: bool) -> None:
     roots = {windows[f.id].id: windows[f.id] for f in fields if f.id in windows and f.bounds is not None}
     if not roots:
         return
     labels_of: dict[str, list[tuple[str, Bounds]]] = {}
-    matches = await matching(bus, list(roots.values()), Prefilter(roles=LABEL_ROLES))
-    for root_id, refs in zip(roots, matches, strict=True):
+    if labels_read:
+        for root_id, root in roots.items():
+            labels_of[root_id] = [(e.name.strip(), e.bounds) for e in snapshot.subtree(root, None)
+                                  if e.role in LABEL_ROLES and e.bounds is not None and e.name.strip()]
+    matches = [] if labels_read else await matching(bus, list(roots.values()), Prefilter(roles=LABEL_ROLES))
+    for root_id, refs in zip(roots, matches, strict=False):
         known = [snapshot.elements[element_id(*ref)] for ref in refs if element_id(*ref) in snapshot.elements]
         labels = known + await read_objects(bus, snapshot.applications,
                                             [ref for ref in refs if element_id(*ref) not in snapshot.elements])
         await fill_details(bus, labels, values=False)
         labels_of[root_id] = [(e.name.strip(), e.bounds) for e in labels if e.bounds is not None and e.name.strip()]
     for field in fields:
-        root = windows.get(field.id)
-        if root is not None and field.bounds is not None:
-            field.name = _label_for(field.bounds, labels_of.get(root.id, [])) or ""
+        window = windows.get(field.id)
+        if window is not None and field.bounds is not None:
+            field.name = _label_for(field.bounds, labels_of.get(window.id, [])) or ""

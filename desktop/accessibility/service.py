@@ -95,9 +95,10 @@ class Accessibility:
                 await self.bus(session)
         self._early = asyncio.ensure_future(connect())
 
-    def watching(self, session: Session) -> contextlib.AbstractAsyncContextManager[None]:
-        """Tree changes become `accessibility.changed` events while inside (element waits)."""
-        return self.signals.watching(lambda: self.bus(session))
+    def watching(self, session: Session, states: frozenset[str] = frozenset()
+                 ) -> contextlib.AbstractAsyncContextManager[None]:
+        """Tree changes (and changes of `states`) become `accessibility.changed` events while inside."""
+        return self.signals.watching(lambda: self.bus(session), states)
 
     async def bus(self, session: Session) -> AtspiBus:
         """The connection to the desktop's accessibility bus, made on first use and after a restart."""
@@ -145,14 +146,19 @@ class Accessibility:
                 raise WindowNotFound(f"no window with id {window}", windowId=str(window))
             roots = scope_roots(tops, windows, window)
             if whole:
+                # A whole tree gets every detail anyway: those of the cached objects are read while what
+                # the caches lack is read in, and the labels are then at hand for unnamed fields.
                 await read_caches(bus, snapshot, roots)
-            await complete(bus, snapshot, roots, prefilter)
+                cached = [e for root in roots for e in snapshot.subtree(root, None)]
+                await asyncio.gather(complete(bus, snapshot, roots, prefilter), fill_details(bus, cached))
+            else:
+                await complete(bus, snapshot, roots, prefilter)
             if prefilter.showing_only:
                 roots = prune_hidden(snapshot, roots)
             window_of = {e.id: root for root in roots for e in snapshot.subtree(root, None)}
             fields = unnamed_fields(snapshot.elements[key] for key in window_of)
-            await fill_details(bus, fields, values=False)
-            await name_fields(bus, snapshot, fields, window_of)
+            await fill_details(bus, [snapshot.elements[key] for key in window_of] if whole else fields, values=whole)
+            await name_fields(bus, snapshot, fields, window_of, labels_read=whole)
         for key, root in window_of.items():
             snapshot.elements[key].window_id = root.window_id
         return ScopedSnapshot(snapshot, roots)

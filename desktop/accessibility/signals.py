@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from desktop.accessibility.atspi import ACCESSIBLE, EVENT_PREFIX, PROPERTIES, REGISTRY, REGISTRY_PATH, AtspiBus
@@ -25,59 +26,90 @@ from sandbox_desktop_wire.events import EventType
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
-FOCUS = ("object:state-changed:focused", f"type='signal',interface='{EVENT_PREFIX}Object',member='StateChanged',"
-         "arg0='focused'")
-CHANGES = (
-    ("object:children-changed", f"type='signal',interface='{EVENT_PREFIX}Object',member='ChildrenChanged'"),
-    ("object:state-changed", f"type='signal',interface='{EVENT_PREFIX}Object',member='StateChanged'"),
-    ("object:property-change:accessible-name", f"type='signal',interface='{EVENT_PREFIX}Object',"
-     "member='PropertyChange',arg0='accessible-name'"),
-    ("window:", f"type='signal',interface='{EVENT_PREFIX}Window'"),
-)
+def _rule(member: str, detail: str | None = None, interface: str = "Object") -> str:
+    rule = f"type='signal',interface='{EVENT_PREFIX}{interface}'"
+    rule += f",member='{member}'" if member else ""
+    return rule + (f",arg0='{detail}'" if detail else "")
+
+
+FOCUS = "object:state-changed:focused"
+PRESENCE = frozenset({"object:children-changed", "object:property-change:accessible-name", "window:",
+                      "object:state-changed:showing", "object:state-changed:visible", "object:state-changed:defunct"})
+"""What can make an element appear, go or be renamed: every element wait needs these."""
+RULES = {
+    "object:children-changed": _rule("ChildrenChanged"),
+    "object:property-change:accessible-name": _rule("PropertyChange", "accessible-name"),
+    "window:": _rule("", interface="Window"),
+}
+"""Match rules by event kind; a state change's rule is the kind's own (`_rule("StateChanged", state)`)."""
 REGISTRY_IFACE = "org.a11y.atspi.Registry"
 
 
+def state_kind(state: str) -> str:
+    return f"object:state-changed:{state}"
+
+
+def rule_of(kind: str) -> str:
+    if kind.startswith("object:state-changed:"):
+        return _rule("StateChanged", kind.rsplit(":", 1)[1])
+    return RULES[kind]
+
+
 class Signals:
-    """One desktop's accessibility signals, on whatever connection is current."""
+    """One desktop's accessibility signals, on whatever connection is current. Each event kind is
+    registered while some wait needs it (counted), so an app's busy state that no wait asks about (GTK's
+    widget factory toggles a check state ~300 times a second) is never even sent."""
 
     def __init__(self, events: EventBus) -> None:
         self._events = events
-        self._watchers = 0
+        self._needed: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def _watching(self) -> bool:
+        return bool(self._needed)
 
     async def attach(self, bus: AtspiBus) -> None:
         """A new connection: take its signals, and register what is wanted now."""
         bus.on_message(lambda message: self._dispatch(bus, message))
-        await self._register(bus, [FOCUS, *(CHANGES if self._watchers else ())])
+        await self._register(bus, [FOCUS, *(k for k in self._needed if k != FOCUS)])
 
     @contextlib.asynccontextmanager
-    async def watching(self, connect: Callable[[], Awaitable[AtspiBus]]) -> AsyncIterator[None]:
-        """Tree changes are published while inside (counted: the first in registers, the last out unregisters)."""
+    async def watching(self, connect: Callable[[], Awaitable[AtspiBus]], states: frozenset[str] = frozenset()
+                       ) -> AsyncIterator[None]:
+        """Tree changes that can make an element appear or go, and changes of `states`, are published while
+        inside; the first waiter needing a kind registers it, the last one out unregisters it."""
         bus = await connect()
-        self._watchers += 1
-        if self._watchers == 1:
-            await self._register(bus, CHANGES)
+        kinds = PRESENCE | {state_kind(s) for s in states}
+        fresh = [k for k in kinds if not self._needed[k] and k != FOCUS]
+        self._needed.update(kinds)
         try:
+            await self._register(bus, fresh)
             yield
         finally:
-            self._watchers -= 1
-            if self._watchers == 0 and bus.connected:
+            self._needed.subtract(kinds)
+            gone = [k for k in kinds if self._needed[k] <= 0 and k != FOCUS]
+            for kind in gone:
+                del self._needed[kind]
+            if gone and bus.connected:
                 with contextlib.suppress(Exception):  # the connection went: nothing is registered any more
-                    await self._unregister(bus, CHANGES)
+                    await self._unregister(bus, gone)
 
     @staticmethod
-    async def _register(bus: AtspiBus, kinds: Any) -> None:
-        for _event, rule in kinds:
-            await bus.add_match(rule)
-        await bus.call_all([(REGISTRY, REGISTRY_PATH, REGISTRY_IFACE, "RegisterEvent", "s", (event,))
-                            for event, _rule in kinds])
+    async def _register(bus: AtspiBus, kinds: Iterable[str]) -> None:
+        kinds = list(kinds)
+        for kind in kinds:
+            await bus.add_match(rule_of(kind))
+        await bus.call_all([(REGISTRY, REGISTRY_PATH, REGISTRY_IFACE, "RegisterEvent", "s", (kind,))
+                            for kind in kinds])
 
     @staticmethod
-    async def _unregister(bus: AtspiBus, kinds: Any) -> None:
-        await bus.call_all([(REGISTRY, REGISTRY_PATH, REGISTRY_IFACE, "DeregisterEvent", "s", (event,))
-                            for event, _rule in kinds])
-        for _event, rule in kinds:
-            await bus.remove_match(rule)
+    async def _unregister(bus: AtspiBus, kinds: Iterable[str]) -> None:
+        kinds = list(kinds)
+        await bus.call_all([(REGISTRY, REGISTRY_PATH, REGISTRY_IFACE, "DeregisterEvent", "s", (kind,))
+                            for kind in kinds])
+        for kind in kinds:
+            await bus.remove_match(rule_of(kind))
 
     def _dispatch(self, bus: AtspiBus, message: Any) -> None:
         interface = str(message.interface or "")
@@ -92,9 +124,9 @@ class Signals:
                 task = asyncio.ensure_future(self._focused(bus, sender, path, seen))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-            if not self._watchers:
+            if not self._watching:
                 return
-        if self._watchers:
+        if self._watching:
             kind = interface.removeprefix(EVENT_PREFIX).lower()
             self._events.publish(EventType.ACCESSIBILITY_CHANGED, t=seen, element=element_id(sender, path),
                                  change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""))
