@@ -70,6 +70,7 @@ class Supervisor:
         self.display_num: int | None = None
         self.children: dict[str, ManagedProcess] = {}
         self.bus_address: str | None = None
+        self._env: tuple[tuple[str, str | None], dict[str, str]] | None = None
         self.restart_count = 0
         self.last_exit: ChildExit | None = None
         self.recovering = False
@@ -87,11 +88,15 @@ class Supervisor:
         return f":{self.display_num}"
 
     def env(self) -> dict[str, str]:
-        """The environment for processes on this desktop (with the session bus when running)."""
-        env = self._environment(self.display)
-        if self.bus_address:
-            env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
-        return env
+        """The environment for processes on this desktop (with the session bus when running). Built once per
+        display and bus (every action's `Session` carries it); each caller gets its own copy."""
+        key = (self.display, self.bus_address)
+        if self._env is None or self._env[0] != key:
+            env = self._environment(self.display)
+            if self.bus_address:
+                env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+            self._env = (key, env)
+        return dict(self._env[1])
 
     async def start(self, exact_display: bool) -> None:
         """Bring up the session bus, Xvfb and openbox; returns once the window manager is ready."""
