@@ -99,7 +99,10 @@ def autostart_script(home: Path) -> Path | None:
 
 
 CHROMIUM_ACCESSIBILITY_SWITCH = "--force-renderer-accessibility"
+ACCESSIBILITY_MARK = "SANDBOX_DESKTOP_ACCESSIBILITY"
+"""Set to 1 for every process on a desktop (user processes too): what Debian's chromium hook looks for."""
 ACCESSIBILITY_ENVIRONMENT = {
+    ACCESSIBILITY_MARK: "1",
     "ACCESSIBILITY_ENABLED": "1",  # Chromium and Electron: register with the accessibility bus
     "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",  # Qt 5.x and 6: the AT-SPI bridge without a screen reader
     "QT_ACCESSIBILITY": "1",

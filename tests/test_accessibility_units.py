@@ -92,7 +92,7 @@ def test_chromium_family_gets_the_renderer_switch(tmp_path: Path) -> None:
 def test_the_debian_hook_is_written_once_and_only_where_the_wrapper_reads(tmp_path: Path) -> None:
     assert browsers.install_debian_hook(tmp_path / "missing") is None
     path = browsers.install_debian_hook(tmp_path)
-    assert path is not None and "SANDBOX_DESKTOP_INSTANCE" in path.read_text()
+    assert path is not None and "SANDBOX_DESKTOP_ACCESSIBILITY" in path.read_text()
     assert browsers.SWITCH in path.read_text()
     assert browsers.install_debian_hook(tmp_path) == path
 
@@ -113,3 +113,12 @@ def test_vendor_actions_take_a_mark_instead_of_coordinates() -> None:
     assert gpt.step({"type": "double_click", "element": 7}, "call.action") == Click(ElementAt(7), "left", 2, ())
     with pytest.raises(DomainError):
         gpt.step({"type": "click", "element": True}, "call.action")
+
+
+def test_processes_on_a_desktop_start_chromium_with_the_switch() -> None:
+    from api.routes.processes import accessible_args
+
+    on_desktop = {"SANDBOX_DESKTOP_ACCESSIBILITY": "1", "PATH": "/usr/bin:/bin"}
+    assert accessible_args("chromium", ["about:blank"], on_desktop)[0] == browsers.SWITCH
+    assert accessible_args("chromium", ["about:blank"], {"PATH": "/usr/bin"}) == ["about:blank"]
+    assert accessible_args("ls", None, on_desktop) == []

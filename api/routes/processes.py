@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import shutil
 from collections.abc import AsyncIterator
 
 from starlette.requests import Request
@@ -12,7 +13,9 @@ from starlette.responses import Response, StreamingResponse
 
 from api.operations import Operation
 from api.services import server_of
+from desktop.accessibility.browsers import with_accessibility
 from desktop.errors import FieldError, PayloadTooLarge
+from desktop.home import ACCESSIBILITY_MARK
 from desktop.parsing import ascii_int
 from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
 from sandbox_desktop_wire.enums import InputEncoding, LogStreamFilter
@@ -73,17 +76,27 @@ async def list_processes(request: Request, *, query: ProcessListQuery) -> Proces
     return ProcessListResponse(processes=[info_model(p) for p in processes])
 
 
+def accessible_args(command: str, args: list[str] | None, env: dict[str, str]) -> list[str]:
+    """A Chromium-family program started on the desktop gets the switch that fills its page trees
+    (docs/accessibility.md "Which apps expose a tree"); anything else, or no desktop, runs as asked."""
+    if env.get(ACCESSIBILITY_MARK) != "1":
+        return list(args or ())
+    return with_accessibility(shutil.which(command, path=env.get("PATH")) or command, args or ())
+
+
 async def create_process(request: Request, *, body: ProcessCreateRequest) -> ProcessInfo:
+    env = process_env(request, body.env)
     process = await manager_of(request).spawn(
-        body.command, body.args or (), cwd=body.cwd, env=process_env(request, body.env),
+        body.command, accessible_args(body.command, body.args, env), cwd=body.cwd, env=env,
         tty=bool(body.tty), interactive=bool(body.interactive),
     )
     return info_model(process)
 
 
 async def run_process(request: Request, *, body: ProcessRunRequest) -> ProcessRunResponse:
+    env = process_env(request, body.env)
     result = await manager_of(request).run(
-        body.command, body.args or (), cwd=body.cwd, env=process_env(request, body.env),
+        body.command, accessible_args(body.command, body.args, env), cwd=body.cwd, env=env,
         timeout_ms=body.timeout_ms, max_output_bytes=body.max_output_bytes,
     )
     return ProcessRunResponse(

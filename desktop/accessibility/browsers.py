@@ -2,7 +2,7 @@
 `--force-renderer-accessibility` (with accessibility switched on as well): without it a page is four
 empty objects. Switching it on later does nothing, so the switch is added when they start:
 
-- by `Apps.launch` and process starts on a desktop, for any executable of the Chromium family (by name,
+- by `Apps.launch` and `/v1/processes` on a desktop, for any executable of the Chromium family (by name,
   or by the resource packs every Chromium, Electron and CEF build ships next to its binary);
 - by Debian's and Ubuntu's `chromium` wrapper script, through a file `install desktop` puts in
   `/etc/chromium.d`, for Chromium started any other way inside a desktop (xdg-open, a terminal).
@@ -29,7 +29,7 @@ DEBIAN_HOOK_DIR = Path("/etc/chromium.d")
 DEBIAN_HOOK_NAME = "sandbox-desktop-accessibility"
 DEBIAN_HOOK = f"""# Written by `sandbox-desktop install desktop`: inside a sandbox-desktop desktop, Chromium
 # exposes its pages to the accessibility bus (docs/accessibility.md). Elsewhere it does nothing.
-if [ -n "$SANDBOX_DESKTOP_INSTANCE" ]; then
+if [ "$SANDBOX_DESKTOP_ACCESSIBILITY" = 1 ]; then
   export CHROMIUM_FLAGS="$CHROMIUM_FLAGS {SWITCH}"
 fi
 """
