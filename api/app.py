@@ -29,6 +29,7 @@ from api.problems import handle_http_exception, handle_service_error, handle_une
 from api.registry import DesktopRegistry
 from api.router import IndexedRouter
 from api.routes.desktops import per_desktop, per_desktop_websockets
+from api.routes.events import WEBSOCKET_ROUTES as EVENTS_WEBSOCKETS
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
@@ -211,8 +212,9 @@ def create_app(config: ServerConfig) -> Starlette:
             await processes.shutdown()
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
-    routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *STREAM_WEBSOCKETS,
-              *per_desktop_websockets(STREAM_WEBSOCKETS), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
+    sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS]
+    routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *sockets,
+              *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         middleware=[

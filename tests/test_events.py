@@ -190,3 +190,16 @@ def test_state_changes_on_stop_and_start(srv: ServerProcess, api: httpx.Client) 
         assert [e["state"] for e in stream.events] == ["stopping", "inactive", "starting", "active"]
     finally:
         stream.close()
+
+
+def test_the_same_events_over_a_websocket(srv: ServerProcess, api: httpx.Client) -> None:
+    import websockets.sync.client as ws_client
+
+    url = srv.url.replace("http", "ws", 1) + "/v1/desktop/events/ws?types=clipboard.changed"
+    with ws_client.connect(url, additional_headers={"Authorization": f"Bearer {srv.token}"}) as socket:
+        api.post("/v1/desktop/clipboard", json={"text": "over the socket"}).raise_for_status()
+        message = json.loads(socket.recv(timeout=10))
+        assert message["type"] == "clipboard.changed" and message["seq"] > 0 and message["t"] > 0
+    with pytest.raises(Exception, match="400"):
+        ws_client.connect(srv.url.replace("http", "ws", 1) + "/v1/desktop/events/ws?types=window.exploded",
+                          additional_headers={"Authorization": f"Bearer {srv.token}"})

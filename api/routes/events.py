@@ -8,20 +8,25 @@ condition held before the timeout.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from api.context import desktop_of
 from api.elements import element_query, element_until
 from api.operations import Operation
+from api.problems import refuse_websocket, upgrade_required
 from desktop import waits
 from desktop.accessibility.service import Accessibility
-from desktop.errors import FieldError, invalid_action
+from desktop.errors import DomainError, FieldError, invalid_action
 from desktop.events import Event, Missed, Subscription, parse_types
 from desktop.parsing import ascii_int
 from desktop.session import Session
@@ -31,6 +36,7 @@ from sandbox_desktop_wire.waits import Conditions, WaitRequest, WaitResponse
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 KEEPALIVE_S = 15.0
+EVENTS_SOCKET_PATH = "/v1/desktop/events/ws"
 CONDITIONS = ("window", "screen", "clipboard", "element")
 TAGS = ("events",)
 
@@ -105,10 +111,8 @@ def since_of(request: Request, query: EventsQuery) -> int | None:
 
 def sse(item: Event | Missed) -> bytes:
     if isinstance(item, Missed):
-        data = json.dumps({"type": EventType.EVENTS_MISSED, "count": item.count}, separators=(",", ":"))
-        return f"event: {EventType.EVENTS_MISSED}\ndata: {data}\n\n".encode()
-    data = json.dumps(item.to_wire(), separators=(",", ":"))
-    return f"id: {item.seq}\nevent: {item.type}\ndata: {data}\n\n".encode()
+        return f"event: {EventType.EVENTS_MISSED}\ndata: {sse_data(item)}\n\n".encode()
+    return f"id: {item.seq}\nevent: {item.type}\ndata: {sse_data(item)}\n\n".encode()
 
 
 async def stream(subscription: Subscription, follow: bool) -> AsyncIterator[bytes]:
@@ -129,12 +133,16 @@ async def stream(subscription: Subscription, follow: bool) -> AsyncIterator[byte
         subscription.close()
 
 
-async def events(request: Request, *, query: EventsQuery) -> StreamingResponse:
+def types_of(query: EventsQuery) -> frozenset[EventType] | None:
     try:
-        types = parse_types(query.types)
+        return parse_types(query.types)
     except ValueError as exc:
         raise invalid_action(f"unknown event type {str(exc)[:60]!r}; one of {', '.join(EventType)} or a subject "
                              "like `window.`", "types", "query") from None
+
+
+async def events(request: Request, *, query: EventsQuery) -> StreamingResponse:
+    types = types_of(query)
     since = since_of(request, query)
     follow = query.follow and request.method != "HEAD"  # a HEAD has no body to stream into
     subscription = desktop_of(request).events.bus.subscribe(types, 0 if since is None and not follow else since)
@@ -147,8 +155,54 @@ OPERATIONS = [
               "The desktop's events as Server-Sent Events: windows, screen, clipboard, processes, state "
               "(`types=` filters, `Last-Event-ID`/`since` replays)", query=EventsQuery,
               media_type="text/event-stream", invalid_code=INVALID, errors=(400,), tags=TAGS),
+    Operation("GET", EVENTS_SOCKET_PATH, upgrade_required,
+              "The same events over a WebSocket, one JSON text message each (`types`, `since` as for the "
+              "stream; ?access_token= for browsers)", upgrade=True, errors=(400,), tags=TAGS),
     Operation("POST", "/v1/desktop/wait", wait,
-              "Wait until one condition (window, screen or clipboard) holds, answering as soon as it does; "
+              "Wait until one condition (window, screen, clipboard or element) holds, answering as soon as it does; "
               "`matched: false` with the last observed state at the timeout", body=WaitRequest,
               response=WaitResponse, body_required=True, invalid_code=INVALID, errors=(409, 503), tags=TAGS),
 ]
+
+
+async def events_socket(websocket: WebSocket) -> None:
+    """`GET /v1/desktop/events` as a WebSocket: each event (and `events.missed`) one JSON text message."""
+    try:
+        query = EventsQuery.model_validate(dict(websocket.query_params))
+        subscription = desktop_of(websocket).events.bus.subscribe(types_of(query), query.since)
+    except ValidationError as exc:
+        await refuse_websocket(websocket, FieldError([{"field": str(e["loc"][0]), "message": e["msg"]}
+                                                      for e in exc.errors()]))
+        return
+    except DomainError as exc:
+        await refuse_websocket(websocket, exc)
+        return
+    await websocket.accept()
+    # The client sends nothing; reading tells when it leaves, so a quiet desktop does not keep a dead socket.
+    gone = asyncio.ensure_future(websocket.receive())
+    try:
+        while not gone.done():
+            following = asyncio.ensure_future(subscription.next())
+            await asyncio.wait((gone, following), return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                following.cancel()
+                break
+            item = following.result()
+            if item is None:  # the server is shutting down
+                await websocket.close(1001, "server shutting down")
+                break
+            await websocket.send_text(sse_data(item))
+    except WebSocketDisconnect:
+        pass
+    finally:
+        gone.cancel()
+        subscription.close()
+
+
+def sse_data(item: Event | Missed) -> str:
+    if isinstance(item, Missed):
+        return json.dumps({"type": EventType.EVENTS_MISSED, "count": item.count}, separators=(",", ":"))
+    return json.dumps(item.to_wire(), separators=(",", ":"))
+
+
+WEBSOCKET_ROUTES = [WebSocketRoute(EVENTS_SOCKET_PATH, events_socket)]
