@@ -136,6 +136,8 @@ class AtspiBus:
 
     def __init__(self, bus: MessageBus) -> None:
         self._bus = bus
+        self.applications: dict[str, Any] = {}
+        """What reading learnt of each application (desktop/accessibility/reading.py), by its unique name."""
         self._peers: dict[str, MessageBus | None] = {}
         """Per application (its unique name), a direct connection to it, or None where it offers none.
 

@@ -73,17 +73,19 @@ async def applications(bus: AtspiBus) -> list[tuple[str, str]]:
 
 
 async def application_infos(bus: AtspiBus, registered: list[tuple[str, str]]) -> list[Application]:
+    """Each application's name and pid; asked once per application (a unique bus name is never reused, and
+    an app does not rename itself), so a wait's repeated reads skip a round trip."""
+    missing = [(name, root) for name, root in registered if name not in bus.applications]
     requests: list[Request] = []
-    for name, root in registered:
+    for name, root in missing:
         requests.append((name, root, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")))
         requests.append((DBUS, "/org/freedesktop/DBus", DBUS, "GetConnectionUnixProcessID", "s", (name,)))
     answers = await bus.call_all(requests)
-    apps = []
-    for i, (name, _root) in enumerate(registered):
+    for i, (name, _root) in enumerate(missing):
         app_name, pid = answers[2 * i], answers[2 * i + 1]
-        apps.append(Application(name, str(app_name[0].value) if isinstance(app_name, list) else "",
-                                int(pid[0]) if isinstance(pid, list) else None))
-    return apps
+        if isinstance(app_name, list) and isinstance(pid, list):  # an app still starting is asked again
+            bus.applications[name] = Application(name, str(app_name[0].value), int(pid[0]))
+    return [bus.applications.get(name) or Application(name, "", None) for name, _root in registered]
 
 
 def _cached_element(item: tuple[Any, ...], app: Application) -> Element | None:
