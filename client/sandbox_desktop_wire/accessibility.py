@@ -48,25 +48,26 @@ class AccessibleNode(WireModel):
     role: str = Field(description="AT-SPI role name, e.g. `push-button`, `entry`, `check-box`, `link`")
     name: str
     description: str | None = None
-    value: str | None = Field(None, description="The text of an editable field, a range's current value")
+    value: str | None = Field(default=None, description="The text of an editable field, a range's current value")
     states: list[str]
     bounds: ElementBounds | None = None
     actions: list[str] = Field(description="What `act` can do with it: click, focus, invoke, setValue, select")
     pid: int | None = None
-    window_id: str | None = Field(None, description="Decimal X window id of its top-level window")
+    window_id: str | None = Field(default=None, description="Decimal X window id of its top-level window")
     app: str = Field(description="The application's accessible name")
     children: list[AccessibleNode] | None = None
 
 
 class TreeQuery(QueryModel):
-    window: str = Field("all", description="`all`, `focused`, or a decimal window id")
-    depth: int | None = Field(None, ge=0, le=MAX_TREE_DEPTH, description="Levels below the windows (default: all)")
-    interactive: bool = Field(False, description="Keep only elements that can be acted on, as a flat list per "
+    window: str = Field(default="all", description="`all`, `focused`, or a decimal window id")
+    depth: int | None = Field(default=None, ge=0, le=MAX_TREE_DEPTH,
+                              description="Levels below the windows (default: all)")
+    interactive: bool = Field(default=False, description="Keep only elements that can be acted on, as a flat list per "
                               "window")
-    include_hidden: bool = Field(False, description="Also elements not showing (hidden, scrolled out of view)")
-    space: CoordinateSpaceKind = Field(CoordinateSpaceKind.SCREEN, description="The frame of `bounds`")
-    width: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's width")
-    height: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's height")
+    include_hidden: bool = Field(default=False, description="Also elements not showing (hidden, scrolled out of view)")
+    space: CoordinateSpaceKind = Field(default=CoordinateSpaceKind.SCREEN, description="The frame of `bounds`")
+    width: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's width")
+    height: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE, description="image space: the image's height")
 
 
 class TreeResponse(WireModel):
@@ -77,7 +78,7 @@ class TreeResponse(WireModel):
 
 
 class FindRequest(ElementQuery):
-    limit: int = Field(20, ge=1, le=MAX_ELEMENTS)
+    limit: int = Field(default=20, ge=1, le=MAX_ELEMENTS)
     coordinates: CoordinateOptions | None = None
 
 
@@ -89,7 +90,7 @@ class ActRequest(WireModel):
     element: ElementTarget = Field(description="An element id, a set-of-marks number, or a query matching "
                                    "exactly one element")
     action: ElementAction
-    value: str | None = Field(None, max_length=100_000, description="setValue: the text (or number) to set")
+    value: str | None = Field(default=None, max_length=100_000, description="setValue: the text (or number) to set")
     coordinates: CoordinateOptions | None = None
 
 
@@ -97,7 +98,7 @@ class ActResponse(WireModel):
     action: ElementAction
     through: ActedThrough
     element: AccessibleNode
-    x: int | None = Field(None, description="click: where it landed, in the request's space")
+    x: int | None = Field(default=None, description="click: where it landed, in the request's space")
     y: int | None = None
 
 

@@ -63,7 +63,7 @@ class ClickAction(WireModel):
     y: int | None = None
     element: Element = None
     button: MouseButton = MouseButton.LEFT
-    count: int = Field(1, ge=1, le=MAX_CLICKS)
+    count: int = Field(default=1, ge=1, le=MAX_CLICKS)
     modifiers: Modifiers = []
 
 
@@ -96,8 +96,10 @@ class ScrollAction(WireModel):
     x: int | None = None
     y: int | None = None
     element: Element = None
-    delta_x: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls right")
-    delta_y: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls down")
+    delta_x: int = Field(default=0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS,
+                         description="Wheel clicks; > 0 scrolls right")
+    delta_y: int = Field(default=0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS,
+                         description="Wheel clicks; > 0 scrolls down")
     modifiers: Modifiers = []
 
 
@@ -124,7 +126,8 @@ class WaitAction(Conditions):
 
     type: Literal["wait"]
     duration_ms: Millis | None = None
-    timeout_ms: Millis | None = Field(None, description="With a condition (and then required): how long to wait")
+    timeout_ms: Millis | None = Field(default=None,
+                                      description="With a condition (and then required): how long to wait")
 
 
 class CursorPositionAction(WireModel):
@@ -138,11 +141,11 @@ class ScreenshotAction(WireModel):
 class ImageLimits(WireModel):
     """Shrink the image to fit every given limit (never enlarged); the aspect ratio is kept."""
 
-    scale: float | None = Field(None, ge=MIN_SCALE, le=MAX_SCALE)
+    scale: float | None = Field(default=None, ge=MIN_SCALE, le=MAX_SCALE)
     target_width: ImageSize | None = None
     target_height: ImageSize | None = None
-    max_long_edge: ImageSize | None = Field(None, description="e.g. 1568, a vendor's limit")
-    max_pixels: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE * MAX_IMAGE_SIZE,
+    max_long_edge: ImageSize | None = Field(default=None, description="e.g. 1568, a vendor's limit")
+    max_pixels: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE * MAX_IMAGE_SIZE,
                                    description="e.g. 1150000, a vendor's limit")
 
 
@@ -164,19 +167,19 @@ class CoordinateOptions(WireModel):
     """The frame of every x/y in the request and the response."""
 
     space: CoordinateSpaceKind = CoordinateSpaceKind.SCREEN
-    width: ImageSize | None = Field(None, description="image space: the size of the image the client saw "
+    width: ImageSize | None = Field(default=None, description="image space: the size of the image the client saw "
                                     "(default: the size of this request's screenshots)")
     height: ImageSize | None = None
 
 
 class SettleOptions(WireModel):
-    quiet_ms: int = Field(300, ge=10, le=MAX_ACTION_MS, description="How long the screen must stay unchanged")
-    timeout_ms: int = Field(5000, ge=0, le=MAX_ACTION_MS, description="Give up waiting after this long")
+    quiet_ms: int = Field(default=300, ge=10, le=MAX_ACTION_MS, description="How long the screen must stay unchanged")
+    timeout_ms: int = Field(default=5000, ge=0, le=MAX_ACTION_MS, description="Give up waiting after this long")
 
 
 class ScreenshotOptions(ImageLimits):
     format: ScreenshotFormat = ScreenshotFormat.PNG
-    quality: int = Field(85, ge=MIN_QUALITY, le=MAX_QUALITY)
+    quality: int = Field(default=85, ge=MIN_QUALITY, le=MAX_QUALITY)
     show_cursor: bool = False
 
 
@@ -184,7 +187,7 @@ class ActionsRequest(WireModel):
     actions: list[Action] = Field(max_length=MAX_ACTIONS)
     coordinates: CoordinateOptions | None = None
     settle: SettleOptions | None = None
-    screenshot: ScreenshotOptions | None = Field(None, description="Take a screenshot after the actions "
+    screenshot: ScreenshotOptions | None = Field(default=None, description="Take a screenshot after the actions "
                                                  "(also taken when `settle` is given)")
 
 
@@ -251,9 +254,9 @@ class ActionsResponse(WireModel):
 
 
 class ActionLogQuery(QueryModel):
-    since: int = Field(0, ge=0)
+    since: int = Field(default=0, ge=0)
     """Only entries with a larger `seq`."""
-    limit: int = Field(1000, ge=1, le=MAX_ACTION_LOG_ENTRIES)
+    limit: int = Field(default=1000, ge=1, le=MAX_ACTION_LOG_ENTRIES)
 
 
 class ActionLogResponse(WireModel):

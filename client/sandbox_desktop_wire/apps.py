@@ -11,15 +11,15 @@ from sandbox_desktop_wire.limits import MAX_LAUNCH_WAIT_MS
 class LaunchRequest(WireModel):
     app: str = Field(description="Program name on the desktop's PATH, or a path")
     args: list[str] = Field(default_factory=list)
-    wait: bool = Field(False, description="Wait for the app's first window and return its id")
-    wait_timeout_ms: int = Field(5000, ge=1, le=MAX_LAUNCH_WAIT_MS,
+    wait: bool = Field(default=False, description="Wait for the app's first window and return its id")
+    wait_timeout_ms: int = Field(default=5000, ge=1, le=MAX_LAUNCH_WAIT_MS,
                                  description="How long `wait` waits for a window, in ms")
 
 
 class LaunchResponse(WireModel):
     process_id: str
     pid: int | None = None
-    window_id: str | None = Field(None, description="Decimal X id of the app's window (with `wait`)")
+    window_id: str | None = Field(default=None, description="Decimal X id of the app's window (with `wait`)")
 
 
 class OpenRequest(WireModel):
@@ -29,4 +29,4 @@ class OpenRequest(WireModel):
 class OpenResponse(WireModel):
     process_id: str
     pid: int | None = None
-    exit_code: int | None = Field(None, description="xdg-open's exit code if it already finished")
+    exit_code: int | None = Field(default=None, description="xdg-open's exit code if it already finished")

@@ -12,12 +12,12 @@ _SELECTION = "`clipboard` (default, what ctrl+c/ctrl+v use) or `primary` (the mo
 
 
 class ClipboardQuery(QueryModel):
-    selection: str | None = Field(None, description=f"{_SELECTION}; `both` is refused for reads")
+    selection: str | None = Field(default=None, description=f"{_SELECTION}; `both` is refused for reads")
 
 
 class ClipboardWriteRequest(WireModel):
     text: str = Field(description="Any Unicode text; empty is allowed; tested up to 10 MB")
-    selection: str | None = Field(None, description=f"{_SELECTION}, or `both` (clipboard and primary)")
+    selection: str | None = Field(default=None, description=f"{_SELECTION}, or `both` (clipboard and primary)")
 
 
 class ClipboardResponse(WireModel):

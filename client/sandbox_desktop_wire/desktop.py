@@ -28,21 +28,21 @@ DesktopState = Literal["inactive", "install_required", "starting", "active", "st
 class DesktopStartRequest(WireModel):
     """Every field optional; `{}` starts a 1440x900 desktop at 96 dpi."""
 
-    width: int | None = Field(None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen width in pixels "
+    width: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen width in pixels "
                               "(default 1440)")
-    height: int | None = Field(None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen height in pixels "
+    height: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="Screen height in pixels "
                                "(default 900)")
-    dpi: int | None = Field(None, ge=MIN_DPI, le=MAX_DPI, description="Screen dpi (default 96)")
-    display_num: int | None = Field(None, ge=MIN_DISPLAY_NUM, le=MAX_DISPLAY_NUM, description="First X display "
+    dpi: int | None = Field(default=None, ge=MIN_DPI, le=MAX_DPI, description="Screen dpi (default 96)")
+    display_num: int | None = Field(default=None, ge=MIN_DISPLAY_NUM, le=MAX_DISPLAY_NUM, description="First X display "
                                     "number to try (default 99); the next free one of the following ten is taken")
-    state_dir: str | None = Field(None, description="Absolute directory for home/, recordings/ and logs "
+    state_dir: str | None = Field(default=None, description="Absolute directory for home/, recordings/ and logs "
                                   "(default: the server's --state-dir)")
-    stream_video_codec: str | None = Field(None, description="vp8 (default), h264 or vp9")
-    stream_audio_codec: str | None = Field(None, description="opus (default) or g722")
-    stream_frame_rate: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Live view frame rate "
+    stream_video_codec: str | None = Field(default=None, description="vp8 (default), h264 or vp9")
+    stream_audio_codec: str | None = Field(default=None, description="opus (default) or g722")
+    stream_frame_rate: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS, description="Live view frame rate "
                                           "(default 30)")
-    webrtc_port_range: str | None = Field(None, description="UDP ports for WebRTC, e.g. 59050-59070")
-    recording_fps: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Default recording fps "
+    webrtc_port_range: str | None = Field(default=None, description="UDP ports for WebRTC, e.g. 59050-59070")
+    recording_fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS, description="Default recording fps "
                                       "(default 30)")
 
 
@@ -62,7 +62,7 @@ class DesktopProcessInfo(WireModel):
     pid: int | None = None
     running: bool
     log_path: str | None = None
-    process_id: str | None = Field(None, description="Id of this process in /v1/processes")
+    process_id: str | None = Field(default=None, description="Id of this process in /v1/processes")
 
 
 class DesktopExitInfo(WireModel):
@@ -91,7 +91,7 @@ class DesktopStatusResponse(WireModel):
     restart_count: int | None = None
     last_exit: DesktopExitInfo | None = None
     pointer_grabbed: bool | None = Field(
-        None, description="true while another X client holds the pointer grabbed (an open menu, or a hung "
+        default=None, description="true while another X client holds the pointer grabbed (an open menu, or a hung "
                           "client): clicks go to that client, not to the window under the pointer")
 
 

@@ -15,16 +15,17 @@ from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS, MAX_TTL_SECOND
 class DesktopCreateRequest(DesktopStartRequest):
     """The start request's fields, plus what the desktop's lifecycle needs."""
 
-    tags: dict[str, str] | None = Field(None, description=f"Labels to find it by (`?tag=key=value`); at most "
+    tags: dict[str, str] | None = Field(default=None, description=f"Labels to find it by (`?tag=key=value`); at most "
                                         f"{MAX_TAGS}, keys and values up to {MAX_TAG_LENGTH} characters")
-    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS,
+    ttl_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS,
                                     description="Delete the desktop this long after its creation")
-    idle_timeout_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS,
+    idle_timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS,
                                              description="Delete (or pause, with onIdle) the desktop after this "
                                                          "long without a request to it")
     # A plain string, checked against OnIdle by the server: a wrong name is a 400 naming the field.
-    on_idle: str | None = Field(None, description="`delete` (default) or `pause`")
-    home_template: str | None = Field(None, description="Absolute directory copied into the desktop's HOME when "
+    on_idle: str | None = Field(default=None, description="`delete` (default) or `pause`")
+    home_template: str | None = Field(default=None,
+                                      description="Absolute directory copied into the desktop's HOME when "
                                                         "it is created and whenever it is reset")
 
 
@@ -56,7 +57,7 @@ class TokenRequest(WireModel):
     # A plain string, checked against TokenRole by the server: a wrong name is a 400 naming the field.
     role: str = Field(description="`view` (status, screenshots, windows, the live view without input) or "
                                   "`control` (everything on this desktop)")
-    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description="Lifetime (default 3600)")
+    ttl_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS, description="Lifetime (default 3600)")
 
 
 class TokenResponse(WireModel):

@@ -12,14 +12,15 @@ from sandbox_desktop_wire.limits import MAX_ELEMENT_TEXT
 class ElementQuery(WireModel):
     """Every given criterion must hold; by default only elements showing on the screen match."""
 
-    role: str | None = Field(None, description="AT-SPI role (`push-button`) or an ARIA-like alias (`button`, "
+    role: str | None = Field(default=None, description="AT-SPI role (`push-button`) or an ARIA-like alias (`button`, "
                              "`textbox`, `checkbox`, `link`, `tab`...)")
-    name: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="The exact accessible name")
-    name_contains: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="Case-insensitive substring")
-    name_regex: str | None = Field(None, max_length=MAX_ELEMENT_TEXT, description="A Python regular expression "
+    name: str | None = Field(default=None, max_length=MAX_ELEMENT_TEXT, description="The exact accessible name")
+    name_contains: str | None = Field(default=None, max_length=MAX_ELEMENT_TEXT,
+                                      description="Case-insensitive substring")
+    name_regex: str | None = Field(default=None, max_length=MAX_ELEMENT_TEXT, description="A Python regular expression "
                                    "searched in the name")
-    states: list[str] = Field([], max_length=16, description="States the element must have, e.g. [\"enabled\"]")
-    window: str = Field("all", description="`all`, `focused`, or a decimal window id")
+    states: list[str] = Field(default=[], max_length=16, description="States the element must have, e.g. [\"enabled\"]")
+    window: str = Field(default="all", description="`all`, `focused`, or a decimal window id")
     include_hidden: bool = False
 
 
@@ -31,5 +32,5 @@ element (else 404 or 409)."""
 class ElementCondition(ElementQuery):
     """A wait for elements matching the query (docs/events.md)."""
 
-    until: str = Field("present", description="`present`, `gone`, or a state some matching element must have "
+    until: str = Field(default="present", description="`present`, `gone`, or a state some matching element must have "
                        "(`focused`, `checked`, `enabled`, `showing`...)")

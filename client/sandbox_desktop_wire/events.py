@@ -54,9 +54,9 @@ class DesktopEvent(WireModel):
 
 
 class EventsQuery(QueryModel):
-    types: str | None = Field(None, description="Comma-separated event types (or subjects ending in `.`, like "
+    types: str | None = Field(default=None, description="Comma-separated event types (or subjects ending in `.`, like "
                               "`window.`); all types when absent")
-    since: int | None = Field(None, ge=0, description="Replay the held events after this `seq` first (as the "
+    since: int | None = Field(default=None, ge=0, description="Replay the held events after this `seq` first (as the "
                               "`Last-Event-ID` header does)")
-    follow: bool = Field(True, description="false: send the held events (after `since`, default all) and end, "
+    follow: bool = Field(default=True, description="false: send the held events (after `since`, default all) and end, "
                          "instead of streaming what happens next")

@@ -37,16 +37,16 @@ class FsPathQuery(QueryModel):
 
 
 class FsEntriesQuery(QueryModel):
-    path: FsPath | None = Field(None, description="Directory to list (default: the home directory)")
+    path: FsPath | None = Field(default=None, description="Directory to list (default: the home directory)")
 
 
 class FsDeleteQuery(QueryModel):
     path: FsPath = Field(description="File or directory path")
-    recursive: bool | None = Field(None, description="Delete a non-empty directory with its contents")
+    recursive: bool | None = Field(default=None, description="Delete a non-empty directory with its contents")
 
 
 class FsUploadBatchQuery(QueryModel):
-    path: FsPath | None = Field(None, description="Directory to extract into, created if missing "
+    path: FsPath | None = Field(default=None, description="Directory to extract into, created if missing "
                                 "(default: the home directory)")
 
 
@@ -55,8 +55,8 @@ class FsEntry(WireModel):
     path: str
     entry_type: FsEntryType = Field(description="What the path is, following symlinks")
     size: int
-    modified: str | None = Field(None, description="Last modification, RFC 3339 UTC")
-    is_symlink: bool | None = Field(None, description="Present (true) when the path itself is a "
+    modified: str | None = Field(default=None, description="Last modification, RFC 3339 UTC")
+    is_symlink: bool | None = Field(default=None, description="Present (true) when the path itself is a "
                                     "symbolic link (extension; not in the reference)")
 
 
@@ -80,7 +80,7 @@ class FsWriteResponse(WireModel):
 class FsMoveRequest(WireModel):
     from_: FsPath = Field(alias="from", description="Existing path")
     to: FsPath = Field(description="New path; missing parents are created")
-    overwrite: bool | None = Field(None, description="Replace an existing `to` (default: 409 if it exists)")
+    overwrite: bool | None = Field(default=None, description="Replace an existing `to` (default: 409 if it exists)")
 
 
 class FsMoveResponse(WireModel):

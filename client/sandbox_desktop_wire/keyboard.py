@@ -12,7 +12,7 @@ class KeyboardTypeRequest(WireModel):
     # No max_length: longer text is a 413 from the server, not a 400 (docs/keyboard.md).
     text: str = Field(description=f"Any Unicode text, 1-{MAX_TYPE_CHARS} characters; \\n (or \\r\\n) is Return, "
                       "\\t is Tab")
-    delay_ms: int | None = Field(None, ge=0, le=MAX_TYPE_DELAY_MS, description="Pause between characters in ms "
+    delay_ms: int | None = Field(default=None, ge=0, le=MAX_TYPE_DELAY_MS, description="Pause between characters in ms "
                                  "(default 10; 0 types as fast as possible)")
 
 

@@ -32,7 +32,8 @@ class MouseClickRequest(WireModel):
     x: int
     y: int
     button: MouseButton = MouseButton.LEFT
-    click_count: int = Field(1, ge=1, le=MAX_CLICKS, description="Double and triple clicks are sent server-side")
+    click_count: int = Field(default=1, ge=1, le=MAX_CLICKS,
+                             description="Double and triple clicks are sent server-side")
 
 
 class MouseButtonRequest(WireModel):
@@ -49,13 +50,15 @@ class MouseDragRequest(WireModel):
     end_x: int
     end_y: int
     button: MouseButton = MouseButton.LEFT
-    steps: int | None = Field(None, ge=1, le=MAX_DRAG_STEPS,
+    steps: int | None = Field(default=None, ge=1, le=MAX_DRAG_STEPS,
                               description="Intermediate motion events (default from the distance)")
-    duration_ms: int = Field(0, ge=0, le=MAX_DRAG_MS, description="Spread the motion over this many ms")
+    duration_ms: int = Field(default=0, ge=0, le=MAX_DRAG_MS, description="Spread the motion over this many ms")
 
 
 class MouseScrollRequest(WireModel):
     x: int
     y: int
-    delta_x: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls right")
-    delta_y: int = Field(0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS, description="Wheel clicks; > 0 scrolls down")
+    delta_x: int = Field(default=0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS,
+                         description="Wheel clicks; > 0 scrolls right")
+    delta_y: int = Field(default=0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS,
+                         description="Wheel clicks; > 0 scrolls down")

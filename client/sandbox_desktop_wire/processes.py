@@ -42,9 +42,9 @@ class ProcessInfo(WireModel):
     interactive: bool
     owner: ProcessOwner
     status: ProcessStatus
-    pid: int | None = Field(None, description="Only while running")
-    exit_code: int | None = Field(None, description="Omitted while running or if a signal ended it")
-    exit_signal: int | None = Field(None, description="The signal that ended it, if one did")
+    pid: int | None = Field(default=None, description="Only while running")
+    exit_code: int | None = Field(default=None, description="Omitted while running or if a signal ended it")
+    exit_signal: int | None = Field(default=None, description="The signal that ended it, if one did")
     created_at_ms: int
     exited_at_ms: int | None = None
 
@@ -54,35 +54,35 @@ class ProcessListResponse(WireModel):
 
 
 class ProcessListQuery(QueryModel):
-    owner: ProcessOwner | None = Field(None, description="Only processes of this owner")
+    owner: ProcessOwner | None = Field(default=None, description="Only processes of this owner")
 
 
 class ProcessCreateRequest(WireModel):
     """Start a long-running process (owner "user")."""
 
     command: Command = Field(description="Program to run, looked up in PATH")
-    args: list[NulFree] | None = Field(None, description="Arguments (default none)")
+    args: list[NulFree] | None = Field(default=None, description="Arguments (default none)")
     cwd: NulFree | None = None
-    env: dict[NulFree, NulFree] | None = Field(None, description="Added to the server's environment "
+    env: dict[NulFree, NulFree] | None = Field(default=None, description="Added to the server's environment "
                                                  "(and the desktop's DISPLAY etc. while it is active)")
-    tty: bool | None = Field(None, description="Run on a pseudo-terminal (log stream \"pty\"); default false")
-    interactive: bool | None = Field(None, description="Keep stdin open for POST .../input; default false")
+    tty: bool | None = Field(default=None, description="Run on a pseudo-terminal (log stream \"pty\"); default false")
+    interactive: bool | None = Field(default=None, description="Keep stdin open for POST .../input; default false")
 
 
 class ProcessRunRequest(WireModel):
     """Run a command to completion and return its output."""
 
     command: Command = Field(description="Program to run, looked up in PATH")
-    args: list[NulFree] | None = Field(None, description="Arguments (default none)")
+    args: list[NulFree] | None = Field(default=None, description="Arguments (default none)")
     cwd: NulFree | None = None
     env: dict[NulFree, NulFree] | None = None
-    timeout_ms: int | None = Field(None, ge=0, description="0 or absent: defaultRunTimeoutMs; "
+    timeout_ms: int | None = Field(default=None, ge=0, description="0 or absent: defaultRunTimeoutMs; "
                                    "clamped to maxRunTimeoutMs")
-    max_output_bytes: int | None = Field(None, ge=0, description="Per stream; clamped to maxOutputBytes")
+    max_output_bytes: int | None = Field(default=None, ge=0, description="Per stream; clamped to maxOutputBytes")
 
 
 class ProcessRunResponse(WireModel):
-    exit_code: int | None = Field(None, description="Omitted if a signal ended it (e.g. the timeout)")
+    exit_code: int | None = Field(default=None, description="Omitted if a signal ended it (e.g. the timeout)")
     exit_signal: int | None = None
     timed_out: bool
     stdout: str
@@ -101,24 +101,24 @@ class ProcessConfigModel(WireModel):
     max_output_bytes: int = Field(gt=0)
     max_log_bytes_per_process: int = Field(gt=0, description="For processes started afterwards")
     max_input_bytes_per_request: int = Field(gt=0)
-    max_exited_processes: int | None = Field(None, gt=0, description="Exited processes kept; the oldest "
+    max_exited_processes: int | None = Field(default=None, gt=0, description="Exited processes kept; the oldest "
                                              "are pruned first (absent on POST: unchanged)")
 
 
 class StopQuery(QueryModel):
-    wait_ms: int = Field(2000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGTERM")
+    wait_ms: int = Field(default=2000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGTERM")
 
 
 class KillQuery(QueryModel):
-    wait_ms: int = Field(1000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGKILL")
+    wait_ms: int = Field(default=1000, ge=0, le=MAX_PROCESS_WAIT_MS, description="Wait for the exit after SIGKILL")
 
 
 class ProcessLogsQuery(QueryModel):
     # Single-word parameters on the wire: no camelCase to apply.
-    stream: LogStreamFilter | None = Field(None, description="Default: pty for tty processes, else combined")
-    tail: int | None = Field(None, ge=0, description="Only the last N entries (after filtering)")
-    since: int | None = Field(None, ge=0, description="Only entries with a greater sequence")
-    follow: bool = Field(False, description="Server-sent events: the backlog, then live entries")
+    stream: LogStreamFilter | None = Field(default=None, description="Default: pty for tty processes, else combined")
+    tail: int | None = Field(default=None, ge=0, description="Only the last N entries (after filtering)")
+    since: int | None = Field(default=None, ge=0, description="Only entries with a greater sequence")
+    follow: bool = Field(default=False, description="Server-sent events: the backlog, then live entries")
 
 
 class ProcessLogEntry(WireModel):
@@ -138,7 +138,7 @@ class ProcessLogsResponse(WireModel):
 class ProcessInputRequest(WireModel):
     data: str
     # A plain string, checked against InputEncoding by the server: a wrong name is a 400 naming the field.
-    encoding: str | None = Field(None, description="base64 (default), utf8 or text")
+    encoding: str | None = Field(default=None, description="base64 (default), utf8 or text")
 
 
 class ProcessInputResponse(WireModel):

@@ -15,7 +15,7 @@ RecordingStatus = Literal["recording", "completed", "failed", "interrupted"]
 
 
 class DesktopRecordingStartRequest(WireModel):
-    fps: int | None = Field(None, ge=MIN_FPS, le=MAX_FPS, description="Frames per second (default: the "
+    fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS, description="Frames per second (default: the "
                             "desktop's recordingFps, else 30); an idle screen costs no frames whatever the rate")
 
 
@@ -25,17 +25,17 @@ class DesktopRecordingInfo(WireModel):
     id: str = Field(description="`rec_N`; never reused, also after a delete or a restart")
     status: RecordingState = Field(description="`interrupted`: found unfinished after a crash; "
                                     "the file plays up to about a second before it")
-    process_id: str | None = Field(None, description="Never set: recording runs inside the server")
+    process_id: str | None = Field(default=None, description="Never set: recording runs inside the server")
     file_name: str
     bytes: int
     started_at: str = Field(description="RFC 3339")
-    ended_at: str | None = Field(None, description="RFC 3339; absent while recording")
+    ended_at: str | None = Field(default=None, description="RFC 3339; absent while recording")
     duration_ms: int = Field(description="Playable length (while recording: time since start)")
     frames: int = Field(description="Video frames in the file (an idle screen adds few)")
-    fps: int | None = Field(None, description="The capture rate asked for")
+    fps: int | None = Field(default=None, description="The capture rate asked for")
     width: int | None = None
     height: int | None = None
-    last_error: str | None = Field(None, description="Why it failed or was interrupted")
+    last_error: str | None = Field(default=None, description="Why it failed or was interrupted")
 
 
 class DesktopRecordingListResponse(WireModel):

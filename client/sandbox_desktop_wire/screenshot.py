@@ -17,14 +17,14 @@ ImageFormat = Literal["png", "jpeg", "webp"]
 class ScreenshotQuery(QueryModel):
     """Options of both screenshot endpoints; `show_cursor` is accepted as well as `showCursor`."""
 
-    format: ScreenshotFormat = Field(ScreenshotFormat.PNG, description="png (lossless), jpeg or webp")
-    quality: int = Field(85, ge=MIN_QUALITY, le=MAX_QUALITY, description="jpeg and webp only")
+    format: ScreenshotFormat = Field(default=ScreenshotFormat.PNG, description="png (lossless), jpeg or webp")
+    quality: int = Field(default=85, ge=MIN_QUALITY, le=MAX_QUALITY, description="jpeg and webp only")
     # NaN fails both bounds, so it is refused like any other out-of-range scale.
-    scale: float = Field(1.0, ge=MIN_SCALE, le=MAX_SCALE, description="The image is the capture shrunk by "
+    scale: float = Field(default=1.0, ge=MIN_SCALE, le=MAX_SCALE, description="The image is the capture shrunk by "
                          "this factor")
-    show_cursor: bool = Field(False, description="Draw the cursor and a red ring at the pointer "
+    show_cursor: bool = Field(default=False, description="Draw the cursor and a red ring at the pointer "
                               "(`show_cursor` is accepted too)")
-    som: bool = Field(False, description="Set-of-marks: number the interactive elements in boxes; "
+    som: bool = Field(default=False, description="Set-of-marks: number the interactive elements in boxes; "
                       "GET /v1/desktop/accessibility/marks lists them, and `act` takes the numbers")
 
 

@@ -24,7 +24,7 @@ class AnthropicTool(VendorModel):
     name: str = "computer"
     display_width_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
     display_height_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
-    display_number: int | None = Field(None, description="Ignored: the running desktop is used")
+    display_number: int | None = Field(default=None, description="Ignored: the running desktop is used")
     enable_zoom: bool = False
 
 
@@ -33,22 +33,22 @@ class AnthropicInput(VendorModel):
 
     action: str
     coordinate: list[int] | None = None
-    element: int | str | None = Field(None, description="Our extension: instead of `coordinate`, a number of "
+    element: int | str | None = Field(default=None, description="Our extension: instead of `coordinate`, a number of "
                                       "the last set-of-marks screenshot (or an element id)")
     start_coordinate: list[int] | None = None
     text: str | None = None
     scroll_direction: str | None = None
     scroll_amount: int | None = None
-    duration: float | None = Field(None, description="Seconds (hold_key, wait), 0-100")
-    region: list[int] | None = Field(None, description="zoom: [x1, y1, x2, y2] in the display")
-    key: str | None = Field(None, description="Modifiers held during a click or scroll (the reference "
+    duration: float | None = Field(default=None, description="Seconds (hold_key, wait), 0-100")
+    region: list[int] | None = Field(default=None, description="zoom: [x1, y1, x2, y2] in the display")
+    key: str | None = Field(default=None, description="Modifiers held during a click or scroll (the reference "
                             "demo's spelling of `text`)")
 
 
 class AnthropicRequest(VendorModel):
     tool: AnthropicTool
     input: AnthropicInput
-    settle: SettleOptions | None = Field(None, description="Wait for the screen to settle before the "
+    settle: SettleOptions | None = Field(default=None, description="Wait for the screen to settle before the "
                                          "screenshot (default quietMs 300, timeoutMs 5000)")
 
 
@@ -78,11 +78,11 @@ class ComputerCall(VendorModel):
 
 
 class OpenAIRequest(VendorModel):
-    display_width: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE, description="The tool's display size: "
+    display_width: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE, description="The tool's display size: "
                                       "coordinates and the screenshot are in it (default: screen pixels)")
-    display_height: int | None = Field(None, ge=1, le=MAX_IMAGE_SIZE)
+    display_height: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE)
     call: ComputerCall
-    settle: SettleOptions | None = Field(None, description="default quietMs 300, timeoutMs 5000")
+    settle: SettleOptions | None = Field(default=None, description="default quietMs 300, timeoutMs 5000")
 
 
 class ComputerScreenshot(VendorModel):

@@ -39,10 +39,10 @@ class ClipboardUntil(enum.StrEnum):
 class WindowCondition(WireModel):
     """Windows matching every given selector (none: any window)."""
 
-    title: Pattern | None = Field(None, description="The exact title")
-    title_regex: Pattern | None = Field(None, description="A Python regular expression searched in the title")
-    class_: Pattern | None = Field(None, alias="class", description="WM_CLASS: its instance or class name")
-    pid: int | None = Field(None, ge=1, description="_NET_WM_PID of the window")
+    title: Pattern | None = Field(default=None, description="The exact title")
+    title_regex: Pattern | None = Field(default=None, description="A Python regular expression searched in the title")
+    class_: Pattern | None = Field(default=None, alias="class", description="WM_CLASS: its instance or class name")
+    pid: int | None = Field(default=None, ge=1, description="_NET_WM_PID of the window")
     until: WindowUntil = WindowUntil.PRESENT
 
 
@@ -55,9 +55,10 @@ class Region(WireModel):
 
 class ScreenCondition(WireModel):
     until: ScreenUntil = ScreenUntil.SETTLED
-    quiet_ms: int = Field(300, ge=MIN_QUIET_MS, le=MAX_QUIET_MS,
+    quiet_ms: int = Field(default=300, ge=MIN_QUIET_MS, le=MAX_QUIET_MS,
                           description="settled: how long nothing may be drawn (in `region`)")
-    region: Region | None = Field(None, description="Only drawing that touches this rectangle (screen pixels) counts")
+    region: Region | None = Field(default=None,
+                                  description="Only drawing that touches this rectangle (screen pixels) counts")
 
 
 class ClipboardCondition(WireModel):
