@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
-from bench.common import bench_desktop, summary, timed
+from bench.common import bench_desktop, cpu_seconds, summary, timed
 from desktop.accessibility.atspi import ACCESSIBLE, AtspiBus, accessibility_bus_address
 from tests.conftest import wait_for
 
@@ -94,14 +94,6 @@ def daemons(display: str) -> list[int]:
     return found
 
 
-def cpu_ticks(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def rss_kib(pids: list[int]) -> int:
     total = 0
     for pid in pids:
@@ -160,11 +152,6 @@ def element_wait_latency(api: httpx.Client, runs: int) -> None:
         print(f"  ({runs - len(latencies)} of {runs} runs without a match or without its event)")
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def pending_element_waits_cpu(api: httpx.Client, server_pid: int, pending: int, seconds: float) -> None:
     """Server CPU while `pending` element waits that never match are pending, beside the same time idle."""
     idle_before = cpu_seconds(server_pid)
@@ -192,9 +179,9 @@ def main() -> None:
         api = bench.api
         folder = Path(tempfile.mkdtemp(prefix="bench-a11y-page-"))
         idle_pids = daemons(bench.display)
-        before, start = cpu_ticks(idle_pids), time.monotonic()
+        before, start = sum(map(cpu_seconds, idle_pids)), time.monotonic()
         time.sleep(10)
-        idle_cpu = (cpu_ticks(idle_pids) - before) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - start)
+        idle_cpu = (sum(map(cpu_seconds, idle_pids)) - before) / (time.monotonic() - start)
         print(f"accessibility bus on the idle desktop: {len(idle_pids)} daemons, "
               f"RSS {rss_kib(idle_pids) / 1024:.1f} MiB, CPU {idle_cpu * 100:.2f} % of a core over 10 s\n")
         chromium = api.post("/v1/desktop/launch", json={

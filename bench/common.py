@@ -31,6 +31,12 @@ def timed(fn: Callable[[], object], count: int, clock: Callable[[], float] = tim
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def summary(name: str, samples: list[float], baseline: float | None = None, against: str = "health") -> float:
     """Print `name: median p90 (n)` in ms with the ratio to a baseline median; returns the median."""
     ordered = sorted(samples)

@@ -12,7 +12,6 @@ Usage: .venv/bin/python bench/wait_events.py [--runs 30] [--pending 20] [--secon
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -24,15 +23,9 @@ from Xlib import X
 from Xlib.display import Display
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import BenchDesktop, bench_desktop, summary
+from bench.common import BenchDesktop, bench_desktop, cpu_seconds, summary
 
 POLL_S = 0.05
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_for_title(api: httpx.Client, title: str) -> float:

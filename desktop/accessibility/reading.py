@@ -40,7 +40,6 @@ from desktop.accessibility.tree import (
     Application,
     Element,
     Snapshot,
-    assemble,
     element_id,
     parse_element_id,
 )
@@ -236,7 +235,9 @@ async def read_tops(bus: AtspiBus) -> Snapshot:
     tops = await read_objects(bus, apps, refs)
     for order, top in enumerate(tops):
         top.parent, top.index = None, order
-    return assemble(tops, apps)
+    snapshot = Snapshot({}, [top.id for top in tops], apps)
+    merge(snapshot, tops)
+    return snapshot
 
 
 async def read_chain(bus: AtspiBus, apps: Iterable[Application], bus_name: str, path: str) -> list[Element]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from desktop.accessibility.atspi import (
@@ -157,21 +157,6 @@ class Snapshot:
                 stack.extend((self.elements[c], level + 1) for c in reversed(node.children) if c in self.elements)
 
 
-def assemble(found: list[Element], apps: list[Application]) -> Snapshot:
-    """Link children to parents in reading order: the toolkit's index where it gives one (GTK's cache
-    gives -1 for many objects: those keep the order the application listed them in)."""
-    elements = {e.id: e for e in found}
-    roots: list[str] = []
-    for order, element in enumerate(found):
-        element.index = element.index if element.index >= 0 else UNKNOWN_INDEX + order
-    for element in sorted(found, key=lambda e: e.index):
-        if element.parent is not None and element.parent in elements:
-            elements[element.parent].children.append(element.id)
-        else:
-            roots.append(element.id)
-    return Snapshot(elements, roots, apps)
-
-
 def prune_hidden(snapshot: Snapshot, roots: list[Element]) -> list[Element]:
     """Keep only what shows: hidden objects (and everything under them) leave their parents' children."""
     for element in snapshot.elements.values():
@@ -247,6 +232,3 @@ def _number(value: Any) -> str:
     number = float(value)
     return str(int(number)) if number.is_integer() else f"{number:g}"
 
-
-def without_children(element: Element) -> Element:
-    return replace(element, children=[])
