@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from desktop.accessibility.acting import Actor, ActOutcome, perform, visible_centre
@@ -71,6 +71,18 @@ class ScopedSnapshot:
     def elements(self, depth: int | None = None) -> Iterable[Element]:
         for root in self.roots:
             yield from self.snapshot.subtree(root, depth)
+
+
+@contextlib.asynccontextmanager
+async def reading() -> AsyncIterator[None]:
+    """A read of the tree, bounded: an application that hangs makes it a 503, the machine's trouble and
+    not the caller's (docs/errors.md), rather than holding the request or answering 500."""
+    try:
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            yield
+    except TimeoutError:
+        raise AccessibilityUnavailable(f"an application did not answer the accessibility bus within "
+                                       f"{READ_TIMEOUT_S:.0f} s") from None
 
 
 class Accessibility:
@@ -137,7 +149,7 @@ class Accessibility:
         `prefilter` keeps: from every application's cache plus what the caches lack (`whole`), or only
         what the windows answer to the prefilter's query (docs/accessibility.md "Speed")."""
         bus = await self.bus(session)
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with reading():
             snapshot, windows = await asyncio.gather(read_tops(bus), session.x.call(list_windows))
             tops = [snapshot.elements[r] for r in snapshot.roots]
             await fill_details(bus, tops, values=False)
@@ -167,7 +179,7 @@ class Accessibility:
                    include_hidden: bool = False) -> ScopedSnapshot:
         """The scoped snapshot with bounds, text and values of everything down to `depth`."""
         scoped = await self.scoped(session, window, Prefilter(showing_only=not include_hidden))
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with reading():
             await fill_details(await self.bus(session), scoped.elements(depth))
         order_by_position(scoped.snapshot)
         return scoped
@@ -176,7 +188,7 @@ class Accessibility:
         """The elements matching `query` (at most `query.limit`), in reading order, with their details."""
         scoped = await self.scoped(session, query.window, query.prefilter, whole=False)
         found = [e for e in scoped.elements() if query.matches(e)][:query.limit]
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with reading():
             await fill_details(await self.bus(session), found)
         return found
 
@@ -213,7 +225,7 @@ class Accessibility:
             if parsed is None:
                 raise ElementNotFound(f"{target!r} is not an element id", element=target)
             ref = parsed
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with reading():
             apps = await application_infos(bus, [(ref[0], ROOT_PATH)])
             chain = await read_chain(bus, apps, *ref)
             if not chain or "defunct" in chain[0].states:
