@@ -231,6 +231,11 @@ class StreamManager:
                 del self._pipelines[codec]
                 self._spawn(pipeline.close())
 
+    async def broadcast(self, event: str, payload: dict[str, Any]) -> None:
+        """Send one event to every connected viewer (e.g. neko's `screen/updated` after a resize)."""
+        sessions = list(self._sessions.values())
+        await asyncio.gather(*(s.emit(event, payload) for s in sessions), return_exceptions=True)
+
     async def send_to(self, viewer: str, event: str, payload: dict[str, Any]) -> None:
         session = self._sessions.get(viewer)
         if session is not None:

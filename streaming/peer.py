@@ -86,6 +86,11 @@ class ViewerPeer:
     def state(self) -> str:
         return self._pc.connectionState
 
+    @property
+    def has_audio(self) -> bool:
+        """Whether the offer carries the desktop's sound (neko's `signal/provide` `audio.disabled`)."""
+        return False
+
     async def offer(self) -> str:
         """Create the offer (gathering host candidates under the port policy) and return its SDP."""
         offer = await self._pc.createOffer()

@@ -148,7 +148,7 @@ class SignalingSession:
         await self.emit("signal/provide", {
             "sdp": sdp, "iceservers": [],
             "video": {"disabled": False, "id": VIDEO_ID, "video": VIDEO_ID, "auto": False},
-            "audio": {"disabled": True},
+            "audio": {"disabled": not peer.has_audio},
         })
 
     async def _signal_answer(self, payload: dict[str, Any]) -> None:
@@ -180,6 +180,7 @@ class SignalingSession:
 
     def _init_payload(self) -> dict[str, Any]:
         config = self._manager.require_config()
+        session = self._manager.desktop.session()  # the screen now: it may have been resized since the start
         host = self._manager.control.host
         sessions = {
             viewer: {"id": viewer, "profile": {"name": viewer, "can_watch": True,
@@ -190,7 +191,7 @@ class SignalingSession:
         return {
             "session_id": self.id,
             "control_host": {"has_host": host is not None, **({"host_id": host} if host else {})},
-            "screen_size": {"width": config.width, "height": config.height, "rate": config.fps},
+            "screen_size": {"width": session.width, "height": session.height, "rate": config.fps},
             "sessions": sessions,
             "settings": NEKO_SETTINGS,
             "touch_events": False,

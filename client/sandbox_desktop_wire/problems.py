@@ -66,6 +66,13 @@ class ProblemCode(enum.StrEnum):
     CLIPBOARD_FAILED = "clipboard_failed"
     STREAM_ALREADY_ACTIVE = "stream_already_active"
     STREAM_NOT_ACTIVE = "stream_not_active"
+    # People in the loop (docs/control.md, docs/approvals.md, docs/audio.md)
+    DESKTOP_CONTROLLED_BY_VIEWER = "desktop_controlled_by_viewer"
+    ACTION_DENIED = "action_denied"
+    APPROVAL_EXPIRED = "approval_expired"
+    APPROVAL_NOT_FOUND = "approval_not_found"
+    APPROVAL_ALREADY_DECIDED = "approval_already_decided"
+    AUDIO_UNAVAILABLE = "audio_unavailable"
     # Apps (docs/apps.md)
     APP_NOT_FOUND = "app_not_found"
     APP_EXITED = "app_exited"
@@ -161,6 +168,16 @@ PROBLEMS: Mapping[ProblemCode, ProblemSpec] = {
                                "answer it"),
     C.STREAM_NOT_ACTIVE: P(409, "Conflict", "the live view's signalling before `stream/start`",
                            type_suffix="conflict"),
+    C.DESKTOP_CONTROLLED_BY_VIEWER: P(409, "Desktop Controlled By Viewer", "agent input while a person holds "
+                                      "control through the live view (`--takeover refuse`); `controller` names them"),
+    C.ACTION_DENIED: P(403, "Action Denied", "a person denied the action; `message` is theirs"),
+    C.APPROVAL_EXPIRED: P(403, "Approval Expired", "nobody decided on the action within the approval timeout; it "
+                          "did not run"),
+    C.APPROVAL_NOT_FOUND: P(404, "Approval Not Found", "no approval with that id"),
+    C.APPROVAL_ALREADY_DECIDED: P(409, "Approval Already Decided", "a decision on an approval that is no longer "
+                                  "pending"),
+    C.AUDIO_UNAVAILABLE: P(503, "Audio Unavailable", "the desktop has no sound server (pulseaudio missing or "
+                           "failed to start)"),
     C.APP_NOT_FOUND: P(404, "App Not Found", "`app` is not on PATH"),
     C.APP_EXITED: P(422, "App Exited", "the app (or xdg-open) exits non-zero at once"),
     C.APP_NOT_EXECUTABLE: P(422, "App Not Executable", "`app` is no program or its `#!` interpreter is missing"),

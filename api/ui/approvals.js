@@ -1,0 +1,1 @@
+// Pending agent actions a person approves or denies (docs/approvals.md).

@@ -1,0 +1,1 @@
+// The desktop's sound in the live view (docs/audio.md).

@@ -1,0 +1,1 @@
+// Making the desktop fit the browser window (docs/display.md).
