@@ -41,6 +41,7 @@ from desktop.errors import ApiDisabled, ServiceError
 from desktop.options import StartOptions
 from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
+from sandbox_desktop_wire.enums import TakeoverMode
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -105,6 +106,8 @@ class ServerConfig:
     """(port, token file) of a generated token, announced to local clients while the server runs."""
     mcp: mcp_http.McpOptions = field(default_factory=mcp_http.McpOptions)
     """The tools `/v1/mcp` offers and their timeout (`--mcp-allow`, `--mcp-timeout`)."""
+    takeover: TakeoverMode = TakeoverMode.REFUSE
+    """What agent input gets while a person holds control through the live view (`--takeover`)."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:

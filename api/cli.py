@@ -20,6 +20,7 @@ from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
 from desktop.parsing import ascii_int
 from sandbox_desktop_client import local_servers
+from sandbox_desktop_wire.enums import TakeoverMode
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -105,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--max-desktops", type=int, default=16, metavar="N",
                         help="desktops the server holds at once, the default one included while it runs "
                              "(default 16; one more is a 429 too_many_desktops)")
+    server.add_argument("--takeover", type=TakeoverMode, default=TakeoverMode.REFUSE,
+                        choices=list(TakeoverMode), metavar="|".join(TakeoverMode),
+                        help="agent input while a person holds control in the live view: refuse it with 409 "
+                             "desktop_controlled_by_viewer (default), queue it until released, or share control")
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
@@ -204,7 +209,7 @@ def run_server(args: argparse.Namespace) -> int:
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
-                          max_desktops=args.max_desktops,
+                          max_desktops=args.max_desktops, takeover=args.takeover,
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout))
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)

@@ -29,6 +29,9 @@ Entry = dict[str, Any]
 Subscriber = Callable[[Entry], None]
 
 action_source: contextvars.ContextVar[str] = contextvars.ContextVar("action_source", default="rest")
+action_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("action_wait", default=None)
+"""Seconds the caller lets its action wait for a person (a takeover queue, an approval): the request's
+`Prefer: wait=N` (RFC 7240), None for the server's default."""
 
 
 @contextlib.contextmanager

@@ -45,6 +45,17 @@ class TokenRole(enum.StrEnum):
     CONTROL = "control"
 
 
+class TakeoverMode(enum.StrEnum):
+    """What agent input gets while a person holds control through the live view (`--takeover`, docs/control.md)."""
+
+    REFUSE = "refuse"
+    """409 `desktop_controlled_by_viewer`, naming who holds control."""
+    QUEUE = "queue"
+    """Waits until control is released, bounded by the request's timeout."""
+    SHARE = "share"
+    """Both act, as before takeover existed."""
+
+
 class OnIdle(enum.StrEnum):
     """What the idle timeout does to a desktop (docs/desktops.md)."""
 
