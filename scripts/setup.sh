@@ -59,6 +59,7 @@ install_test_tools() {
     apt_install xterm x11-utils xclip xdotool ffmpeg procps imagemagick scrot
     apt_install chromium iproute2   # tests/test_inspector.py: a real browser, in a network namespace of its own
     apt_install gtk-3-examples zenity  # tests/test_accessibility.py: real GTK apps nobody wrote for these tests
+    apt_install featherpad  # tests/test_accessibility_qt.py: a real Qt 5 app
     apt_install iptables            # tests/test_nat.py: the live view through a NAT between test namespaces
   else
     echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe, gtk3-widget-factory, zenity) must be installed by hand" >&2

@@ -30,7 +30,7 @@ from desktop.accessibility.atspi import (
     AtspiError,
 )
 from desktop.accessibility.errors import ElementActionUnsupported, ElementNotFound
-from desktop.accessibility.tree import MAX_TEXT_CHARS, Bounds, Element, usable_bounds
+from desktop.accessibility.tree import Bounds, Element, read_text, usable_bounds
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.session import Session
@@ -147,7 +147,7 @@ async def _set_text(bus: AtspiBus, element: Element, value: str) -> bool:
     """Set the text and read it back: a toolkit may accept the call and keep its old text."""
     try:
         [done] = await bus.call(element.bus, element.path, EDITABLE_TEXT, "SetTextContents", "s", (value,))
-        [text] = await bus.call(element.bus, element.path, TEXT, "GetText", "ii", (0, MAX_TEXT_CHARS))
+        text = await read_text(bus, element)
     except AtspiError:
         return False
     return bool(done) and text == value
@@ -184,7 +184,7 @@ async def _reads(bus: AtspiBus, element: Element, value: str) -> bool:
     deadline = time.monotonic() + READ_BACK_S
     while True:
         try:
-            [text] = await bus.call(element.bus, element.path, TEXT, "GetText", "ii", (0, MAX_TEXT_CHARS))
+            text = await read_text(bus, element)
         except AtspiError:
             return True  # it cannot be read back: trust the keys
         element.value = str(text)

@@ -7,6 +7,10 @@ docs/accessibility.md "Speed"). Every cached object also says how many children 
 cache holds fewer, `complete` asks that object for its showing descendants in one call
 (`Collection.GetMatches`, which the application answers in-process), then their names, and then the
 role, states and interfaces of only those a query can still match, all pipelined.
+
+Qt 5's bridge differs (measured with Qt 5.15.8, FeatherPad): its cache is empty, it has no `Collection`,
+and `Properties.GetAll` on any of its objects crashes the application (a segfault in QtCore). Its objects
+are walked level by level instead, each property asked with its own `Get` (`object_properties`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from desktop.accessibility.atspi import (
     ACCESSIBLE,
+    APPLICATION,
     CACHE,
     CACHE_PATH,
     COLLECTION,
@@ -50,6 +55,10 @@ MATCH_ALL, MATCH_ANY = 1, 2
 SORT_CANONICAL = 1
 MAX_MATCHES = 20_000
 """Objects one `GetMatches` may answer: a page's showing objects are far fewer."""
+ACCESSIBLE_PROPERTIES = ("Name", "Description", "Parent", "ChildCount")
+"""The `Accessible` properties a reader uses."""
+NO_GET_ALL = frozenset({"Qt"})
+"""Toolkits whose objects crash on `Properties.GetAll`: asked one property at a time."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +88,13 @@ async def application_infos(bus: AtspiBus, registered: list[tuple[str, str]]) ->
     for name, root in missing:
         requests.append((name, root, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")))
         requests.append((DBUS, "/org/freedesktop/DBus", DBUS, "GetConnectionUnixProcessID", "s", (name,)))
+        requests.append((name, root, PROPERTIES, "Get", "ss", (APPLICATION, "ToolkitName")))
     answers = await bus.call_all(requests)
     for i, (name, _root) in enumerate(missing):
-        app_name, pid = answers[2 * i], answers[2 * i + 1]
+        app_name, pid, toolkit = answers[3 * i: 3 * i + 3]
         if isinstance(app_name, list) and isinstance(pid, list):  # an app still starting is asked again
-            bus.applications[name] = Application(name, str(app_name[0].value), int(pid[0]))
+            bus.applications[name] = Application(name, str(app_name[0].value), int(pid[0]),
+                                                 str(toolkit[0].value) if isinstance(toolkit, list) else "")
     return [bus.applications.get(name) or Application(name, "", None) for name, _root in registered]
 
 
@@ -163,6 +174,10 @@ async def complete(bus: AtspiBus, snapshot: Snapshot, roots: Iterable[Element], 
     """Add to `snapshot` the objects under `roots` that the caches lack and `prefilter` keeps; each hangs
     on its parent, or on the object it was found under when `prefilter` left its parent out."""
     holes = gaps(snapshot, roots)
+    walked = [hole for hole in holes if COLLECTION not in hole.interfaces]
+    if walked:
+        await _walk_below(bus, snapshot, walked)
+        holes = [hole for hole in holes if COLLECTION in hole.interfaces]
     if not holes:
         return
     refs: list[tuple[str, str]] = []
@@ -182,6 +197,20 @@ async def complete(bus: AtspiBus, snapshot: Snapshot, roots: Iterable[Element], 
         snapshot.elements[element.parent].children.append(element.id)
 
 
+async def _walk_below(bus: AtspiBus, snapshot: Snapshot, holes: list[Element]) -> None:
+    """Objects without `Collection` (Qt's): everything below them, walked, linked in under them."""
+    apps = {app.bus: app for app in snapshot.applications}
+    answers = await bus.call_all([(h.bus, h.path, ACCESSIBLE, "GetChildren", "", ()) for h in holes])
+    for hole, answer in zip(holes, answers, strict=True):
+        app = apps.get(hole.bus)
+        if app is None or not isinstance(answer, list):
+            continue
+        level: list[tuple[str, str | None, int]] = [
+            (str(path), hole.id, i) for i, (_b, path) in enumerate(answer[0])
+            if element_id(hole.bus, str(path)) not in snapshot.elements]
+        merge(snapshot, await walk(bus, app, level))
+
+
 async def matching(bus: AtspiBus, roots: list[Element], prefilter: Prefilter) -> list[list[tuple[str, str]]]:
     """The showing descendants of each root that `prefilter`'s roles and states keep, in reading order,
     one `Collection.GetMatches` each (none for a root that failed to answer)."""
@@ -191,17 +220,40 @@ async def matching(bus: AtspiBus, roots: list[Element], prefilter: Prefilter) ->
     return [[(str(b), str(p)) for b, p in answer[0]] if isinstance(answer, list) else [] for answer in answers]
 
 
+async def object_properties(bus: AtspiBus, apps: Iterable[Application],
+                            refs: list[tuple[str, str]]) -> list[dict[str, Any] | None]:
+    """The `Accessible` properties of each object (None for one that is gone): one `GetAll` each, or one
+    `Get` per property for toolkits that crash on `GetAll` (NO_GET_ALL); all pipelined."""
+    one_by_one = {app.bus for app in apps if app.toolkit in NO_GET_ALL}
+    requests: list[Request] = []
+    for b, p in refs:
+        if b in one_by_one:
+            requests.extend((b, p, PROPERTIES, "Get", "ss", (ACCESSIBLE, name)) for name in ACCESSIBLE_PROPERTIES)
+        else:
+            requests.append((b, p, PROPERTIES, "GetAll", "s", (ACCESSIBLE,)))
+    answers = iter(await bus.call_all(requests))
+    found: list[dict[str, Any] | None] = []
+    for b, _p in refs:
+        if b in one_by_one:
+            values = [answer for _ in ACCESSIBLE_PROPERTIES if isinstance(answer := next(answers), list)]
+            found.append({name: v[0].value for name, v in zip(ACCESSIBLE_PROPERTIES, values, strict=True)}
+                         if len(values) == len(ACCESSIBLE_PROPERTIES) else None)
+        else:
+            answer = next(answers)
+            found.append(None if isinstance(answer, AtspiError) else {k: v.value for k, v in answer[0].items()})
+    return found
+
+
 async def read_objects(bus: AtspiBus, apps: Iterable[Application], refs: list[tuple[str, str]],
                        name_matches: Callable[[str], bool] | None = None) -> list[Element]:
     """Objects the caches lack, by reference: names and parents of all, then role, states and interfaces
     of those whose name `name_matches` (all when None) or who have none (a field may take its label's:
     desktop/accessibility/labels.py). In the order given; gone ones left out."""
-    props = await bus.call_all([(b, p, PROPERTIES, "GetAll", "s", (ACCESSIBLE,)) for b, p in refs])
+    props = await object_properties(bus, apps, refs)
     kept: list[tuple[str, str, dict[str, Any]]] = []
-    for (bus_name, path), answer in zip(refs, props, strict=True):
-        if isinstance(answer, AtspiError):
+    for (bus_name, path), values in zip(refs, props, strict=True):
+        if values is None:
             continue
-        values = {k: v.value for k, v in answer[0].items()}
         name = str(values.get("Name", ""))
         if name_matches is None or not name.strip() or name_matches(name):
             kept.append((bus_name, path, values))
@@ -259,26 +311,31 @@ async def read_chain(bus: AtspiBus, apps: Iterable[Application], bus_name: str, 
 async def walk_application(bus: AtspiBus, app: Application, root: str) -> list[Element]:
     """Every object of an application without a cache, level by level, each level's calls pipelined;
     also the baseline the bench compares the cache with (bench/accessibility.py)."""
-    found: list[Element] = []
     [top] = await bus.call(app.bus, root, ACCESSIBLE, "GetChildren")
-    level: list[tuple[str, str | None, int]] = [(path, None, i) for i, (_b, path) in enumerate(top)]
+    return await walk(bus, app, [(str(path), None, i) for i, (_b, path) in enumerate(top)])
+
+
+async def walk(bus: AtspiBus, app: Application, level: list[tuple[str, str | None, int]]) -> list[Element]:
+    """The objects at `level` ((path, parent id, index in the parent)) and all below them, one level of
+    pipelined calls at a time."""
+    found: list[Element] = []
     while level:
+        props = await object_properties(bus, [app], [(app.bus, path) for path, _parent, _i in level])
         answers = await bus.call_all([request for path, _parent, _i in level for request in (
             (app.bus, path, ACCESSIBLE, "GetChildren", "", ()), (app.bus, path, ACCESSIBLE, "GetRole", "", ()),
-            (app.bus, path, ACCESSIBLE, "GetState", "", ()), (app.bus, path, PROPERTIES, "GetAll", "s", (ACCESSIBLE,)),
-            (app.bus, path, ACCESSIBLE, "GetInterfaces", "", ()))])
+            (app.bus, path, ACCESSIBLE, "GetState", "", ()), (app.bus, path, ACCESSIBLE, "GetInterfaces", "", ()))])
         below: list[tuple[str, str | None, int]] = []
         for n, (path, parent, index) in enumerate(level):
-            children, role, states, props, interfaces = answers[5 * n: 5 * n + 5]
+            children, role, states, interfaces = answers[4 * n: 4 * n + 4]
+            values = props[n]
             if not (isinstance(children, list) and isinstance(role, list) and isinstance(states, list)
-                    and isinstance(props, list) and isinstance(interfaces, list)):
+                    and values is not None and isinstance(interfaces, list)):
                 continue  # gone meanwhile
-            values = {k: v.value for k, v in props[0].items()}
             element = Element(bus=app.bus, path=path, role=role_name(role[0]), name=str(values.get("Name", "")),
                               description=str(values.get("Description", "")), states=decode_states(states[0]),
                               interfaces=frozenset(interfaces[0]), parent=parent, index=index,
                               child_count=len(children[0]), app=app.name, pid=app.pid)
             found.append(element)
-            below.extend((child_path, element.id, i) for i, (_b, child_path) in enumerate(children[0]))
+            below.extend((str(child_path), element.id, i) for i, (_b, child_path) in enumerate(children[0]))
         level = below
     return found

@@ -137,6 +137,8 @@ class Application:
     bus: str
     name: str
     pid: int | None
+    toolkit: str = ""
+    """`ToolkitName`: `GTK`, `Chromium`, `Qt`... (how its objects are read depends on it: reading.py)."""
 
 
 @dataclass
@@ -196,6 +198,25 @@ def usable_bounds(x: int, y: int, width: int, height: int) -> Bounds | None:
     return Bounds(x, y, width, height)
 
 
+WHOLE_TEXT_TOOLKITS = frozenset({"Qt"})
+"""Toolkits that answer `GetText(0, n)` with nothing when the text is shorter than n (Qt 5.15): asked for
+all of it (end -1) and cut here."""
+
+
+def text_request(bus: AtspiBus, element: Element) -> Request:
+    """`Text.GetText` of the element's first MAX_TEXT_CHARS characters, as its toolkit takes it (cut the
+    answer to MAX_TEXT_CHARS)."""
+    app = bus.applications.get(element.bus)
+    end = -1 if app is not None and app.toolkit in WHOLE_TEXT_TOOLKITS else MAX_TEXT_CHARS
+    return element.bus, element.path, TEXT, "GetText", "ii", (0, end)
+
+
+async def read_text(bus: AtspiBus, element: Element) -> str:
+    """The element's text (its first MAX_TEXT_CHARS characters); raises AtspiError."""
+    [text] = await bus.call(*text_request(bus, element))
+    return str(text)[:MAX_TEXT_CHARS]
+
+
 async def fill_details(bus: AtspiBus, elements: Iterable[Element], *, values: bool = True) -> None:
     """Bounds of the showing elements, and the text or value of those that hold one, in one pipeline."""
     requests: list[Request] = []
@@ -206,7 +227,7 @@ async def fill_details(bus: AtspiBus, elements: Iterable[Element], *, values: bo
             targets.append((element, "bounds"))
         if values and element.value is None and holds_value(element):
             if TEXT in element.interfaces:
-                requests.append((element.bus, element.path, TEXT, "GetText", "ii", (0, MAX_TEXT_CHARS)))
+                requests.append(text_request(bus, element))
                 targets.append((element, "text"))
             else:
                 requests.append((element.bus, element.path, PROPERTIES, "Get", "ss", (VALUE, "CurrentValue")))
@@ -217,7 +238,7 @@ async def fill_details(bus: AtspiBus, elements: Iterable[Element], *, values: bo
         if kind == "bounds":
             element.bounds = usable_bounds(*result[0])
         elif kind == "text":
-            element.value = "" if element.role == "password-text" else str(result[0])
+            element.value = "" if element.role == "password-text" else str(result[0])[:MAX_TEXT_CHARS]
         else:
             element.value = _number(result[0].value)
 
