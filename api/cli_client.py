@@ -192,6 +192,16 @@ def record_download(client: Client, args: argparse.Namespace) -> None:
     out(str(path))
 
 
+def record_trajectory(client: Client, args: argparse.Namespace) -> None:
+    bar = ProgressBar()
+    try:
+        path = client.download_trajectory(args.id, args.output, image_format=args.image_format,
+                                          parquet=args.parquet, moves=args.moves or None, progress=bar)
+    finally:
+        bar.finish()
+    out(str(path))
+
+
 def viewer_url(url: str, token: str | None, desktop: str | None = None) -> str:
     """The inspector; `#desktop=` selects a desktop in it, as the share links of `desktops token` do."""
     fragment = "&".join(f"{name}={value}" for name, value in (("token", token), ("desktop", desktop)) if value)
@@ -266,6 +276,14 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
     p = command(rec_commands, "download", record_download, "download a recording's MP4")
     p.add_argument("id")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p = command(rec_commands, "trajectory", record_trajectory,
+                "export a recording and its actions as a dataset (zip: steps.jsonl, images, steps.parquet)")
+    p.add_argument("id")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p.add_argument("--image-format", choices=["png", "jpeg"], default=None, help="default png")
+    p.add_argument("--parquet", action=argparse.BooleanOptionalAction, default=None,
+                   help="add steps.parquet (default: when the server has pyarrow)")
+    p.add_argument("--moves", action="store_true", help="keep pointer moves that lead to a click as steps")
 
     command(subparsers, "viewer", None, "print the inspector's URL (with the token)")
     cli_desktops.add_desktops_commands(

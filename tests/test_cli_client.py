@@ -141,7 +141,8 @@ def test_unreachable_server_exits_2() -> None:
 EVERY_COMMAND = (("status",), ("status", "--json"), ("start",), ("stop",), ("screenshot", "-o", "{tmp}/s.png"),
                  ("click", "1", "1"), ("type", "hi"), ("key", "Return"), ("windows",), ("clipboard", "get"),
                  ("clipboard", "set", "x"), ("record", "start"), ("record", "stop"), ("record", "list"),
-                 ("record", "download", "rec_1", "-o", "{tmp}/r.mp4"))
+                 ("record", "download", "rec_1", "-o", "{tmp}/r.mp4"),
+                 ("record", "trajectory", "rec_1", "-o", "{tmp}/t.zip"))
 
 
 def every_command(tmp: Path) -> list[list[str]]:

@@ -349,6 +349,14 @@ def download_recording(recording_id: str) -> Call[None]:
     return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}/download", nothing)
 
 
+def download_trajectory(recording_id: str, image_format: str | None, parquet: bool | None,
+                        moves: bool | None) -> Call[None]:
+    params = {k: str(v).lower() if isinstance(v, bool) else v
+              for k, v in (("imageFormat", image_format), ("parquet", parquet), ("moves", moves)) if v is not None}
+    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}/trajectory", nothing, params=params,
+                extra_timeout=60)
+
+
 def delete_recording(recording_id: str) -> Call[None]:
     return Call("DELETE", f"/v1/desktop/recordings/{_path_id(recording_id)}", nothing)
 

@@ -249,11 +249,25 @@ class AsyncClient:
         return await self.send(b.recording(recording_id))
 
     async def download_recording(self, recording_id: str, path: str | os.PathLike[str], *,
-                                 progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
+                                progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
         """`GET /v1/desktop/recordings/{id}/download`: stream the MP4 to `path` in chunks, calling
         `progress(done, total)` after each; returns the `Path`. A failed download leaves no file."""
-        call, target = b.download_recording(recording_id), Path(path)
-        async with self._http.stream(call.method, b.scoped(call.path, self._desktop)) as response:
+        return await self._download(b.download_recording(recording_id), Path(path), progress, chunk_size)
+
+    async def download_trajectory(self, recording_id: str, path: str | os.PathLike[str], *,
+                                 image_format: str | None = None, parquet: bool | None = None,
+                                 moves: bool | None = None, progress: Progress | None = None) -> Path:
+        """`GET /v1/desktop/recordings/{id}/trajectory`: the recording as a dataset (a zip of `steps.jsonl`, the
+        screens before and after each action, and `steps.parquet` when the server has pyarrow; `image_format`
+        png or jpeg; `moves` keeps pointer moves as steps), streamed to `path`; returns the `Path`.
+        `ConflictError` while it records (docs/trajectories.md)."""
+        call = b.download_trajectory(recording_id, image_format, parquet, moves)
+        return await self._download(call, Path(path), progress, b.DOWNLOAD_CHUNK)
+
+    async def _download(self, call: b.Call[None], target: Path, progress: Progress | None, chunk_size: int) -> Path:
+        """Stream a binary response to `target`; a failed download leaves no file."""
+        async with self._http.stream(call.method, b.scoped(call.path, self._desktop),
+                                    **b.request_options(call, self.timeout)) as response:
             if not response.is_success:
                 await response.aread()
                 b.check(response)
