@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from api import mcp_http
+from api import approval_policy, mcp_http
 from api.auth import TokenAuthMiddleware
 from api.browser_guard import BrowserGuardMiddleware, HostPolicy, OriginPolicy
 from api.cors import CorsMiddleware, CorsPolicy
@@ -36,11 +36,13 @@ from api.routes.ui import ROUTES as UI_ROUTES
 from api.scoped_tokens import TokenStore
 from api.services import DesktopServices, Lifecycle, ServerServices, build_desktop_services
 from desktop import options as options_module
+from desktop.approvals import DEFAULT_TIMEOUT_S
 from desktop.dependencies import DependencyChecker
 from desktop.errors import ApiDisabled, ServiceError
 from desktop.options import StartOptions
 from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
+from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
 
 logger = logging.getLogger("sandbox_desktop.api")
@@ -59,6 +61,7 @@ ROUTE_MODULES = (
     "api.routes.windows",
     "api.routes.window_capture",
     "api.routes.clipboard",
+    "api.routes.files_into_apps",
     "api.routes.apps",
     "api.routes.recording",
     "api.routes.trajectory",
@@ -108,6 +111,11 @@ class ServerConfig:
     """The tools `/v1/mcp` offers and their timeout (`--mcp-allow`, `--mcp-timeout`)."""
     takeover: TakeoverMode = TakeoverMode.REFUSE
     """What agent input gets while a person holds control through the live view (`--takeover`)."""
+    approve: frozenset[ActionKind] = frozenset()
+    """Kinds of agent actions held until a person approves them (`--approve`), on desktops without a policy of
+    their own (docs/approvals.md)."""
+    approval_timeout: float = DEFAULT_TIMEOUT_S
+    """How long a held action waits for a decision when the request says no `Prefer: wait` (`--approval-timeout`)."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -176,7 +184,7 @@ def create_app(config: ServerConfig) -> Starlette:
 
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,
-                                      config.webrtc_public_addresses, lifecycle)
+                                      config.webrtc_public_addresses, lifecycle, takeover=config.takeover)
 
     tokens = TokenStore()
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,
@@ -186,7 +194,8 @@ def create_app(config: ServerConfig) -> Starlette:
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
                               tokens=tokens, version=VERSION)
     single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
-    operations = [*single, *per_desktop(single)]
+    # The approval gate: a guard on each operation a policy may hold (api/approval_policy.py).
+    operations = approval_policy.guarded([*single, *per_desktop(single)])
     openapi = build_openapi(operations, VERSION)
     # MCP over HTTP (docs/mcp.md) is an ASGI app of its own rather than an Operation: it streams, and answers its
     # errors the way MCP clients expect (api/mcp_http.py). Its sessions live within the lifespan below.

@@ -20,6 +20,7 @@ from api.logs import LOG_FORMATS, configure_logging
 from desktop import installer
 from desktop.parsing import ascii_int
 from sandbox_desktop_client import local_servers
+from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind, parse_kinds
 from sandbox_desktop_wire.enums import TakeoverMode
 
 if TYPE_CHECKING:
@@ -54,6 +55,14 @@ def public_addresses(args: argparse.Namespace) -> tuple[str, ...]:
     if args.webrtc_public_address:
         return tuple(args.webrtc_public_address)
     return tuple(parse_public_address(a) for a in os.environ.get(PUBLIC_ADDRESS_ENV, "").split(",") if a.strip())
+
+
+def approve_kinds(text: str) -> frozenset[ActionKind]:
+    """`--approve`: `pointer,type,key,launch,process` (any of them) or `all`."""
+    try:
+        return parse_kinds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                         choices=list(TakeoverMode), metavar="|".join(TakeoverMode),
                         help="agent input while a person holds control in the live view: refuse it with 409 "
                              "desktop_controlled_by_viewer (default), queue it until released, or share control")
+    server.add_argument("--approve", type=approve_kinds, default=frozenset(), metavar="KINDS",
+                        help=f"hold these kinds of agent actions until a person approves them in the inspector or "
+                             f"with POST /v1/approvals/ID: a comma list of {','.join(ActionKind)}, or all (default "
+                             "none; a desktop created with `approve` has its own; docs/approvals.md)")
+    server.add_argument("--approval-timeout", type=mcp_server.positive, default=DEFAULT_APPROVAL_TIMEOUT_S,
+                        metavar="SECONDS", help="a held action nobody decides on within this long is refused with "
+                        f"403 approval_expired (default {DEFAULT_APPROVAL_TIMEOUT_S:g}; a request's "
+                        "`Prefer: wait=N` sets its own)")
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
@@ -209,7 +226,8 @@ def run_server(args: argparse.Namespace) -> int:
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
-                          max_desktops=args.max_desktops, takeover=args.takeover,
+                          max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
+                          approval_timeout=args.approval_timeout,
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout))
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)

@@ -147,7 +147,7 @@ def describe(rec: Any) -> str:
 
 
 def record_start(client: Client, args: argparse.Namespace) -> None:
-    out(client.start_recording(fps=args.fps).id)
+    out(client.start_recording(fps=args.fps, audio=args.audio).id)
 
 
 def record_stop(client: Client, args: argparse.Namespace) -> None:
@@ -271,6 +271,8 @@ def add_client_commands(subparsers: argparse._SubParsersAction) -> None:
     rec_commands = rec.add_subparsers(dest="record_command", required=True, metavar="ACTION")
     p = command(rec_commands, "start", record_start, "start recording; prints the id")
     p.add_argument("--fps", type=int)
+    p.add_argument("--audio", action=argparse.BooleanOptionalAction, default=None,
+                   help="record the desktop's sound (default: when it has a sound server)")
     command(rec_commands, "stop", record_stop, "stop recording")
     command(rec_commands, "list", record_list, "list recordings")
     p = command(rec_commands, "download", record_download, "download a recording's MP4")

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp_server
 from api.problems import problem_body, problem_response
+from desktop.action_log import action_source
 from sandbox_desktop_client import AsyncClient
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 PATH = "/v1/mcp"
 METHODS = ["GET", "POST", "DELETE"]
 TIMEOUT_FLAG = "--mcp-timeout"
+MCP_SOURCE = "mcp"
 # What the endpoint needs of the SDK besides what the stdio server does; a partial install is as unusable as none.
 MODULES = ("mcp", "mcp.types", "mcp.server.lowlevel", "mcp.server.streamable_http_manager")
 
@@ -67,7 +69,10 @@ class InProcess(httpx.AsyncBaseTransport):
         self._running: set[asyncio.Task[httpx.Response]] = set()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        task = asyncio.ensure_future(self._asgi.handle_async_request(request))
+        # The tools' actions are the agent's, logged and held for approval as `mcp` (docs/action-log.md).
+        context = contextvars.copy_context()
+        context.run(action_source.set, MCP_SOURCE)
+        task = asyncio.get_running_loop().create_task(self._asgi.handle_async_request(request), context=context)
         self._running.add(task)
         task.add_done_callback(self._finished)
         return await asyncio.shield(task)

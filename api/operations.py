@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from desktop.action_log import action_wait
 from desktop.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
 from desktop.parsing import ascii_int
 from sandbox_desktop_wire.base import WireModel
@@ -24,6 +25,9 @@ from sandbox_desktop_wire.problems import PROBLEMS, ProblemCode
 M = TypeVar("M", bound=BaseModel)
 
 Handler = Callable[..., Awaitable[Any]]
+Guard = Callable[[Request, dict[str, Any]], Awaitable[None]]
+"""Runs after the inputs are parsed and before the handler, with its keyword arguments (`body=`, `query=`); raising
+refuses the request. The approval gate (api/approval_policy.py) is the one guard."""
 
 # A JSON body larger than this is refused before it is parsed (413).
 MAX_JSON_BODY_BYTES = 64 * 1024 * 1024
@@ -34,6 +38,9 @@ OFF_LOOP_PARSE_BYTES = 1024 * 1024
 # "a value is out of range" (400): the split the reference's clients already expect.
 _SHAPE_ERRORS = ("missing", "_type", "enum", "literal_error", "json_invalid", "model_attributes_type",
                  "is_instance_of", "union_tag", "dict_type", "list_type")
+
+PREFER_WAIT_MAX_S = 3600
+"""The longest `Prefer: wait=N` honoured; a longer one is cut to it."""
 
 # Every status some problem code is answered with: the only error statuses an operation can document.
 PROBLEM_STATUSES = frozenset(status for spec in PROBLEMS.values() for status in (spec.status, *spec.also))
@@ -71,6 +78,8 @@ class Operation:
     tags: tuple[str, ...] = field(default_factory=tuple)
     operation_id: str | None = None
     """The OpenAPI operationId when the handler's name is taken (a per-desktop copy of an operation)."""
+    guard: Guard | None = None
+    """Set by the app (api/app.py) for operations an approval policy may hold."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.errors) - PROBLEM_STATUSES)
@@ -84,7 +93,17 @@ class Operation:
             kwargs["query"] = parse_query(request, self.query, self.invalid_code)
         if self.body is not None:
             kwargs["body"] = await parse_body(request, self.body, self.invalid_code, self.body_required)
-        result = await self.handler(request, **kwargs)
+        # How long the caller lets its action wait for a person (an approval, a takeover queue), for the whole
+        # handler: whatever holds the action reads it from the context (desktop/action_log.py `action_wait`).
+        wait = prefer_wait(request.scope["headers"])
+        reset = action_wait.set(wait) if wait is not None else None
+        try:
+            if self.guard is not None:
+                await self.guard(request, kwargs)
+            result = await self.handler(request, **kwargs)
+        finally:
+            if reset is not None:
+                action_wait.reset(reset)
         if isinstance(result, Response):
             return result
         if isinstance(result, WireModel):
@@ -92,6 +111,22 @@ class Operation:
         if result is None:
             return Response(status_code=204)
         raise TypeError(f"{self.handler.__name__} returned {type(result).__name__}")
+
+
+def prefer_wait(headers: list[tuple[bytes, bytes]]) -> float | None:
+    """Seconds of the request's `Prefer: wait=N` (RFC 7240, N a non-negative integer, at most PREFER_WAIT_MAX_S), or
+    None. A preference the server does not understand is ignored, as the RFC asks, never an error."""
+    for name, value in headers:
+        if name != b"prefer":
+            continue
+        for preference in value.decode("latin-1").split(","):
+            key, _, given = preference.split(";", 1)[0].partition("=")
+            if key.strip().lower() == "wait":
+                given = given.strip().strip('"')
+                if given.isascii() and given.isdigit():
+                    digits = given.lstrip("0") or "0"  # a long one is past the maximum (and int() refuses 4300)
+                    return float(PREFER_WAIT_MAX_S if len(digits) > 6 else min(int(digits), PREFER_WAIT_MAX_S))
+    return None
 
 
 def field_errors(exc: ValidationError, location: str, model: type[BaseModel]) -> list[dict[str, str]]:

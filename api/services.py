@@ -20,11 +20,15 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import HTTPConnection
 
+from desktop.approvals import ApprovalBook
+from desktop.audio import desktop_sound
+from desktop.audio_capture import AudioCapture
 from desktop.dependencies import DependencyChecker
 from desktop.processes import ProcessManager
 from desktop.runtime import Desktop
 from recording.manager import RecordingManager
-from sandbox_desktop_wire.enums import OnIdle
+from sandbox_desktop_wire.approvals import ActionKind
+from sandbox_desktop_wire.enums import OnIdle, TakeoverMode
 from streaming.manager import StreamManager
 
 if TYPE_CHECKING:
@@ -53,6 +57,8 @@ class Lifecycle:
     last_activity_at: float = field(default_factory=time.time)
     home_template: Path | None = None
     """Copied into HOME at creation and at every reset."""
+    approve: frozenset[ActionKind] | None = None
+    """Kinds of agent actions held for a person's approval (docs/approvals.md); None: the server's `--approve`."""
 
     @property
     def expires_at(self) -> float | None:
@@ -87,16 +93,20 @@ class DesktopServices:
 
 def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessManager,
                            dependencies: DependencyChecker, public_addresses: tuple[str, ...],
-                           lifecycle: Lifecycle | None = None) -> DesktopServices:
-    """The one place a desktop's services are put together."""
+                           lifecycle: Lifecycle | None = None,
+                           takeover: TakeoverMode = TakeoverMode.REFUSE) -> DesktopServices:
+    """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md)."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
-                      home_template=lifecycle.home_template)
+                      home_template=lifecycle.home_template, takeover=takeover)
     # recording/ and streaming/ build on desktop/ (never the reverse): they finalise through its stop hooks.
-    recordings = RecordingManager(desktop)
-    stream = StreamManager(desktop, public_addresses)
+    # One reader of the desktop's sound, shared by its viewers and its recording (docs/audio.md).
+    audio = AudioCapture(lambda: desktop_sound(desktop))
+    recordings = RecordingManager(desktop, audio=audio)
+    stream = StreamManager(desktop, public_addresses, audio=audio)
     desktop.add_stop_hook(recordings.on_desktop_stop)
     desktop.add_stop_hook(stream.on_desktop_stop)
+    desktop.add_stop_hook(audio.close)
     # A failed desktop shows nothing new: viewers are told why, the recording ends where the screen did.
     desktop.add_failure_hook(recordings.on_desktop_failure)
     desktop.add_failure_hook(stream.on_desktop_failure)
@@ -114,6 +124,8 @@ class ServerServices:
     tokens: TokenStore
     """Tokens scoped to one desktop (api/scoped_tokens.py); the server token is `config.token`."""
     version: str
+    approvals: ApprovalBook = field(default_factory=ApprovalBook)
+    """Agent actions held for a person's decision, on every desktop (docs/approvals.md)."""
 
 
 def desktop_path(path: str) -> tuple[str, str] | None:

@@ -2,9 +2,10 @@
 
 Records `--seconds` of a realistic 1440x900 desktop (the bench scene: terminals and images) while doing
 `--actions` actions spread evenly (clicks, typing, key presses), then times
-`GET /v1/desktop/recordings/{id}/trajectory` (PNG, and JPEG), and, as the baseline in the same run, the
-naive export: for every screen a step names, seek the video and decode up to it (what a script using
-PyAV's seek per timestamp does), encoding the same images.
+`GET /v1/desktop/recordings/{id}/trajectory` (PNG, and JPEG) end to end (the zip downloaded), the export
+itself in this process (`recording.trajectory_export.export` on the downloaded MP4, no HTTP), and, as the
+baseline in the same run, the naive export: for every screen a step names, seek the video and decode up
+to it (what a script using PyAV's seek per timestamp does), encoding the same images as PNG.
 Usage: .venv/bin/python bench/trajectory.py [--seconds 60] [--actions 100] [--runs 3]
 """
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BenchDesktop, bench_desktop
 from desktop.encode import encode
 from recording.trajectory import steps
+from recording.trajectory_export import export
 
 
 def record(bench: BenchDesktop, seconds: float, actions: int) -> str:
@@ -63,8 +65,10 @@ def naive_export(video: Path, times_ms: list[int]) -> float:
     begin = time.perf_counter()
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
+        time_base = stream.time_base
+        assert time_base is not None
         for t in times_ms:
-            container.seek(int(t / 1000 / stream.time_base), stream=stream, backward=True, any_frame=False)
+            container.seek(int(t / 1000 / time_base), stream=stream, backward=True, any_frame=False)
             chosen = None
             for frame in container.decode(stream):
                 if frame.time is not None and frame.time * 1000 > t:
@@ -95,9 +99,17 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             video = Path(tmp) / "rec.mp4"
             video.write_bytes(bench.api.get(f"/v1/desktop/recordings/{rec_id}/download").content)
+            rows = steps(entries, info["durationMs"])
+            local = []
+            for _ in range(args.runs):
+                begin = time.perf_counter()
+                summary = export(video, rows, Path(tmp) / "t.zip", parquet=False)
+                local.append(time.perf_counter() - begin)
+            print(f"export in-process (png, no parquet, no HTTP): best {min(local):.2f} s of {args.runs}, "
+                  f"{summary.images} images")
             naive = naive_export(video, times)
         print(f"baseline, seek and decode per screen ({len(times)} screens, png): {naive:.2f} s "
-              f"({naive / bests['png']:.1f}x the export's best png time)")
+              f"({naive / min(local):.1f}x the in-process export)")
 
 
 if __name__ == "__main__":

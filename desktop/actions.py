@@ -185,7 +185,8 @@ class Actions:
         """Run `steps` in order; then settle and take the `final` screenshot, even after an error."""
         outcome = BatchOutcome()
         async with self._lock:
-            async with session.x.input:
+            # Admitted by the takeover gate before the lock: a queued batch waits without blocking the person.
+            async with self.mouse.exclusive(session):
                 await self._run_steps(session, steps, outcome)
             await self._observe(session, outcome, len(steps), settle, final)
         return outcome

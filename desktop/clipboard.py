@@ -4,7 +4,8 @@ A selection exists only while its owner answers requests for it, so the clipboar
 own connection and a hidden window, and sleeps on the X socket plus a wake-up pipe (no polling).
 The event loop hands it commands and awaits futures: a write answers as soon as the server confirms
 our ownership, and no call ever waits on another client's transfer. When the X server goes away
-the thread ends; the next call starts a new one (the old value went with the old server).
+the thread ends; the next call starts a new one (the old value went with the old server). The same
+thread, on the same connection, is the drag source of file drops (desktop/xdnd.py), fed every event first.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from Xlib import error as xerror
 from Xlib.display import Display
 
 from desktop.errors import DesktopError, DesktopFailed, DesktopInactive, invalid_action
-from desktop.selection import Atoms, SelectionOwner, SelectionReader, resolve
+from desktop.selection import PNG, Atoms, Content, ReadFormat, SelectionOwner, SelectionReader, resolve
 from desktop.session import Session
+from desktop.xdnd import DragSource, DropResult
 from sandbox_desktop_wire.enums import ClipboardSelection
 
 T = TypeVar("T")
@@ -70,11 +72,12 @@ class _Connection:
             self.window.set_wm_name("sandbox-desktop clipboard")
             self.owner = SelectionOwner(self.display, self.window, self.atoms, transfer_timeout)
             self.reader = SelectionReader(self.display, self.window, self.atoms, read_timeout)
+            self.drags = DragSource(self.display, self.atoms, transfer_timeout)  # file drops (desktop/xdnd.py)
             self.display.flush()
         except BaseException:
             self.display.close()
             raise
-        self._pending_sets: deque[tuple[tuple[int, ...], str, Future[None]]] = deque()
+        self._pending_sets: deque[tuple[tuple[int, ...], Content, Future[None]]] = deque()
 
     def settle(self) -> None:
         """Send every queued request and handle every received event, so sleeping cannot lose one."""
@@ -90,22 +93,24 @@ class _Connection:
         now = time.monotonic()
         self.owner.expire(now)
         self.reader.expire(now)
-        deadlines = [d for d in (self.owner.next_deadline(), self.reader.next_deadline()) if d is not None]
+        self.drags.expire(now)
+        deadlines = [d for d in (self.owner.next_deadline(), self.reader.next_deadline(),
+                                 self.drags.next_deadline()) if d is not None]
         return min(deadlines, default=None)
 
-    def begin_set(self, selections: tuple[str, ...], text: str, future: Future[None]) -> None:
+    def begin_set(self, selections: tuple[str, ...], content: Content, future: Future[None]) -> None:
         # ICCCM wants a real server time for SetSelectionOwner: a zero-length append to our own
         # property makes the server stamp a PropertyNotify, which finishes the set (_finish_set).
         atoms = tuple(self.atoms[name] for name in selections)
-        self._pending_sets.append((atoms, text, future))
+        self._pending_sets.append((atoms, content, future))
         self.window.change_property(self.atoms.stamp, Xatom.INTEGER, 8, b"", X.PropModeAppend)
 
     def _finish_set(self, stamp: int) -> None:
         if not self._pending_sets:
             return
-        selections, text, future = self._pending_sets.popleft()
+        selections, content, future = self._pending_sets.popleft()
         try:
-            self.owner.own(selections, text, stamp)
+            self.owner.own(selections, content, stamp)
         except DesktopError as exc:
             resolve(future, error=exc)
         else:
@@ -119,8 +124,18 @@ class _Connection:
         else:
             self.reader.read(atom, selection, future)
 
+    def begin_get_image(self, selection: str, future: Future[bytes | None]) -> None:
+        atom = self.atoms[selection]
+        value = self.owner.value(atom)
+        if value is not None:
+            resolve(future, value.formats.get(self.atoms[PNG]))
+        else:
+            self.reader.read(atom, selection, future, ReadFormat.PNG)
+
     def _dispatch(self, ev: Any) -> None:
         try:
+            if self.drags.consume(ev):
+                return
             if ev.type == X.SelectionRequest:
                 self.owner.handle_request(ev)
             elif ev.type == X.SelectionNotify:
@@ -147,8 +162,10 @@ class _Connection:
         for _, _, future in self._pending_sets:
             resolve(future, error=failure)
         self.reader.fail_all(failure)
+        self.drags.fail_all(failure)
         with contextlib.suppress(Exception):  # the server may be on its way out
             if release:
+                self.drags.close()
                 self.owner.release()
                 self.window.destroy()
             self.display.close()
@@ -180,16 +197,28 @@ class ClipboardThread:
     def start(self) -> None:
         self._thread.start()
 
-    def set(self, selections: tuple[str, ...], text: str) -> Future[None]:
-        """Own `selections` with `text`; resolves once the server confirms the ownership."""
+    def set(self, selections: tuple[str, ...], content: Content) -> Future[None]:
+        """Own `selections` with `content`; resolves once the server confirms the ownership."""
         future: Future[None] = Future()
-        self._submit(lambda x: x.begin_set(selections, text, future), future)
+        self._submit(lambda x: x.begin_set(selections, content, future), future)
+        return future
+
+    def get_image(self, selection: str) -> Future[bytes | None]:
+        """The `image/png` of `selection`, or None when its owner offers none (or nobody owns it)."""
+        future: Future[bytes | None] = Future()
+        self._submit(lambda x: x.begin_get_image(selection, future), future)
         return future
 
     def get(self, selection: str) -> Future[str]:
         """The text of `selection`: ours directly, another client's through ConvertSelection."""
         future: Future[str] = Future()
         self._submit(lambda x: x.begin_get(selection, future), future)
+        return future
+
+    def drop(self, uris: tuple[str, ...], x: int, y: int) -> Future[DropResult]:
+        """Drop `uris` on the window at root (x, y) with XDND; resolves once the target has finished."""
+        future: Future[DropResult] = Future()
+        self._submit(lambda c: c.drags.drop(uris, x, y, future), future)
         return future
 
     def stop(self) -> None:
@@ -242,8 +271,13 @@ class ClipboardThread:
                 self._run_commands(x)
                 if self._stopping:
                     return
-                deadline = x.expire()
+                x.expire()
                 x.settle()
+                # Again: the events just handled may have set a nearer deadline (a drop's next XdndPosition).
+                deadline = x.expire()
+                x.display.flush()
+                if x.display.pending_events():  # read while expiring waited on a reply: handle them at once
+                    deadline = time.monotonic()
                 selector.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _run_commands(self, x: _Connection) -> None:
@@ -281,15 +315,26 @@ class Clipboard:
         self._thread: ClipboardThread | None = None
         self._lock = asyncio.Lock()
 
-    async def set(self, session: Session, text: str, selection: str = "clipboard") -> None:
-        """Own `selection` (clipboard, primary or both) with `text` until replaced or taken."""
+    async def set(self, session: Session, text: str | None, selection: str = "clipboard",
+                  image: bytes | None = None) -> None:
+        """Own `selection` (clipboard, primary or both) with `text` and/or a PNG `image` until replaced or taken."""
         names = selection_names(selection, location="body", allow_both=True)
-        await self._call(session.display, lambda thread: thread.set(names, text))
+        content = Content(text, {PNG: image} if image is not None else {})
+        await self._call(session.display, lambda thread: thread.set(names, content))
+
+    async def get_image(self, session: Session, selection: str = "clipboard") -> bytes | None:
+        """The PNG on `selection` (clipboard or primary); None when nothing there offers `image/png`."""
+        (name,) = selection_names(selection, location="query", allow_both=False)
+        return await self._call(session.display, lambda thread: thread.get_image(name))
 
     async def get(self, session: Session, selection: str = "clipboard") -> str:
         """The text of `selection` (clipboard or primary); "" when nothing owns it."""
         (name,) = selection_names(selection, location="query", allow_both=False)
         return await self._call(session.display, lambda thread: thread.get(name))
+
+    async def drop(self, session: Session, uris: tuple[str, ...], x: int, y: int) -> DropResult:
+        """Drop `uris` (file:// URIs) on the application window at (x, y), as a file manager would."""
+        return await self._call(session.display, lambda thread: thread.drop(uris, x, y))
 
     async def close(self) -> None:
         """Release the selections and end the thread (it starts again on the next call)."""

@@ -1,4 +1,5 @@
-"""Coordinate frames: map points between screen pixels, a scaled screenshot's pixels and a 0-1000 grid.
+"""Coordinate frames: map points between screen pixels, a scaled screenshot's pixels, a 0-1000 grid
+and a window's own pixels (its client area, as a window screenshot shows it).
 
 Pure integer arithmetic, no X. A point in a space `extent` units wide stands for the centre of its
 cell, `(v + 0.5) * screen / extent`, so image -> screen -> image is exact for any downscale and
@@ -15,7 +16,7 @@ from typing import Literal
 
 from desktop.encode import scaled_size
 
-SpaceKind = Literal["screen", "image", "normalized"]
+SpaceKind = Literal["screen", "image", "normalized", "window"]
 NORMALIZED_EXTENT = 1000
 """The normalised grid (Gemini style): 0-1000 on both axes, whatever the screen's aspect."""
 _FIT_ROUNDS = 16
@@ -51,15 +52,28 @@ def edge_to_screen(edge: int, extent: int, screen: int) -> int:
 
 
 @dataclass(frozen=True)
+class Area:
+    """A rectangle in screen pixels that a space spans (a window's client area may reach off the screen)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
 class CoordinateSpace:
-    """The frame a client's coordinates are in: screen pixels, image pixels of `width`x`height`, or 0-1000."""
+    """The frame a client's coordinates are in: screen pixels, image pixels of `width`x`height`, 0-1000,
+    or a window's client area (`area`, optionally seen scaled to `width`x`height`)."""
 
     kind: SpaceKind
     screen_width: int
     screen_height: int
     width: int
     height: int
-    """The extent of the space: the screen size, the image size, or 1000x1000."""
+    """The extent of the space: the screen size, the image size, 1000x1000, or the window (image) size."""
+    area: Area | None = None
+    """The screen rectangle the space spans; None for the whole screen."""
 
     @classmethod
     def screen(cls, screen_width: int, screen_height: int) -> CoordinateSpace:
@@ -75,6 +89,24 @@ class CoordinateSpace:
     def normalized(cls, screen_width: int, screen_height: int) -> CoordinateSpace:
         return cls("normalized", screen_width, screen_height, NORMALIZED_EXTENT, NORMALIZED_EXTENT)
 
+    @classmethod
+    def window(cls, screen_width: int, screen_height: int, area: Area, width: int | None = None,
+               height: int | None = None) -> CoordinateSpace:
+        """A window's client area `area`; `width`x`height` when the client saw a scaled capture of it."""
+        width, height = width or area.width, height or area.height
+        if min(width, height, area.width, area.height) < 1:
+            raise ValueError(f"a window space needs a positive size, got {width}x{height} of {area}")
+        return cls("window", screen_width, screen_height, width, height, area)
+
+    @property
+    def span(self) -> Area:
+        """The screen rectangle the space covers."""
+        return self.area or Area(0, 0, self.screen_width, self.screen_height)
+
+    def on_screen(self, x: int, y: int) -> bool:
+        """Whether a screen pixel is on the screen (a window's point may lie off it)."""
+        return 0 <= x < self.screen_width and 0 <= y < self.screen_height
+
     @property
     def max_x(self) -> int:
         """The largest x a client may send (1000 is allowed on the normalised grid, as Gemini sends it)."""
@@ -85,25 +117,27 @@ class CoordinateSpace:
         return NORMALIZED_EXTENT if self.kind == "normalized" else self.height - 1
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
-        """A client point as the screen pixel it designates (clamped to the screen)."""
+        """A client point as the screen pixel it designates (clamped to the space's area)."""
         if self.kind == "normalized":
             return grid_to_screen_axis(x, self.screen_width), grid_to_screen_axis(y, self.screen_height)
-        return (to_screen_axis(x, self.width, self.screen_width),
-                to_screen_axis(y, self.height, self.screen_height))
+        a = self.span
+        return a.x + to_screen_axis(x, self.width, a.width), a.y + to_screen_axis(y, self.height, a.height)
 
     def from_screen(self, x: int, y: int) -> tuple[int, int]:
-        """A screen pixel as a point of this space."""
+        """A screen pixel as a point of this space (clamped to it)."""
         if self.kind == "normalized":
             return screen_to_grid_axis(x, self.screen_width), screen_to_grid_axis(y, self.screen_height)
-        return (from_screen_axis(x, self.width, self.screen_width),
-                from_screen_axis(y, self.height, self.screen_height))
+        a = self.span
+        return from_screen_axis(x - a.x, self.width, a.width), from_screen_axis(y - a.y, self.height, a.height)
 
     def rect_to_screen(self, x: int, y: int, width: int, height: int) -> tuple[int, int, int, int]:
-        """A rectangle of this space as the screen rectangle it covers: (x, y, width, height), >= 1x1."""
-        left = edge_to_screen(x, self.width, self.screen_width)
-        top = edge_to_screen(y, self.height, self.screen_height)
-        right = edge_to_screen(x + width, self.width, self.screen_width)
-        bottom = edge_to_screen(y + height, self.height, self.screen_height)
+        """A rectangle of this space as the screen rectangle it covers, cut to the screen: (x, y, width,
+        height), >= 1x1."""
+        a = self.span
+        left = max(a.x + edge_to_screen(x, self.width, a.width), 0)
+        top = max(a.y + edge_to_screen(y, self.height, a.height), 0)
+        right = min(a.x + edge_to_screen(x + width, self.width, a.width), self.screen_width)
+        bottom = min(a.y + edge_to_screen(y + height, self.height, a.height), self.screen_height)
         left, top = min(left, self.screen_width - 1), min(top, self.screen_height - 1)
         return left, top, max(1, right - left), max(1, bottom - top)
 

@@ -4,7 +4,9 @@ A dedicated thread owns an mss connection (XShm grabs) and a python-xlib connect
 XDamage on the root window. It ticks at the highest rate any subscriber asked for, grabs only
 when something was drawn since the last grab (an idle screen costs a damage-event check per
 tick), and publishes the newest frame; subscribers that fall behind skip frames, nothing queues.
-Capture runs only while someone subscribes (docs/architecture.md).
+Capture runs only while someone subscribes (docs/architecture.md). The screen may change size at runtime
+(docs/display.md): the watcher hears RandR's ScreenChangeNotify and the grabber is re-opened at the new
+size, so the next frame has it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import mss
+from mss.exception import ScreenShotError
 from Xlib import X
 from Xlib.display import Display
-from Xlib.ext import damage
+from Xlib.ext import damage, randr
+from Xlib.xobject.drawable import Window
 
 from desktop.errors import DesktopFailed
 from desktop.xthread import open_display
@@ -88,6 +92,50 @@ class Subscription:
             await self._source.unsubscribe(self)
 
 
+class _Grabber:
+    """XShm grabs of the whole screen at its current size.
+
+    An mss instance keeps the size it was opened at (its shared-memory image too): after a resize it
+    grabs the old area, and past a screen that shrank the grab fails. So a size change re-opens it.
+    """
+
+    def __init__(self, display_name: str, root: Window) -> None:
+        self.display_name = display_name
+        self._root = root
+        self._mss: mss.base.MSSBase | None = None
+        self.width = self.height = 0
+        self.refresh()
+
+    def refresh(self) -> bool:
+        """Follow the screen's size (asked of the server); True if it changed."""
+        geometry = self._root.get_geometry()
+        size = (int(geometry.width), int(geometry.height))
+        if self._mss is not None and size == (self.width, self.height):
+            return False
+        self.close()
+        self._mss = mss.MSS(display=self.display_name)
+        self.width, self.height = size
+        return True
+
+    def grab(self) -> bytes:
+        assert self._mss is not None
+        try:
+            return bytes(self._mss.grab(self._area()).raw)
+        except ScreenShotError:  # the screen shrank between the size check and the grab
+            if not self.refresh():
+                raise
+            return bytes(self._mss.grab(self._area()).raw)
+
+    def _area(self) -> dict[str, int]:
+        return {"left": 0, "top": 0, "width": self.width, "height": self.height}
+
+    def close(self) -> None:
+        if self._mss is not None:
+            with contextlib.suppress(Exception):  # the server may be gone
+                self._mss.close()
+            self._mss = None
+
+
 class _CaptureThread(threading.Thread):
     """Grabs the screen at the subscribers' rate, only when damage says it changed."""
 
@@ -116,50 +164,56 @@ class _CaptureThread(threading.Thread):
 
     def _loop(self) -> None:
         watcher = open_display(self.display_name)
+        grabber: _Grabber | None = None
         try:
             if not watcher.has_extension("DAMAGE"):
                 raise DesktopFailed("the X server has no DAMAGE extension")
             watcher.damage_query_version()  # the protocol requires it before any other DAMAGE request
             root = watcher.screen().root
-            geometry = root.get_geometry()
-            width, height = int(geometry.width), int(geometry.height)
             root.damage_create(damage.DamageReportNonEmpty)
+            root.xrandr_select_input(randr.RRScreenChangeNotifyMask)
+            grabber = _Grabber(self.display_name, root)
             watcher.sync()
             idle_ticks = REFRESH_TICKS  # grab at once
-            with mss.MSS(display=self.display_name) as grabber:
-                area = {"left": 0, "top": 0, "width": width, "height": height}
-                next_tick = time.monotonic()
-                while not self._stopping.is_set():
-                    if self._damaged(watcher) or idle_ticks >= REFRESH_TICKS:
-                        captured_at = time.monotonic()
-                        raw = grabber.grab(area).raw
-                        self.seq += 1
-                        idle_ticks = 0
-                        self._publish(Frame(self.seq, captured_at, width, height, bytes(raw)))
-                    else:
-                        idle_ticks += 1
-                    next_tick += 1.0 / max(1, min(MAX_FPS, self._fps()))
-                    now = time.monotonic()
-                    if next_tick < now:  # fell behind: skip ticks rather than catch up in a burst
-                        next_tick = now
-                    self._stopping.wait(next_tick - now)
+            next_tick = time.monotonic()
+            while not self._stopping.is_set():
+                damaged, resized = self._drain(watcher)
+                if resized and grabber.refresh():
+                    damaged = True
+                if damaged or idle_ticks >= REFRESH_TICKS:
+                    captured_at = time.monotonic()
+                    raw = grabber.grab()
+                    self.seq += 1
+                    idle_ticks = 0
+                    self._publish(Frame(self.seq, captured_at, grabber.width, grabber.height, raw))
+                else:
+                    idle_ticks += 1
+                next_tick += 1.0 / max(1, min(MAX_FPS, self._fps()))
+                now = time.monotonic()
+                if next_tick < now:  # fell behind: skip ticks rather than catch up in a burst
+                    next_tick = now
+                self._stopping.wait(next_tick - now)
         finally:
+            if grabber is not None:
+                grabber.close()
             with contextlib.suppress(Exception):
                 watcher.close()
 
     @staticmethod
-    def _damaged(watcher: Display) -> bool:
-        """Drain damage events; True if anything was drawn since the last call."""
-        damaged = False
+    def _drain(watcher: Display) -> tuple[bool, bool]:
+        """Drain the watcher's events: (anything drawn since the last call, the screen changed size)."""
+        damaged = resized = False
         while watcher.pending_events():
             event = watcher.next_event()
             if event.type == watcher.extension_event.DamageNotify:
                 damaged = True
                 # Re-arm: NonEmpty damage reports once until the region is emptied again.
                 watcher.damage_subtract(event.damage, X.NONE, X.NONE)
+            elif event.type == watcher.extension_event.ScreenChangeNotify:
+                resized = True
         if damaged:
             watcher.flush()
-        return damaged
+        return damaged, resized
 
 
 class FrameSource:

@@ -137,7 +137,9 @@ def desktop_environment(base: dict[str, str], home: Path, display: str, marker: 
     """
     env = dict(base)
     for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XAUTHORITY", "WAYLAND_DISPLAY",
-                "NO_AT_BRIDGE", "AT_SPI_BUS_ADDRESS"):
+                "NO_AT_BRIDGE", "AT_SPI_BUS_ADDRESS",
+                # The server's own sound server is not the desktop's: the supervisor adds its own (docs/audio.md).
+                "PULSE_SERVER", "PULSE_SINK", "PULSE_SOURCE", "PULSE_COOKIE", "PULSE_RUNTIME_PATH"):
         env.pop(key, None)
     env.update(ACCESSIBILITY_ENVIRONMENT)
     # Debian's and Ubuntu's `chromium` wrapper scripts read CHROMIUM_FLAGS: the switch that fills page trees.

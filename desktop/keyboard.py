@@ -25,6 +25,7 @@ from desktop.errors import DesktopInactive, InputFailed
 from desktop.keymap import Keymap, Stroke
 from desktop.keys import invalid_key, text_keysyms
 from desktop.session import Session
+from desktop.takeover import TakeoverGate
 from desktop.xthread import XThread
 from sandbox_desktop_wire.limits import MAX_TYPE_DELAY_MS
 
@@ -76,9 +77,11 @@ class Keyboard:
     """XTest keyboard for the desktop; `hold` and `idle_restore` tune the spare-keycode LRU."""
 
     def __init__(self, hold: float = HOLD_S, idle_restore: float = IDLE_RESTORE_S,
-                 log: ActionLog | None = None) -> None:
+                 log: ActionLog | None = None, gate: TakeoverGate | None = None) -> None:
         self.hold = hold
         self.log = log
+        self.gate = gate
+        """Agent input waits or is refused while a person holds control (desktop/takeover.py)."""
         self.idle_restore = idle_restore
         self._x: XThread | None = None
         self._restorer: asyncio.Task[None] | None = None
@@ -378,8 +381,10 @@ class Keyboard:
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session: Session) -> AsyncIterator[int]:
-        """Input actions one at a time, in arrival order (the input lock); arm the idle restore afterwards."""
-        async with session.x.input:
+        """Input actions one at a time, in arrival order (the input lock, once the takeover gate admits them);
+        arm the idle restore afterwards."""
+        lock = session.x.input
+        async with self.gate.admitted(lock) if self.gate is not None else lock:
             generation = self._generation
             self._x = session.x
             try:

@@ -10,6 +10,7 @@ position after the action with the window under it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from desktop.action_log import ActionLog
 from desktop.errors import invalid_action
 from desktop.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
 from desktop.session import Session
+from desktop.takeover import TakeoverGate
 from desktop.window_control import SOURCE_PAGER, send_root_message
 from desktop.windows import active_window_id
 from desktop.xthread import XThread
@@ -267,11 +269,19 @@ class Mouse:
     action but `position` holds the desktop's input lock for its whole run (desktop/xthread.py).
 
     With an `ActionLog`, each action is recorded once it has been validated and holds the lock,
-    before it runs.
+    before it runs. With a `TakeoverGate`, agent actions wait or are refused while a person holds
+    control through the live view (desktop/takeover.py).
     """
 
-    def __init__(self, log: ActionLog | None = None) -> None:
+    def __init__(self, log: ActionLog | None = None, gate: TakeoverGate | None = None) -> None:
         self.log = log
+        self.gate = gate
+
+    def exclusive(self, session: Session) -> contextlib.AbstractAsyncContextManager[None]:
+        """The input lock, once the takeover gate admits this action (a batch takes it for all its steps)."""
+        if self.gate is None:
+            return session.x.input
+        return self.gate.admitted(session.x.input)
 
     def _record(self, kind: str, **fields: object) -> None:
         if self.log is not None:
@@ -282,7 +292,7 @@ class Mouse:
 
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
-        async with session.x.input:
+        async with self.exclusive(session):
             self._record("move", x=x, y=y)
             return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
 
@@ -291,7 +301,7 @@ class Mouse:
         if not 1 <= count <= MAX_CLICKS:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
         number = button_number(button)
-        async with session.x.input:
+        async with self.exclusive(session):
             self._record("click", x=x, y=y, button=button, count=count)
             return await _click(session.x, (x, y), number, count)
 
@@ -303,7 +313,7 @@ class Mouse:
             check_point(session, x, y)
             at = (x, y)
         number = button_number(button)
-        async with session.x.input:
+        async with self.exclusive(session):
             self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
             if down:
                 state = await _press(session.x, at, number, release=False, finish=True)
@@ -323,7 +333,7 @@ class Mouse:
         if not 0 <= duration_ms <= MAX_DRAG_MS:
             raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
         number = button_number(button)
-        async with session.x.input:  # for the whole drag: no other input lands between its steps
+        async with self.exclusive(session):  # for the whole drag: no other input lands between its steps
             self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
             return await _drag(session.x, start, end, number, steps, duration_ms / 1000)
 
@@ -335,7 +345,7 @@ class Mouse:
             if abs(value) > MAX_WHEEL_CLICKS:
                 raise invalid_action(f"{field} must be between -{MAX_WHEEL_CLICKS} and {MAX_WHEEL_CLICKS} wheel clicks",
                                      field)
-        async with session.x.input:
+        async with self.exclusive(session):
             self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
             return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))
 

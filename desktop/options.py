@@ -26,9 +26,20 @@ from sandbox_desktop_wire.limits import (
 DEFAULT_WIDTH = 1440
 DEFAULT_HEIGHT = 900
 DEFAULT_DPI = 96
+DEFAULT_MAX_WIDTH = 2560
+DEFAULT_MAX_HEIGHT = 1600
+"""The largest screen a desktop may switch to at runtime unless its start asks for more (docs/display.md):
+the X server keeps a framebuffer of this size for its whole life (+8 MiB of RSS over 1440x900; 4K costs +24 MiB)."""
 DEFAULT_DISPLAY_NUM = 99
 STREAM_VIDEO_CODECS = tuple(c.value for c in VideoCodec)
 STREAM_AUDIO_CODECS = tuple(c.value for c in AudioCodec)
+
+
+def framebuffer_size(width: int, height: int, max_width: int | None = None,
+                     max_height: int | None = None) -> tuple[int, int]:
+    """The largest screen a `width`x`height` desktop may take at runtime: the maximum asked, else the larger of its
+    size and the default maximum."""
+    return max_width or max(width, DEFAULT_MAX_WIDTH), max_height or max(height, DEFAULT_MAX_HEIGHT)
 
 
 def default_state_dir() -> Path:
@@ -51,14 +62,26 @@ class StartOptions:
     stream_frame_rate: int = 30
     webrtc_port_range: tuple[int, int] = (59050, 59070)
     recording_fps: int | None = None
+    max_width: int | None = None
+    """The largest width `POST /v1/desktop/display` may set; None: the larger of `width` and DEFAULT_MAX_WIDTH."""
+    max_height: int | None = None
+
+    def framebuffer(self) -> tuple[int, int]:
+        """The X server's framebuffer: the largest screen size this desktop may take at runtime."""
+        return framebuffer_size(self.width, self.height, self.max_width, self.max_height)
 
     def refuse_change(self, requested: StartOptions, fields: set[str]) -> None:
         """A start request for the desktop running with these options: 409 if it asks for another geometry or
         state directory than the running one (only `fields` the request gave count)."""
-        for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir")):
+        for name, wire in (("width", "width"), ("height", "height"), ("dpi", "dpi"), ("state_dir", "stateDir"),
+                           ("max_width", "maxWidth"), ("max_height", "maxHeight")):
             if name in fields and getattr(requested, name) != getattr(self, name):
+                # The size may have changed at runtime (a person fitting the live view to a window): changing it
+                # back needs no stop, which would end every app.
+                resize = ("POST /v1/desktop/display to change it with the apps kept (docs/display.md), or "
+                          if name in ("width", "height", "dpi") else "")
                 raise DesktopAlreadyActive(
-                    f"the desktop is already active with {wire}={getattr(self, name)}; "
+                    f"the desktop is already active with {wire}={getattr(self, name)}; {resize}"
                     f"POST /v1/desktop/stop first to start it with {wire}={getattr(requested, name)}",
                 )
 
@@ -69,6 +92,10 @@ class StartOptions:
                 _invalid("Desktop width and height must be greater than 0", name)
             if not MIN_DIMENSION <= value <= MAX_DIMENSION:
                 _invalid(f"Desktop {name} must be between {MIN_DIMENSION} and {MAX_DIMENSION} pixels", name)
+        for name, wire, limit, size in (("width", "maxWidth", self.max_width, self.width),
+                                        ("height", "maxHeight", self.max_height, self.height)):
+            if limit is not None and not size <= limit <= MAX_DIMENSION:
+                _invalid(f"{wire} must be between the screen {name} ({size}) and {MAX_DIMENSION} pixels", wire)
         if not MIN_DPI <= self.dpi <= MAX_DPI:
             _invalid(f"Desktop dpi must be between {MIN_DPI} and {MAX_DPI}", "dpi")
         if not MIN_DISPLAY_NUM <= self.display_num <= MAX_DISPLAY_NUM:

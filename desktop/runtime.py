@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from desktop.accessibility.service import Accessibility
@@ -21,6 +22,7 @@ from desktop.action_log import ActionLog
 from desktop.apps import Apps
 from desktop.clipboard import Clipboard
 from desktop.dependencies import DependencyChecker
+from desktop.display_mode import DisplayChange, apply_display, read_geometry
 from desktop.errors import (
     DependenciesMissing,
     DesktopBusy,
@@ -43,11 +45,13 @@ from desktop.screen import Screen
 from desktop.session import Session
 from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
 from desktop.supervisor import Supervisor
+from desktop.takeover import TakeoverGate
 from desktop.window_control import Windows
 from desktop.windows import close_other_clients
 from desktop.xthread import XThread
 from sandbox_desktop_wire.enums import DesktopRuntimeState as State
-from sandbox_desktop_wire.enums import ProcessOwner
+from sandbox_desktop_wire.enums import ProcessOwner, TakeoverMode
+from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
 Code = ProblemCode
@@ -68,6 +72,7 @@ class Desktop:
         dependencies: DependencyChecker | None = None,
         desktop_id: str = "default",
         home_template: Path | None = None,
+        takeover: TakeoverMode = TakeoverMode.REFUSE,
     ) -> None:
         self.id = desktop_id
         self.home_template = home_template
@@ -90,11 +95,15 @@ class Desktop:
         self._stop_hooks: list[StopHook] = []
         self._failure_hooks: list[FailureHook] = []
         self._failure_task: asyncio.Task[None] | None = None
+        self._display_lock = asyncio.Lock()
         self.screen = Screen()
         self.action_log = ActionLog()
-        self.keyboard = Keyboard(log=self.action_log)
+        self.takeover = TakeoverGate(takeover)
+        """What agent input gets while a person holds control in the live view (docs/control.md); the live view
+        (streaming/manager.py) tells it who holds control, the mouse and keyboard ask it before every action."""
+        self.keyboard = Keyboard(log=self.action_log, gate=self.takeover)
         self.clipboard = Clipboard()
-        self.mouse = Mouse(self.action_log)
+        self.mouse = Mouse(self.action_log, self.takeover)
         self.windows = Windows()
         self.apps = Apps(self.processes)
         self.frames = FrameSource()
@@ -203,6 +212,26 @@ class Desktop:
         assert self.x is not None and self.options is not None
         return Session(display=supervisor.display, width=self.options.width, height=self.options.height,
                        x=self.x, env=supervisor.env(), home=str(self.layout.home))
+
+    async def set_display(self, width: int, height: int, dpi: int | None = None) -> DisplayChange:
+        """Change the running desktop's screen size (and dpi; None keeps it), its apps and windows kept; returns
+        once the X server applied it (docs/display.md). The one setter of the size: everything reading the
+        session, the status or the options follows, capture re-opens at the new size, and `display.changed`
+        is published. Beyond the framebuffer is a 400 naming the field."""
+        async with self._display_lock:  # one change at a time, applied in arrival order
+            session = self.session()
+            options, supervisor = self.options, self.supervisor
+            assert options is not None and supervisor is not None
+            dpi = options.dpi if dpi is None else dpi
+            began = time.perf_counter()
+            geometry = await session.x.call(apply_display, width, height, dpi)
+            elapsed = time.perf_counter() - began
+            self.options = replace(options, width=geometry.width, height=geometry.height, dpi=dpi)
+            supervisor.options = self.options  # an X server restarted after a crash comes back at this size
+        self.events.bus.publish(EventType.DISPLAY_CHANGED, width=geometry.width, height=geometry.height, dpi=dpi)
+        self.log(f"display {geometry.width}x{geometry.height}, dpi {dpi} ({elapsed * 1000:.1f} ms)")
+        logger.info("desktop %s display %dx%d dpi %d", self.id, geometry.width, geometry.height, dpi)
+        return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
 
     def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment for a user process: the server's, plus the desktop's when active."""
@@ -328,7 +357,11 @@ class Desktop:
         self.supervisor = supervisor
         await supervisor.start(exact_display=False)
         self.x = XThread(supervisor.display, "desktop")
+        # The largest size `set_display` may take, as the X server allows it (its framebuffer).
+        limits = await self.x.call(read_geometry)
+        self.options = options = replace(options, max_width=limits.max_width, max_height=limits.max_height)
         self.events.start(supervisor.display)
+        self.windows.start(supervisor.display)  # window captures' redirection, before apps draw (docs/windows.md)
         self._started_ns = time.time_ns()
         self._set_state(State.ACTIVE)
         self.accessibility.connect_soon(self.session())
@@ -360,7 +393,8 @@ class Desktop:
                 logger.exception("desktop stop hook failed")
         if self.paused_reason is not None:  # stopped processes cannot exit on SIGTERM: thaw them first
             await self.resume()
-        for feature in (self.accessibility, self.frames, self.screen, self.keyboard, self.clipboard, self.events):
+        for feature in (self.accessibility, self.frames, self.screen, self.keyboard, self.clipboard, self.events,
+                        self.windows):
             await feature.close()
         if self.x is not None:
             await self.x.close()

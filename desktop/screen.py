@@ -147,8 +147,10 @@ class _Connections:
 class _Pool:
     """Worker threads for one display; each opens its own connections on first use."""
 
-    def __init__(self, display_name: str, workers: int) -> None:
+    def __init__(self, display_name: str, workers: int, screen: tuple[int, int]) -> None:
         self.display_name = display_name
+        self.screen = screen
+        """The screen size the connections were opened at."""
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="screen")
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -264,8 +266,10 @@ class Screen:
         region = options.region or Region(0, 0, session.width, session.height)
         check_region(region, session.width, session.height)
         pool = self._pool
-        if pool is None or pool.display_name != session.display:
-            old, pool = pool, _Pool(session.display, self._workers)
+        # A new size gets new connections too: an mss instance keeps the size it was opened at and fails to
+        # grab once the screen changed (docs/display.md).
+        if pool is None or (pool.display_name, pool.screen) != (session.display, (session.width, session.height)):
+            old, pool = pool, _Pool(session.display, self._workers, (session.width, session.height))
             self._pool = pool
             if old is not None:
                 await asyncio.to_thread(old.close)

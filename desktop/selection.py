@@ -1,16 +1,20 @@
-"""The X selection protocol (ICCCM §2): serving the text we own and reading text others own.
+"""The X selection protocol (ICCCM §2): serving what we own and reading what others own.
 
 Both sides live in the clipboard thread (`desktop/clipboard.py`), which owns the connection and the
 hidden window, feeds events to `SelectionOwner` and `SelectionReader` and calls `expire()` on time.
 Neither side waits: every transfer is state that events advance, so a slow or vanished client never
-holds up another. Payloads larger than one request travel in INCR chunks, both ways.
+holds up another. Payloads larger than one request travel in INCR chunks, both ways. What is owned is
+a `Content`: a text (served as every text target) and byte formats by target name (`image/png`, the
+`text/uri-list` of a drag, desktop/xdnd.py); a read asks for one `ReadFormat`.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +30,8 @@ logger = logging.getLogger("sandbox_desktop.clipboard")
 
 # Targets we serve, in the order TARGETS lists them (the richest text first).
 TEXT_TARGETS = ("UTF8_STRING", "text/plain;charset=utf-8", "text/plain", "STRING", "TEXT")
+PNG = "image/png"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Property length to ask for when reading: "all of it", 1 GiB in 4-byte units (the server computes
 # 4 * length in 32 bits, so 1 << 30 would wrap to 0 and read nothing).
 ALL = 1 << 28
@@ -55,7 +61,7 @@ class Atoms:
     @classmethod
     def intern(cls, display: Display) -> Atoms:
         names = ["CLIPBOARD", "TARGETS", "MULTIPLE", "TIMESTAMP", "INCR", "UTF8_STRING", "TEXT",
-                 "text/plain;charset=utf-8", "text/plain", "ATOM_PAIR", "SANDBOX_DESKTOP_TIME",
+                 "text/plain;charset=utf-8", "text/plain", "ATOM_PAIR", "SANDBOX_DESKTOP_TIME", PNG,
                  *(f"SANDBOX_DESKTOP_SELECTION_{i}" for i in range(READ_PROPERTIES))]
         ids = {name: display.intern_atom(name) for name in names}
         ids.update(PRIMARY=Xatom.PRIMARY, STRING=Xatom.STRING)
@@ -85,14 +91,34 @@ def resolve(future: Future[Any], result: Any = None, error: BaseException | None
         pass
 
 
-class Value:
-    """A text we own and the time we took ownership; each encoding is made once, when first asked."""
+class ReadFormat(enum.Enum):
+    """What a read of another client's selection asks for."""
 
-    def __init__(self, text: str, stamp: int) -> None:
-        self.text = text
+    TEXT = "text"
+    """UTF8_STRING, else STRING; decoded to a str ("" when refused or unowned)."""
+    PNG = PNG
+    """`image/png` bytes as the owner sent them (None when refused or unowned)."""
+
+
+@dataclass(frozen=True)
+class Content:
+    """What we offer on a selection: a text (every text target), byte formats by target name, or both."""
+
+    text: str | None
+    formats: Mapping[str, bytes] = field(default_factory=dict)
+
+
+class Value:
+    """Content we own and the time we took ownership; each text encoding is made once, when first asked."""
+
+    def __init__(self, content: Content, stamp: int, formats: Mapping[int, bytes]) -> None:
+        self.has_text = content.text is not None
+        self.text = content.text or ""
+        self.formats = formats
+        """The byte formats by target atom."""
         self.time = stamp
         # A lone surrogate (possible in JSON) cannot be UTF-8: it becomes U+FFFD.
-        self.utf8 = text.encode("utf-8", "replace")
+        self.utf8 = self.text.encode("utf-8", "replace")
         self._latin1: bytes | None = None
         self.latin1_exact = True
 
@@ -135,9 +161,10 @@ class SelectionOwner:
     def value(self, selection: int) -> Value | None:
         return self._owned.get(selection)
 
-    def own(self, selections: tuple[int, ...], text: str, stamp: int) -> None:
+    def own(self, selections: tuple[int, ...], content: Content, stamp: int) -> None:
         """Take the selections at server time `stamp` and confirm with the server that we hold them."""
-        value = Value(text, stamp)
+        value = Value(content, stamp, {self._display.intern_atom(name): data
+                                       for name, data in content.formats.items()})
         for selection in selections:
             self._window.set_selection_owner(selection, stamp)
         for selection in selections:
@@ -178,9 +205,14 @@ class SelectionOwner:
         """(type, format, data) of `value` as `target`, or None for a target we refuse."""
         a = self._atoms
         if target == a.targets:
-            return Xatom.ATOM, 32, [a.targets, a.multiple, a.timestamp, *(a[t] for t in TEXT_TARGETS)]
+            texts = [a[t] for t in TEXT_TARGETS] if value.has_text else []
+            return Xatom.ATOM, 32, [a.targets, a.multiple, a.timestamp, *value.formats, *texts]
         if target == a.timestamp:
             return Xatom.INTEGER, 32, [value.time]
+        if target in value.formats:
+            return target, 8, value.formats[target]
+        if not value.has_text:
+            return None
         if target in (a.utf8_string, a.text_plain_utf8, a.text_plain):
             return target, 8, value.utf8
         if target == Xatom.STRING:
@@ -260,13 +292,15 @@ class SelectionOwner:
 
 @dataclass
 class _Read:
-    """One conversion in flight for a selection; every concurrent get of it shares the result."""
+    """One conversion in flight for a selection and format; every concurrent get of it shares the result."""
 
     selection: int
     name: str
+    format: ReadFormat
     prop: int
-    target: int
-    futures: list[Future[str]]
+    targets: list[int]
+    """The target asked for now, then the fallbacks if the owner refuses it."""
+    futures: list[Future[Any]]
     deadline: float
     give_up: float
     chunks: list[bytes] | None = None
@@ -275,7 +309,7 @@ class _Read:
 
 
 class SelectionReader:
-    """Reads selections owned by other clients: UTF8_STRING, else STRING; INCR; a timeout per step."""
+    """Reads selections owned by other clients (text: UTF8_STRING, else STRING; or PNG); INCR; a timeout per step."""
 
     def __init__(self, display: Display, window: Window, atoms: Atoms, timeout: float,
                  total_timeout: float = 60.0) -> None:
@@ -285,30 +319,36 @@ class SelectionReader:
         self._timeout = timeout
         self._total = total_timeout
         self._props = itertools.cycle(atoms.reads)
-        self._reads: dict[int, _Read] = {}
+        self._reads: dict[tuple[int, ReadFormat], _Read] = {}
 
-    def read(self, selection: int, name: str, future: Future[str]) -> None:
-        """Start converting `selection` (or join the conversion already in flight)."""
-        if selection in self._reads:
-            self._reads[selection].futures.append(future)
+    def read(self, selection: int, name: str, future: Future[Any], fmt: ReadFormat = ReadFormat.TEXT) -> None:
+        """Start converting `selection` to `fmt` (or join the conversion already in flight)."""
+        if (selection, fmt) in self._reads:
+            self._reads[(selection, fmt)].futures.append(future)
             return
+        match fmt:
+            case ReadFormat.TEXT:
+                targets = [self._atoms.utf8_string, Xatom.STRING]
+            case ReadFormat.PNG:
+                targets = [self._atoms[PNG]]
         now = time.monotonic()
-        read = _Read(selection, name, next(self._props), self._atoms.utf8_string, [future], now + self._timeout,
+        read = _Read(selection, name, fmt, next(self._props), targets, [future], now + self._timeout,
                      now + self._total)
-        self._reads[selection] = read
-        self._window.convert_selection(selection, read.target, read.prop, X.CurrentTime)
+        self._reads[(selection, fmt)] = read
+        self._window.convert_selection(selection, read.targets[0], read.prop, X.CurrentTime)
 
     def handle_notify(self, ev: Any) -> None:
-        """The owner answered: read the text, fall back to STRING, or begin an INCR read."""
-        read = self._reads.get(ev.selection)
-        if read is None or ev.target != read.target or ev.property not in (read.prop, X.NONE):
+        """The owner answered: read the data, fall back to the next target, or begin an INCR read."""
+        read = next((r for r in self._reads.values() if r.selection == ev.selection and r.targets[0] == ev.target
+                     and ev.property in (r.prop, X.NONE)), None)
+        if read is None:
             return  # the late answer to a read that already timed out
         if ev.property == X.NONE:  # no owner, or the owner refused this target
-            if read.target == self._atoms.utf8_string:
-                read.target = Xatom.STRING
-                self._window.convert_selection(read.selection, read.target, read.prop, X.CurrentTime)
+            read.targets.pop(0)
+            if read.targets:
+                self._window.convert_selection(read.selection, read.targets[0], read.prop, X.CurrentTime)
             else:
-                self._finish(read, b"")
+                self._finish(read, None)
             return
         reply = self._window.get_property(read.prop, X.AnyPropertyType, 0, ALL, delete=True)
         if reply is not None and reply.property_type == self._atoms.incr:
@@ -335,20 +375,24 @@ class SelectionReader:
         read.type = reply.property_type
         read.deadline = time.monotonic() + self._timeout
 
-    def _finish(self, read: _Read, data: bytes, kind: int = X.NONE) -> None:
-        del self._reads[read.selection]
-        text = data.decode("latin-1") if kind == Xatom.STRING else data.decode("utf-8", "replace")
+    def _finish(self, read: _Read, data: bytes | None, kind: int = X.NONE) -> None:
+        """Resolve the readers: text decoded ("" when refused), other formats as bytes (None when refused)."""
+        del self._reads[(read.selection, read.format)]
+        result: str | bytes | None = data
+        if read.format == ReadFormat.TEXT:
+            data = data or b""
+            result = data.decode("latin-1") if kind == Xatom.STRING else data.decode("utf-8", "replace")
         for future in read.futures:
-            resolve(future, text)
+            resolve(future, result)
 
     def expire(self, now: float) -> None:
         """Fail reads whose owner stopped answering: a 504 that says which selection."""
         for read in [r for r in self._reads.values() if min(r.deadline, r.give_up) <= now]:
-            del self._reads[read.selection]
+            del self._reads[(read.selection, read.format)]
             self._window.delete_property(read.prop)
             step = "sending its INCR chunks" if read.chunks is not None else "answering"
             error = Timeout(f"the X client owning {read.name} stopped {step} (no reply within "
-                            f"{self._timeout:g} s); the application that copied the text may be hung")
+                            f"{self._timeout:g} s); the application that copied may be hung")
             for future in read.futures:
                 resolve(future, error=error)
 

@@ -1,4 +1,5 @@
-"""Keeps one desktop session's children alive: Xvfb, openbox, the session bus and the accessibility bus.
+"""Keeps one desktop session's children alive: Xvfb, openbox, the session bus, the accessibility bus and the
+sound server.
 
 A watcher task awaits each child's exit (no polling) and restarts it at once; repeated crashes
 and failed restarts back off and, past a cap per minute, the session is declared failed (docs/desktop.md).
@@ -18,9 +19,11 @@ from dataclasses import dataclass
 
 from desktop.accessibility.browsers import install_debian_hook
 from desktop.accessibility.launcher import find_launcher, switch_on
+from desktop.audio import READY_TIMEOUT_S as SOUND_READY_TIMEOUT_S
+from desktop.audio import SoundServer, SoundState, find_pulseaudio
 from desktop.dependencies import which
-from desktop.errors import DesktopFailed
-from desktop.home import autostart_script, prepare_runtime_dir
+from desktop.errors import DesktopFailed, DomainError
+from desktop.home import autostart_script, prepare_runtime_dir, runtime_dir
 from desktop.options import StartOptions, StateLayout
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.xserver import await_announcement, launch_xvfb
@@ -70,7 +73,10 @@ class Supervisor:
         self.display_num: int | None = None
         self.children: dict[str, ManagedProcess] = {}
         self.bus_address: str | None = None
-        self._env: tuple[tuple[str, str | None], dict[str, str]] | None = None
+        self.sound: SoundServer | None = None
+        """The desktop's PulseAudio while it runs (docs/audio.md); None: the desktop has no sound."""
+        self.sound_state = SoundState.MISSING
+        self._env: tuple[tuple[str, str | None, SoundServer | None], dict[str, str]] | None = None
         self.restart_count = 0
         self.last_exit: ChildExit | None = None
         self.recovering = False
@@ -90,11 +96,13 @@ class Supervisor:
     def env(self) -> dict[str, str]:
         """The environment for processes on this desktop (with the session bus when running). Built once per
         display and bus (every action's `Session` carries it); each caller gets its own copy."""
-        key = (self.display, self.bus_address)
+        key = (self.display, self.bus_address, self.sound)
         if self._env is None or self._env[0] != key:
             env = self._environment(self.display)
             if self.bus_address:
                 env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+            if self.sound is not None:
+                env.update(self.sound.environment())
             self._env = (key, env)
         return dict(self._env[1])
 
@@ -103,8 +111,14 @@ class Supervisor:
         bus = asyncio.create_task(self._start_bus())
         try:
             await self._start_xvfb(self.options.display_num, exact_display)
-            await bus
-            await self._start_accessibility_bus()  # before any app: Chromium decides at its start
+            # Once per session: the sockets in it (accessibility bus, sound server) outlive each other's restarts.
+            await asyncio.to_thread(prepare_runtime_dir, self.display)
+            sound = asyncio.create_task(self._start_sound())
+            try:
+                await bus
+                await self._start_accessibility_bus()  # before any app: Chromium decides at its start
+            finally:
+                await sound  # before openbox: its autostart apps must find the sound server
             await self._start_openbox(first=True)
         except BaseException:
             bus.cancel()
@@ -141,7 +155,6 @@ class Supervisor:
         if self.bus_address is None or launcher is None:
             self._log("no session bus or no at-spi-bus-launcher; continuing without accessibility")
             return
-        await asyncio.to_thread(prepare_runtime_dir, self.display)
         with contextlib.suppress(OSError):  # not root: `install desktop` wrote it, or Chromium is not Debian's
             await asyncio.to_thread(install_debian_hook)
         proc = await self.processes.spawn(
@@ -159,6 +172,36 @@ class Supervisor:
             return
         self._adopt("at-spi", proc)
 
+    async def _start_sound(self) -> None:
+        """The desktop's PulseAudio (docs/audio.md); without it the desktop runs, without sound."""
+        binary = find_pulseaudio()
+        if binary is None:
+            self.sound_state = SoundState.MISSING
+            self._log("pulseaudio not found; continuing without sound (`sandbox-desktop install desktop` adds it)")
+            return
+        server = SoundServer(runtime_dir(self.display))
+        server.socket.unlink(missing_ok=True)  # a crashed predecessor's: readiness is the socket appearing
+        try:
+            proc = await self.processes.spawn(
+                binary, server.arguments(), env=self._environment(self.display), owner=ProcessOwner.DESKTOP,
+                protected=True, log_path=self.layout.logs / "pulseaudio.log",
+            )
+        except DomainError as exc:  # optional: the desktop goes on without sound
+            self.sound_state = SoundState.FAILED
+            self._log(f"pulseaudio could not be started: {exc.message}; continuing without sound")
+            return
+        deadline = time.monotonic() + SOUND_READY_TIMEOUT_S
+        while not server.socket.exists():
+            if not proc.running or time.monotonic() > deadline:
+                self.sound_state = SoundState.FAILED
+                self._log(f"pulseaudio did not start: {_tail(proc)}; continuing without sound")
+                await proc.kill(1000)
+                return
+            await asyncio.sleep(0.005)
+        self.sound = server
+        self.sound_state = SoundState.RUNNING
+        self._adopt("pulse", proc)
+
     def bus_daemons(self) -> set[int]:
         """Pids of the supervised children whose own children are part of the session, not apps: the
         accessibility launcher starts its bus daemon and the registry (a reset keeps them)."""
@@ -170,6 +213,7 @@ class Supervisor:
         proc, num = await launch_xvfb(
             self.processes, first_display=first_display, width=o.width, height=o.height, dpi=o.dpi,
             env=self._environment(f":{first_display}"), log_path=self.layout.logs / "Xvfb.log", exact=exact,
+            max_size=o.framebuffer(),
         )
         self.display_num = num
         self._adopt("Xvfb", proc)
@@ -295,6 +339,8 @@ class Supervisor:
             await self._start_accessibility_bus()
         elif name == "at-spi":
             await self._start_accessibility_bus()
+        elif name == "pulse":
+            await self._start_sound()  # on the same socket: apps and the capture reconnect to it
 
     async def stop(self) -> None:
         """Stop every child (openbox first, Xvfb last); watchers see `_closing` and stand down."""
@@ -302,7 +348,8 @@ class Supervisor:
         for task in self._watchers.values():
             if task is not asyncio.current_task():
                 task.cancel()
-        for name in ("openbox", "at-spi", "Xvfb", "dbus"):
+        # Apps are gone by now; the sound server after the window manager, the buses and X last.
+        for name in ("openbox", "pulse", "at-spi", "Xvfb", "dbus"):
             proc = self.children.get(name)
             if proc is not None and proc.running:
                 await proc.stop(2000)

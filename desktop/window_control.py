@@ -2,13 +2,17 @@
 
 Positions and sizes are the client area (see desktop/windows.py). A move asks the window manager
 to put the frame where the client area lands on `x`, `y` (frame extents from `_NET_FRAME_EXTENTS`).
+Window states (minimise, maximise, always on top, raise, close) are in desktop/window_states.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from Xlib import X
 from Xlib.display import Display
@@ -16,6 +20,7 @@ from Xlib.protocol import event
 
 from desktop.errors import NoFocusedWindow, WindowNotFound, invalid_action
 from desktop.session import Session
+from desktop.window_capture import WindowCapture
 from desktop.windows import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
 from desktop.xthread import XThread
 from sandbox_desktop_wire.limits import MAX_WINDOW_COORDINATE
@@ -39,10 +44,32 @@ def parse_window_id(text: str) -> int:
     return value
 
 
-def _managed(d: Display, wid: int) -> WindowInfo:
+@dataclass(frozen=True)
+class WindowFilter:
+    """Which windows a listing keeps; every given criterion must hold."""
+
+    pid: int | None = None
+    wm_class: str | None = None
+    """Equal to WM_CLASS's instance or class name, ignoring case."""
+    title: re.Pattern[str] | None = None
+    """Searched in the title (`re.search`)."""
+    minimized: bool = False
+    """Keep minimised windows too."""
+
+    def keeps(self, w: WindowInfo) -> bool:
+        if self.pid is not None and w.pid != self.pid:
+            return False
+        if self.wm_class is not None and (w.wm_class is None
+                                          or self.wm_class.casefold() not in (n.casefold() for n in w.wm_class)):
+            return False
+        return self.title is None or self.title.search(w.title) is not None
+
+
+def managed(d: Display, wid: int, hidden: bool = False) -> WindowInfo:
+    """The managed window: 404 when unknown or (unless `hidden`) minimised."""
     if wid not in client_window_ids(d):
         raise WindowNotFound(f"Window {wid} not found")
-    found = describe_windows(d, [wid])
+    found = describe_windows(d, [wid], hidden=hidden)
     if not found:
         raise WindowNotFound(f"Window {wid} is not a visible application window")
     return found[0]
@@ -59,20 +86,20 @@ def send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
 
 def _request_focus(d: Display, wid: int) -> WindowInfo:
     """Ask the WM to activate the window; the window as it is right after."""
-    _managed(d, wid)
+    managed(d, wid)
     send_root_message(d, wid, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
-    return _managed(d, wid)
+    return managed(d, wid)
 
 
 def _request_move_resize(d: Display, wid: int, flags: int, x: int, y: int, width: int,
                          height: int) -> tuple[WindowInfo, WindowInfo]:
     """Ask the WM to move/resize the window; the window before the request and right after."""
-    before = _managed(d, wid)
+    before = managed(d, wid)
     # NorthWestGravity positions the frame; the frame extents turn our client-area target into it.
     left, top = before.client.x - before.frame.x, before.client.y - before.frame.y
     send_root_message(d, wid, "_NET_MOVERESIZE_WINDOW",
                        [NORTHWEST_GRAVITY | flags | (SOURCE_PAGER << 12), x - left, y - top, width, height])
-    return before, _managed(d, wid)
+    return before, managed(d, wid)
 
 
 async def _settle(x: XThread, wid: int, info: WindowInfo, done: Callable[[WindowInfo], bool],
@@ -96,7 +123,7 @@ async def _settle(x: XThread, wid: int, info: WindowInfo, done: Callable[[Window
             return info
         last = info
         await asyncio.sleep(0.003)
-        info = await x.call(_managed, wid)
+        info = await x.call(managed, wid)
 
 
 def _applied(flags: int, x: int, y: int, width: int, height: int) -> Callable[[WindowInfo], bool]:
@@ -121,11 +148,25 @@ class Windows:
 
     Focus, move and resize hold the desktop's input lock (desktop/xthread.py): they change where
     input lands, so they stay ordered with mouse and keyboard actions as they were when everything
-    ran as one job each. The queries take no lock.
+    ran as one job each. The queries take no lock. Captures run on their own thread (`capture`,
+    desktop/window_capture.py).
     """
 
-    async def list(self, session: Session) -> list[WindowInfo]:
-        return await session.x.call(list_windows)
+    def __init__(self) -> None:
+        self.capture: WindowCapture = WindowCapture()
+
+    def start(self, display: str) -> None:
+        """Begin redirecting the display's windows for captures (once the X server is up; not waited for)."""
+        self.capture.start(display)
+
+    async def close(self) -> None:
+        await self.capture.close()
+
+    async def list(self, session: Session, where: WindowFilter | None = None) -> list[WindowInfo]:
+        if where is None:
+            return await session.x.call(list_windows)
+        windows = await session.x.call(functools.partial(list_windows, hidden=where.minimized))
+        return [w for w in windows if where.keeps(w)]
 
     async def focused(self, session: Session) -> WindowInfo:
         return await session.x.call(_focused)

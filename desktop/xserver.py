@@ -3,6 +3,10 @@
 Xvfb takes its display's lock file atomically and exits at once when the display is taken, so
 "try N, then N+1" is race-free; `-displayfd` tells us the moment it accepts connections, and a
 real X connection confirms it (docs/desktop.md).
+
+The screen is created at the desktop's framebuffer size, the largest it may take at runtime (Xvfb's
+RandR allows sizes up to its start size only), and switched to the asked size before anything else
+connects (docs/display.md).
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
+from desktop.display_mode import apply_display
 from desktop.errors import DesktopFailed
+from desktop.options import framebuffer_size
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.xthread import open_display
 from sandbox_desktop_wire.enums import ProcessOwner
@@ -53,9 +59,22 @@ def _socket_answers(num: int) -> bool:
 
 
 def xvfb_args(num: int, width: int, height: int, dpi: int, displayfd: int) -> list[str]:
-    # -noreset: keep server state when the last client disconnects (e.g. while openbox restarts).
+    """Xvfb's command line for a `width`x`height` framebuffer (the largest size RandR may switch to).
+
+    -noreset: keep server state when the last client disconnects (e.g. while openbox restarts); without
+    it the RandR modes a client added vanish with that client (docs/display.md).
+    """
     return [f":{num}", "-screen", "0", f"{width}x{height}x24", "-dpi", str(dpi), "-nolisten", "tcp",
             "-noreset", "-displayfd", str(displayfd)]
+
+
+async def switch_to(display: str, width: int, height: int, dpi: int) -> None:
+    """Set a freshly started server's screen to `width`x`height` at `dpi` (one short connection of its own)."""
+    conn = await asyncio.to_thread(open_display, display)
+    try:
+        await asyncio.to_thread(apply_display, conn, width, height, dpi)
+    finally:
+        await asyncio.to_thread(conn.close)
 
 
 async def await_announcement(read_fd: int, proc: ManagedProcess, timeout: float) -> bytes | None:
@@ -117,8 +136,11 @@ async def launch_xvfb(
     env: Mapping[str, str],
     log_path: Path,
     exact: bool = False,
+    max_size: tuple[int, int] | None = None,
 ) -> tuple[ManagedProcess, int]:
-    """Start Xvfb on the first free display from `first_display` (only that one if `exact`)."""
+    """Start Xvfb on the first free display from `first_display` (only that one if `exact`), with a framebuffer
+    of `max_size` (default: the default maximum, or the screen if larger) and a `width`x`height` screen."""
+    framebuffer = max_size or framebuffer_size(width, height)
     candidates = [first_display] if exact else list(range(first_display, first_display + DISPLAY_ATTEMPTS))
     for num in candidates:
         if display_in_use(num) and not exact:
@@ -126,7 +148,7 @@ async def launch_xvfb(
         read_fd, write_fd = os.pipe()
         try:
             proc = await processes.spawn(
-                "Xvfb", xvfb_args(num, width, height, dpi, write_fd), env=env, owner=ProcessOwner.DESKTOP,
+                "Xvfb", xvfb_args(num, *framebuffer, dpi, write_fd), env=env, owner=ProcessOwner.DESKTOP,
                 log_path=log_path, protected=True, pass_fds=(write_fd,),
             )
         finally:
@@ -141,6 +163,7 @@ async def launch_xvfb(
         if ready:
             try:
                 await wait_for_x_connection(f":{num}")
+                await switch_to(f":{num}", width, height, dpi)
             except BaseException:
                 await proc.kill(500)
                 raise

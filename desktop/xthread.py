@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from Xlib import display as xdisplay
 from Xlib import error as xerror
+from Xlib.ext import randr as xrandr
 from Xlib.protocol import display as xprotocol
 
 from desktop.errors import DesktopFailed, DesktopInactive
@@ -46,6 +47,14 @@ from desktop.errors import DesktopFailed, DesktopInactive
 # Done here, where every connection of the service is opened.
 if not hasattr(xprotocol.bytesview, "__bytes__"):
     xprotocol.bytesview.__bytes__ = lambda self: self.view.tobytes()
+
+# python-xlib 0.33 declares RandR's errors (BadRROutput, BadRRCrtc, BadRRMode) as plain Exceptions that
+# cannot be built from an error packet: the first such error crashed inside the reader and left the
+# connection locked, hanging its thread. As XErrors they are raised to the caller like any other X error.
+# Done before any connection is opened: the extension registers them when a display connects.
+for _name in ("BadRROutputError", "BadRRCrtcError", "BadRRModeError"):
+    if not issubclass(getattr(xrandr, _name), xerror.XError):
+        setattr(xrandr, _name, type(_name, (xerror.XError,), {}))
 
 T = TypeVar("T")
 logger = logging.getLogger("sandbox_desktop.x")

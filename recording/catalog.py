@@ -48,6 +48,8 @@ class RecordingRecord:
     size: int = 0
     """Bytes in the file (`bytes` on the wire)."""
     last_error: str | None = None
+    audio: bool = False
+    """The file has the desktop's sound as an AAC track (docs/audio.md)."""
 
     @property
     def id(self) -> str:

@@ -1,9 +1,14 @@
-"""The PyAV writer: BGRX screen frames in, a crash-safe fragmented H.264 MP4 out.
+"""The PyAV writer: BGRX screen frames (and the desktop's sound) in, a crash-safe fragmented MP4 out.
 
 Blocking and not thread-safe: one recording's writer is used from its one encoder thread only.
 Timestamps are milliseconds on the capture clock (time base 1/1000), so the video plays at real
 speed whatever the frame rate was; the fragments are flushed to the file at least every
 `fragment_ms`, so a killed process leaves a file that plays up to about that long before the kill.
+A screen resized while recording is scaled into the recording's size, aspect kept, letterboxed.
+
+The optional AAC track is stamped on the same clock, in samples (time base 1/48000): 20 ms chunks
+go in at their sample position and the silence between bursts is filled with zeros, so the track is
+continuous and every player keeps it in step with the video (docs/audio.md).
 """
 
 from __future__ import annotations
@@ -14,10 +19,19 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+from av.audio.frame import AudioFrame
+from av.audio.resampler import AudioResampler
 from av.video.frame import PictureType, VideoFrame
-from av.video.reformatter import ColorRange, Colorspace
+from av.video.reformatter import ColorRange, Colorspace, Interpolation
+
+from desktop.audio import CHANNELS, CHUNK_SAMPLES, SAMPLE_BYTES, SAMPLE_RATE
 
 TIME_BASE = Fraction(1, 1000)
+AUDIO_TIME_BASE = Fraction(1, SAMPLE_RATE)
+AUDIO_BITRATE = 128_000
+FRAME_BYTES = CHANNELS * SAMPLE_BYTES
+"""Bytes of one interleaved s16 stereo sample frame."""
+_SILENCE = bytes(CHUNK_SAMPLES * FRAME_BYTES)
 # ITU-T H.273 code points: BT.709 primaries, transfer and matrix, as sRGB screens are usually tagged.
 BT709 = 1
 
@@ -44,7 +58,7 @@ class Mp4Writer:
     """A fragmented MP4 (`frag_keyframe+empty_moov+default_base_moof`) with one H.264 yuv420p track."""
 
     def __init__(self, path: Path, width: int, height: int, fps: int,
-                 settings: EncoderSettings | None = None) -> None:
+                 settings: EncoderSettings | None = None, audio: bool = False) -> None:
         self.settings = settings or EncoderSettings()
         # yuv420p needs even dimensions: an odd last row or column is left out.
         self.width = width - width % 2
@@ -55,10 +69,19 @@ class Mp4Writer:
         self._last_key_ms: float = float("-inf")
         self._image: VideoFrame | None = None
         self._bgrx = VideoFrame(self.width, self.height, "bgra")
+        self._box: tuple[int, int, int, int] | None = None
+        """Where a frame of another size than the recording's goes (x, y, width, height), once scaled."""
+        self.audio_samples = 0
+        """Samples in the audio track so far (its next sample's position)."""
+        self._audio_stream: av.AudioStream | None = None
+        self._resampler: AudioResampler | None = None
         options = {
             "movflags": "frag_keyframe+empty_moov+default_base_moof",
             "frag_duration": str(self.settings.fragment_ms * 1000),
             "flush_packets": "1",  # hand each fragment to the kernel at once, not when a buffer fills
+            # The muxer holds a stream's packets until every stream has one this recent; the recorder
+            # keeps the audio current (silence included), this only bounds what a stall could hold back.
+            "max_interleave_delta": str(self.settings.fragment_ms * 2000),
         }
         self._container = av.open(str(path), "w", format="mp4", options=options)
         try:
@@ -72,6 +95,13 @@ class Mp4Writer:
             ctx.options = {"preset": self.settings.preset, "tune": self.settings.tune, "crf": str(self.settings.crf)}
             ctx.colorspace = ctx.color_primaries = ctx.color_trc = BT709
             ctx.color_range = ColorRange.MPEG
+            if audio:
+                self._audio_stream = self._container.add_stream("aac", rate=SAMPLE_RATE)
+                actx = self._audio_stream.codec_context
+                actx.layout, actx.format, actx.bit_rate = "stereo", "fltp", AUDIO_BITRATE
+                actx.time_base = AUDIO_TIME_BASE
+                # AAC takes planar float frames of exactly 1024 samples; the chunks are s16 stereo of 960.
+                self._resampler = AudioResampler(format="fltp", layout="stereo", rate=SAMPLE_RATE, frame_size=1024)
         except BaseException:
             self._container.close()
             raise
@@ -84,6 +114,50 @@ class Mp4Writer:
         self._image = image
         key = at_ms - self._last_key_ms >= self.settings.keyframe_s * 1000
         self._encode(image, at_ms, key)
+
+    @property
+    def has_audio(self) -> bool:
+        return self._audio_stream is not None
+
+    def write_audio(self, data: bytes, sample: int) -> None:
+        """Encode s16 stereo `data` whose first sample plays at `sample` (1/48000 s since time zero).
+
+        A gap since the last chunk is filled with silence; what overlaps audio already written (or
+        precedes time zero) is left out, so the track stays continuous and in step with the video."""
+        skip = self.audio_samples - sample
+        if skip > 0:
+            data = data[skip * FRAME_BYTES:]
+        else:
+            self.fill_audio(sample)
+        if data:
+            self._encode_audio(data)
+
+    def fill_audio(self, until: int) -> None:
+        """Silence up to sample `until` (the recorder keeps the track current while nothing plays)."""
+        while self.audio_samples < until:
+            self._encode_audio(_SILENCE[:min(CHUNK_SAMPLES, until - self.audio_samples) * FRAME_BYTES])
+
+    def _encode_audio(self, data: bytes) -> None:
+        assert self._audio_stream is not None and self._resampler is not None
+        samples = len(data) // FRAME_BYTES
+        frame = AudioFrame(format="s16", layout="stereo", samples=samples)
+        frame.planes[0].update(data[:samples * FRAME_BYTES])
+        frame.sample_rate = SAMPLE_RATE
+        frame.pts = self.audio_samples
+        frame.time_base = AUDIO_TIME_BASE
+        self.audio_samples += samples
+        for chunk in self._resampler.resample(frame):
+            for packet in self._audio_stream.encode(chunk):
+                self._container.mux(packet)
+
+    def _flush_audio(self) -> None:
+        if self._audio_stream is None or self._resampler is None:
+            return
+        for chunk in self._resampler.resample(None):
+            for packet in self._audio_stream.encode(chunk):
+                self._container.mux(packet)
+        for packet in self._audio_stream.encode(None):
+            self._container.mux(packet)
 
     def repeat(self, at_ms: int) -> bool:
         """Encode the last image again at `at_ms` (nearly free: every block is skipped); False if none yet."""
@@ -100,6 +174,9 @@ class Mp4Writer:
                 self._encode(self._image, at, False, duration=end_ms - at)
             for packet in self._stream.encode(None):
                 self._container.mux(packet)
+            if self.has_audio:  # the sound lasts as long as the picture (silence since the last chunk)
+                self.fill_audio(end_ms * SAMPLE_RATE // 1000)
+            self._flush_audio()
         finally:
             self._container.close()
 
@@ -109,19 +186,39 @@ class Mp4Writer:
             self._container.close()
 
     def _fill(self, data: bytes, width: int, height: int) -> None:
-        """Copy a BGRX image into the reused frame, cropping to the encoder's size."""
+        """Copy a BGRX image into the reused frame: cropped by the odd last row or column the encoder leaves
+        out, or, when the screen was resized since the start, scaled to fit with black bars."""
         plane = self._bgrx.planes[0]
         row = self.width * 4
+        if width - width % 2 != self.width or height - height % 2 != self.height:
+            self._letterbox(data, width, height)
+            return
+        self._box = None  # the whole frame is the picture again
         if width == self.width and height == self.height and plane.line_size == row:
             plane.update(data)
             return
         # Odd sizes or a padded line: copy row by row (rare; ~1 ms at 1440x900).
-        target = memoryview(plane)
-        source = memoryview(data)
-        copy = min(row, width * 4)
-        for y in range(min(height, self.height)):
-            start = y * plane.line_size
-            target[start:start + copy] = source[y * width * 4:y * width * 4 + copy]
+        _copy_rows(memoryview(data), width * 4, plane, 0, 0, min(row, width * 4), min(height, self.height))
+
+    def _letterbox(self, data: bytes, width: int, height: int) -> None:
+        """Scale a frame of another size into the recording's, aspect kept, centred on black."""
+        scale = min(self.width / width, self.height / height)
+        box_w = max(2, min(self.width, round(width * scale)))
+        box_h = max(2, min(self.height, round(height * scale)))
+        box = ((self.width - box_w) // 2, (self.height - box_h) // 2, box_w, box_h)
+        plane = self._bgrx.planes[0]
+        if box != self._box:  # the bars are black once; only the picture inside them changes
+            memoryview(plane)[:] = bytes(plane.buffer_size)
+            self._box = box
+        source = VideoFrame(width, height, "bgra")
+        source_plane = source.planes[0]
+        if source_plane.line_size == width * 4:
+            source_plane.update(data)
+        else:
+            _copy_rows(memoryview(data), width * 4, source_plane, 0, 0, width * 4, height)
+        scaled = source.reformat(width=box_w, height=box_h, interpolation=Interpolation.AREA, threads=1)
+        scaled_plane = scaled.planes[0]
+        _copy_rows(memoryview(scaled_plane), scaled_plane.line_size, plane, box[0], box[1], box_w * 4, box_h)
 
     def _encode(self, image: VideoFrame, at_ms: int, key: bool, duration: int = 0) -> None:
         at_ms = max(at_ms, self.last_ms + 1)  # timestamps must strictly increase
@@ -136,3 +233,13 @@ class Mp4Writer:
             self._container.mux(packet)
         self.last_ms = at_ms
         self.frames += 1
+
+
+def _copy_rows(source: memoryview, source_stride: int, target_plane: av.video.plane.VideoPlane, x: int, y: int,
+               row_bytes: int, rows: int) -> None:
+    """Copy `rows` rows of `row_bytes` from `source` into the plane at pixel (x, y)."""
+    target = memoryview(target_plane)
+    stride = target_plane.line_size
+    for r in range(rows):
+        start = (y + r) * stride + x * 4
+        target[start:start + row_bytes] = source[r * source_stride:r * source_stride + row_bytes]

@@ -18,6 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from desktop.audio import AudioUnavailable
+from desktop.audio_capture import AudioCapture, AudioSubscription
 from desktop.errors import Conflict, NotFound, StreamError
 from desktop.runtime import Desktop
 from desktop.snapshot import rfc3339_ns
@@ -37,9 +39,12 @@ ID_PATTERN = re.compile(r"^rec_([1-9][0-9]{0,17})$")
 class RecordingManager:
     """Start, stop, list and delete desktop recordings."""
 
-    def __init__(self, desktop: Desktop, settings: EncoderSettings | None = None) -> None:
+    def __init__(self, desktop: Desktop, settings: EncoderSettings | None = None,
+                 audio: AudioCapture | None = None) -> None:
         self.desktop = desktop
         self.settings = settings or EncoderSettings()
+        self.audio = audio
+        """The desktop's shared sound capture; None: recordings are silent."""
         self._catalogs: dict[Path, asyncio.Task[Catalog]] = {}
         self._lock = asyncio.Lock()
         self._active: Recorder | None = None
@@ -80,12 +85,19 @@ class RecordingManager:
     def recording(self) -> bool:
         return self._active is not None
 
-    async def start_recording(self, fps: int | None = None) -> RecordingRecord:
-        """Start recording the desktop at `fps` (default: the desktop's `recordingFps`, else 30)."""
+    async def start_recording(self, fps: int | None = None, audio: bool | None = None) -> RecordingRecord:
+        """Start recording the desktop at `fps` (default: the desktop's `recordingFps`, else 30), with its
+        sound when `audio` (default: when the desktop has a sound server; `True` without one is a 503)."""
         async with self._lock:
             session = self.desktop.session()  # the desktop's own 409/503 problem when it is not ready
             if self._active is not None:
                 raise Conflict("a desktop recording is already active")
+            has_sound = self.audio is not None and self.audio.available
+            if audio and not has_sound:
+                raise AudioUnavailable("the desktop has no sound server to record (pulseaudio is not installed "
+                                       "or did not start; see its runtime log); start the recording with "
+                                       "audio false, or run `sandbox-desktop install desktop` and restart it")
+            audio = has_sound if audio is None else audio
             options = self.desktop.options
             fps = fps or (options.recording_fps if options else None) or DEFAULT_FPS
             catalog = await self._catalog()
@@ -95,16 +107,21 @@ class RecordingManager:
                 raise StreamError(f"cannot create a recording in {catalog.directory}: {exc}") from exc
             t0, wall = time.monotonic(), time.time_ns()
             record = RecordingRecord(claim.number, RecordingState.RECORDING, rfc3339_ns(wall), fps=fps,
-                                     width=session.width, height=session.height)
+                                     width=session.width, height=session.height, audio=audio)
+            sound: AudioSubscription | None = None
             try:
                 await asyncio.to_thread(catalog.save, record)
-                recorder = await Recorder.open(record, claim, self.settings, partial(self._ended, catalog))
+                recorder = await Recorder.open(record, claim, self.settings, partial(self._ended, catalog), audio)
+                if audio and self.audio is not None:
+                    sound = await self.audio.subscribe()
             except Exception as exc:
                 claim.release()
                 await asyncio.to_thread(_discard, catalog, claim.number)
+                if isinstance(exc, AudioUnavailable):  # the sound server went away meanwhile
+                    raise
                 raise StreamError(f"cannot start {record.file_name} in {catalog.directory}: {exc}") from exc
             catalog.records[record.number] = record
-            recorder.start(self.desktop.frames.subscribe(session.display, fps), t0)
+            recorder.start(self.desktop.frames.subscribe(session.display, fps), t0, sound)
             self._active = recorder
             self.outcomes["started"] += 1
             try:

@@ -74,10 +74,11 @@ def probe(path: Path) -> Probe:
                 return Probe()
             stream = container.streams.video[0]
             frames, end = 0, 0.0
-            for packet in container.demux(stream):
+            # Every track counts for what plays (the sound may outlast the last frame); frames are video's.
+            for packet in container.demux(stream, *container.streams.audio):
                 if packet.pts is None or packet.time_base is None:
                     continue  # the demuxer's final empty packet
-                frames += 1
+                frames += packet.stream is stream
                 end = max(end, float((packet.pts + (packet.duration or 0)) * packet.time_base))
             return Probe(frames, round(end * 1000), stream.codec_context.width, stream.codec_context.height)
     except (av.FFmpegError, OSError) as exc:

@@ -5,6 +5,10 @@ thread. Latest frame wins: while a frame is being encoded newer ones replace eac
 slow encoder lowers the frame rate instead of building a queue. An idle screen sends no frames
 (XDamage); every `HEARTBEAT_S` the last image is encoded again (an all-skip frame of a few bytes)
 so that the file on disk never lags the screen by more than about a second.
+
+With sound (docs/audio.md), a second task feeds the desktop's 20 ms chunks to the same thread, stamped
+on the same monotonic clock as the frames; while nothing plays it writes silence up to shortly before
+now, so the muxer never holds video back waiting for audio.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from desktop.audio import SAMPLE_RATE
+from desktop.audio_capture import AudioSubscription
 from desktop.frames import Frame, Subscription
 from desktop.snapshot import rfc3339_ns
 from recording.catalog import Claim, RecordingRecord
@@ -31,6 +37,9 @@ T = TypeVar("T")
 HEARTBEAT_S = 0.5
 # A stop right after the start still waits this long for the first image, so the file is never empty.
 FIRST_FRAME_TIMEOUT_S = 2.0
+SILENCE_MARGIN_S = 0.3
+"""While nothing plays, silence is written up to this long before now: a chunk that is late by less
+(the capture's delay is ~40 ms) still finds its place free."""
 
 
 class Recorder:
@@ -50,27 +59,32 @@ class Recorder:
         self._final: Frame | None = None
         self._last_seq = 0
         self._first_written = asyncio.Event()
+        self._audio: AudioSubscription | None = None
+        self._audio_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, record: RecordingRecord, claim: Claim, settings: EncoderSettings,
-                   on_end: Callable[[Recorder], Awaitable[None]]) -> Recorder:
-        """Create the writer (opening the file) on a new encoder thread."""
+                   on_end: Callable[[Recorder], Awaitable[None]], audio: bool = False) -> Recorder:
+        """Create the writer (opening the file; with an AAC track when `audio`) on a new encoder thread."""
         assert record.width and record.height and record.fps
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rec-{record.number}")
         try:
             writer = await asyncio.get_running_loop().run_in_executor(
-                executor, Mp4Writer, claim.path, record.width, record.height, record.fps, settings)
+                executor, Mp4Writer, claim.path, record.width, record.height, record.fps, settings, audio)
         except BaseException:
             executor.shutdown(wait=False)
             raise
         record.width, record.height = writer.width, writer.height
         return cls(record, claim, writer, executor, on_end)
 
-    def start(self, subscription: Subscription, t0: float) -> None:
-        """Record frames of `subscription`; `t0` (monotonic) is time zero of the video."""
+    def start(self, subscription: Subscription, t0: float, audio: AudioSubscription | None = None) -> None:
+        """Record frames of `subscription` (and the sound of `audio`); `t0` (monotonic) is time zero."""
         self._sub = subscription
         self._t0 = t0
         self._task = asyncio.create_task(self._run(), name=f"recording-{self.record.id}")
+        if audio is not None:
+            self._audio = audio
+            self._audio_task = asyncio.create_task(self._record_audio(audio), name=f"recording-{self.record.id}-audio")
 
     @property
     def frames(self) -> int:
@@ -105,12 +119,14 @@ class Recorder:
         error = None
         try:
             await self._record()
+            await self._stop_audio()
             await self._call(self._writer.finish, self._ms(self._end or time.monotonic()))
         except Exception as exc:
             error = f"writing {self.record.file_name} failed: {exc or type(exc).__name__}"
             logger.warning("recording %s failed: %s", self.record.id, error)
             await self._call(self._writer.abort)
         finally:
+            await self._stop_audio()
             self._first_written.set()  # a stop waiting for a first frame need not wait any longer
             self._executor.shutdown(wait=False)
             if not self._sub.closed:
@@ -133,6 +149,31 @@ class Recorder:
             self._end = time.monotonic()
         if self._final is not None and self._final.seq > self._last_seq:
             await self._write(self._final)
+
+    async def _record_audio(self, audio: AudioSubscription) -> None:
+        """Chunks into the writer at their sample position; silence up to shortly before now while none come."""
+        while not audio.closed:
+            chunk = await audio.next(HEARTBEAT_S)
+            if chunk is None:
+                until = round((time.monotonic() - SILENCE_MARGIN_S - self._t0) * SAMPLE_RATE)
+                await self._call(self._writer.fill_audio, until)
+                continue
+            for item in (chunk, *audio.drain()):
+                await self._call(self._writer.write_audio, item.data, round((item.at - self._t0) * SAMPLE_RATE))
+
+    async def _stop_audio(self) -> None:
+        audio, task = self._audio, self._audio_task
+        self._audio = self._audio_task = None
+        if audio is not None:
+            await audio.close()
+        if task is not None:
+            task.cancel()  # a write in progress finishes on the encoder thread before finish() runs there
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # the sound is lost from here on; the video goes on
+                logger.warning("recording %s: writing its audio failed: %s", self.record.id, exc)
 
     async def _write(self, frame: Frame) -> None:
         at = 0 if self._writer.frames == 0 else self._ms(frame.captured_at)

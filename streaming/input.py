@@ -19,11 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from desktop.action_log import action_source
+from desktop.action_log import acting_as, action_source
 from desktop.errors import ServiceError
 from desktop.keys import UNICODE_KEYSYM_BASE
 from desktop.runtime import Desktop
 from desktop.session import Session
+from desktop.takeover import LIVE_VIEW_SOURCE
 
 logger = logging.getLogger("sandbox_desktop.stream.input")
 
@@ -159,10 +160,13 @@ class WheelAccumulator:
 class RemoteInput:
     """One viewer's input: decoded, queued, applied in order while `allowed()`; held state released."""
 
-    def __init__(self, desktop: Desktop, allowed: Callable[[], bool], reply: Callable[[bytes], None]) -> None:
+    def __init__(self, desktop: Desktop, allowed: Callable[[], bool], reply: Callable[[bytes], None],
+                 touched: Callable[[], None] = lambda: None) -> None:
         self._desktop = desktop
         self._allowed = allowed
         self._reply = reply
+        self._touched = touched
+        """Called when an allowed key, button or wheel event arrives: the person acts (takeover)."""
         self._queue: collections.deque[Event | _ReleaseAll] = collections.deque()
         self._wake = asyncio.Event()
         self._held_keys: dict[int, float] = {}
@@ -178,7 +182,10 @@ class RemoteInput:
         """Queue the events of one data-channel message (called from aiortc's event callback)."""
         if isinstance(message, str) or self._closed:
             return
-        for event in decode(message):
+        events = decode(message)
+        if any(isinstance(e, Key | Button | Scroll) for e in events) and self._allowed():
+            self._touched()  # before queueing: agent input is held off before this event is applied
+        for event in events:
             if isinstance(event, Ping):
                 self._reply(pong(event, int(time.time() * 1000)))
             elif self._queue and isinstance(event, Move) and isinstance(self._queue[-1], Move):
@@ -210,10 +217,13 @@ class RemoteInput:
             session = self._desktop.session()
         except ServiceError:
             return  # no desktop: nothing is held any more
-        for keysym in reversed(keys):
-            await self._safely(self._desktop.keyboard.key_up(session, keysym))
-        for name in buttons:
-            await self._safely(self._desktop.mouse.button(session, None, None, name, False))
+        # The live view's own input, whichever task lets go (the socket's, when the viewer leaves): never held
+        # off by a takeover, which could leave a key down.
+        with acting_as(LIVE_VIEW_SOURCE):
+            for keysym in reversed(keys):
+                await self._safely(self._desktop.keyboard.key_up(session, keysym))
+            for name in buttons:
+                await self._safely(self._desktop.mouse.button(session, None, None, name, False))
 
     async def close(self) -> None:
         """Drop what is queued, let the event being applied finish, release what is held."""
@@ -227,7 +237,7 @@ class RemoteInput:
         await self.release_all()
 
     async def _run(self) -> None:
-        action_source.set("stream")  # this task's own context: all it injects is the live view's
+        action_source.set(LIVE_VIEW_SOURCE)  # this task's own context: all it injects is the live view's
         while not self._closed:
             if not self._queue:
                 self._wake.clear()

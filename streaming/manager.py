@@ -4,21 +4,35 @@
 WebSocket is served by a `SignalingSession`. Viewers negotiating the same codec share one
 `VideoPipeline`, which runs while any of them is attached. Stopping the stream (or the desktop), or
 the desktop failing for good, sends every viewer `system/disconnect` and closes its peer.
+
+Viewers share control (streaming/control.py, docs/control.md): each change is broadcast
+(`control/host`, `control/takeover`), published on the desktop's event bus (`control.changed`),
+written to the action log, and handed to the takeover gate (desktop/takeover.py) that holds agent
+input off while a person holds the desktop. The controller's browser and the desktop share the
+clipboard over the signalling socket (`clipboard/updated` out, `clipboard/set` in).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
+import re
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from desktop.errors import StreamError, StreamNotActive, invalid_action
+from desktop.action_log import acting_as
+from desktop.audio_capture import AudioCapture
+from desktop.errors import ServiceError, StreamError, StreamNotActive, invalid_action
+from desktop.events import Event
 from desktop.runtime import Desktop
+from desktop.takeover import LIVE_VIEW_SOURCE
+from sandbox_desktop_wire.events import EventType
 from streaming import ports
-from streaming.control import Control
+from streaming.audio import DesktopAudioTrack, OpusFeed
+from streaming.control import Access, Control, ControlChange, ControlRefused
 from streaming.encoders import CODECS
 from streaming.peer import ViewerPeer
 from streaming.pipeline import VideoPipeline
@@ -29,6 +43,18 @@ from streaming.track import install_keyframe_hook
 logger = logging.getLogger("sandbox_desktop.stream")
 
 DISCONNECT_TIMEOUT_S = 5.0
+MAX_CLIPBOARD_CHARS = 1_000_000
+"""Clipboard text exchanged with a viewer, each way (a larger copy stays on its side)."""
+MAX_NAME_CHARS = 40
+NAME_PATTERN = re.compile(r"[\w .@-]+")
+
+
+def viewer_name(text: str) -> str:
+    """A viewer's `?name=`: 1-40 letters, digits, spaces and `._@-` (400 naming `name` otherwise)."""
+    name = text.strip()
+    if not name or len(name) > MAX_NAME_CHARS or not NAME_PATTERN.fullmatch(name):
+        raise invalid_action(f"name must be 1 to {MAX_NAME_CHARS} letters, digits, spaces or ._@-", "name", "query")
+    return name
 
 
 @dataclass(frozen=True)
@@ -56,6 +82,9 @@ class StreamStatus:
     bitrate: int | None = None
     viewers: int | None = None
     controller: str | None = None
+    takeover: bool | None = None
+    """Whether the controller holds the desktop (agent input waits or is refused, docs/control.md)."""
+    takeover_mode: str | None = None
     port_range: tuple[int, int] | None = None
     encoders: int | None = None
     """Running encoders: one per codec in use, however many viewers share it."""
@@ -64,11 +93,19 @@ class StreamStatus:
 class StreamManager:
     """The desktop's live view; the API calls `start_stream`, `stop_stream`, `status` and `serve`."""
 
-    def __init__(self, desktop: Desktop, public_addresses: tuple[str, ...] = ()) -> None:
+    def __init__(self, desktop: Desktop, public_addresses: tuple[str, ...] = (),
+                 audio: AudioCapture | None = None) -> None:
         self.desktop = desktop
+        self.audio = OpusFeed(audio) if audio is not None else None
+        """The desktop's sound, encoded once for every viewer (streaming/audio.py); None: video only."""
         self.public_addresses = public_addresses
         """Where viewers reach our UDP ports through a 1:1 NAT (`--webrtc-public-address`)."""
-        self.control = Control(self._host_changed)
+        self.takeover = desktop.takeover
+        """The desktop's takeover gate: control changes here tell it who holds the desktop (desktop/takeover.py)."""
+        self.control = Control(self._control_changed, self._access_of)
+        self._clipboard_task: asyncio.Task[None] | None = None
+        self._clipboard_known: str | None = None
+        """The clipboard text the controller's browser has (sent or received), so none is echoed back."""
         self._config: StreamConfig | None = None
         self._sessions: dict[str, SignalingSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -129,6 +166,8 @@ class StreamManager:
                                             session.height)
                 logger.info("live view on: %s, %d fps, UDP %d-%d", self._config.codec, self._config.fps,
                             *self._config.ports)
+                self._clipboard_task = asyncio.get_running_loop().create_task(self._follow_clipboard(),
+                                                                              name="stream-clipboard")
             return self.status()
 
     async def stop_stream(self, reason: str = "desktop streaming stopped") -> StreamStatus:
@@ -149,6 +188,11 @@ class StreamManager:
                 await pipeline.close()
             self._pipelines.clear()
             self.control.clear()
+            self.takeover.hold(None)
+            clipboard, self._clipboard_task = self._clipboard_task, None
+            if clipboard is not None:
+                clipboard.cancel()
+                await asyncio.gather(clipboard, return_exceptions=True)
             logger.info("live view off: %s", reason)
             return self.status()
 
@@ -162,7 +206,8 @@ class StreamManager:
             active=True, codec=config.codec,
             frame_rate=stats.frame_rate if stats else config.fps,
             fps=stats.fps if stats else 0.0, bitrate=stats.bitrate if stats else 0,
-            viewers=len(self._sessions), controller=self.control.host, port_range=config.ports,
+            viewers=len(self._sessions), controller=self.control.host, takeover=self.control.takeover,
+            takeover_mode=str(self.takeover.mode), port_range=config.ports,
             encoders=len(self._pipelines),
         )
 
@@ -172,10 +217,11 @@ class StreamManager:
             raise StreamNotActive("desktop streaming is not active; POST /v1/desktop/stream/start first")
         return self._config
 
-    async def serve(self, link: Link, can_control: bool = True) -> None:
-        """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted); a viewer
-        that cannot control (a view-only token) watches only."""
-        viewer = SignalingSession(f"viewer_{next(self._ids)}", link, self, can_control)
+    async def serve(self, link: Link, access: Access = Access.ADMIN, name: str | None = None) -> None:
+        """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted). `access`
+        comes from its credential (a view-only token watches only); `name` (checked by `viewer_name`) is
+        made unique and is the viewer's id."""
+        viewer = SignalingSession(self._unique_name(name), link, self, access)
         if self._config is None:  # stopped between the handshake and now
             await viewer.disconnect("desktop streaming is not active")
             return
@@ -183,20 +229,50 @@ class StreamManager:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        logger.info("viewer %s joined (%s)", viewer.id, access)
+        self._broadcast_soon("session/created", self.describe(viewer.id), but=viewer.id)
         try:
             await viewer.run()
         finally:
             self._sessions.pop(viewer.id, None)
-            self.control.release(viewer.id)
+            self.control.leave(viewer.id)
+            self._broadcast_soon("session/deleted", {"id": viewer.id})
             await viewer.finish()
             if task is not None:
                 self._tasks.discard(task)
 
+    def _unique_name(self, name: str | None) -> str:
+        if name is None:
+            for _ in range(1000):
+                candidate = f"viewer_{next(self._ids)}"
+                if candidate not in self._sessions:
+                    return candidate
+        base = name or "viewer"
+        if base not in self._sessions:
+            return base
+        # One of these is free: there are fewer sessions than suffixes tried.
+        return next(f"{base}_{n}" for n in range(2, len(self._sessions) + 3) if f"{base}_{n}" not in self._sessions)
+
     # -- for sessions ------------------------------------------------------------------------
 
-    def can_control(self, viewer: str) -> bool:
+    def _access_of(self, viewer: str) -> Access | None:
         session = self._sessions.get(viewer)
-        return session is not None and session.can_control
+        return session.access if session is not None else None
+
+    def describe(self, viewer: str) -> dict[str, Any]:
+        """neko's session entry (`id`, `profile`, `state`) plus our `role` and `access` (docs/control.md)."""
+        session = self._sessions.get(viewer)
+        access = session.access if session is not None else Access.VIEW
+        host = self.control.holds(viewer)
+        return {"id": viewer, "role": "controller" if host else "watcher", "access": str(access),
+                "profile": {"name": viewer, "is_admin": access is Access.ADMIN, "can_watch": True,
+                            "can_host": access is not Access.VIEW, "can_access_clipboard": access is not Access.VIEW},
+                "state": {"is_connected": True, "is_watching": viewer in self.watching(), "is_host": host}}
+
+    def takeover_state(self) -> dict[str, Any]:
+        """`control/takeover`: whether the controller holds the desktop, and what agent input gets then."""
+        host = self.control.host
+        return {"active": self.control.takeover, "mode": str(self.takeover.mode), **({"host_id": host} if host else {})}
 
     def viewer_ids(self) -> list[str]:
         return list(self._sessions)
@@ -209,7 +285,10 @@ class StreamManager:
         # Host candidates on every interface plus 127.0.0.1 (as neko's nat1to1 127.0.0.1), in the range,
         # and the public addresses a NAT forwards the range from.
         policy = HostPolicy(ports=config.ports, loopback=True, public_addresses=self.public_addresses)
-        return ViewerPeer(config.codec, policy, on_message, on_state)
+        peer = ViewerPeer(config.codec, policy, on_message, on_state)
+        if self.audio is not None and self.audio.capture.available:
+            peer.add_audio(DesktopAudioTrack(self.audio))
+        return peer
 
     def attach(self, peer: ViewerPeer, viewer: str) -> None:
         """Start sending video to a viewer's peer whose answer was applied."""
@@ -241,16 +320,76 @@ class StreamManager:
         if session is not None:
             await session.emit(event, payload)
 
+    def _broadcast_soon(self, event: str, payload: dict[str, Any], but: str | None = None) -> None:
+        """Queue one event to every viewer (each in its session's order), from code that cannot await."""
+        for session in self._sessions.values():
+            if session.id != but:
+                session.spawn(session.emit(event, payload))
+
     # -- control -----------------------------------------------------------------------------
 
-    def _host_changed(self, host: str | None, previous: str | None, cause: str) -> None:
-        """Broadcast neko's `control/host`, and release what the previous host still held."""
-        payload = {"id": cause, "has_host": host is not None, **({"host_id": host} if host else {})}
-        for session in self._sessions.values():
-            session.spawn(session.emit("control/host", payload))
-        old = self._sessions.get(previous or "")
+    def _control_changed(self, change: ControlChange) -> None:
+        """Control's one listener: tell the viewers, the gate, the event bus and the action log."""
+        host = change.controller
+        if change.controller != change.previous:
+            self._broadcast_soon("control/host", {"id": change.cause, "has_host": host is not None,
+                                                  **({"host_id": host} if host else {})})
+        self._broadcast_soon("control/takeover", self.takeover_state())
+        self.takeover.hold(host if change.takeover else None)
+        fields: dict[str, Any] = {"controller": host, "previous": change.previous, "takeover": change.takeover,
+                  "by": change.cause, "reason": str(change.reason)}
+        self.desktop.events.bus.publish(EventType.CONTROL_CHANGED, **fields)
+        with acting_as(LIVE_VIEW_SOURCE):
+            self.desktop.action_log.record("control", **fields)
+        if change.controller == change.previous:
+            return
+        old = self._sessions.get(change.previous or "")
         if old is not None:
             old.input.release()
+        self._clipboard_known = None
+        new = self._sessions.get(host or "")
+        if new is not None:  # what the agent copied before can be pasted in the controller's browser
+            new.spawn(self._send_clipboard(new.id))
+
+    # -- clipboard ---------------------------------------------------------------------------
+
+    async def viewer_clipboard(self, viewer: str, text: str) -> None:
+        """`clipboard/set` from a viewer: the controller's browser clipboard becomes the desktop's CLIPBOARD."""
+        if not self.control.holds(viewer):
+            raise ControlRefused("only the controller can set the desktop's clipboard")
+        if len(text) > MAX_CLIPBOARD_CHARS:
+            raise ControlRefused(f"clipboard text over {MAX_CLIPBOARD_CHARS} characters is not sent to the desktop")
+        try:
+            session = self.desktop.session()
+            with acting_as(LIVE_VIEW_SOURCE):
+                self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
+            self._clipboard_known = text
+            await self.desktop.clipboard.set(session, text, "clipboard")
+        except ServiceError as exc:
+            raise ControlRefused(f"the desktop's clipboard cannot be set: {exc.message}") from exc
+
+    async def _follow_clipboard(self) -> None:
+        """While the stream is on: each change of the desktop's CLIPBOARD goes to the controller."""
+        with self.desktop.events.bus.subscribe({EventType.CLIPBOARD_CHANGED}) as changes:
+            async for item in changes:
+                if isinstance(item, Event) and self.control.host is not None:
+                    await self._send_clipboard(self.control.host)
+
+    async def _send_clipboard(self, viewer: str) -> None:
+        """The desktop's CLIPBOARD text to `viewer` (`clipboard/updated`), unless its browser has it already."""
+        try:
+            text = await self.desktop.clipboard.get(self.desktop.session(), "clipboard")
+        except ServiceError as exc:  # nobody owns it, or the owner does not answer: nothing to send
+            logger.debug("clipboard not read for %s: %s", viewer, exc)
+            return
+        if not text or text == self._clipboard_known or not self.control.holds(viewer):
+            return
+        if len(text) > MAX_CLIPBOARD_CHARS:
+            logger.info("clipboard of %d characters not sent to %s", len(text), viewer)
+            return
+        self._clipboard_known = text
+        with contextlib.suppress(Exception):
+            await self.send_to(viewer, "clipboard/updated", {"text": text})
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

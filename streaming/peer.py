@@ -1,4 +1,6 @@
-"""One viewer's WebRTC connection: the server's offer with a video track and a server-created data channel.
+"""One viewer's WebRTC connection: the server's offer with a video track, the desktop's sound when it has
+some (an Opus track in the same MediaStream, so one `<video>` element plays both) and a server-created
+data channel.
 
 The server is the offerer (neko's model, and what the SDK expects: it relies on `ondatachannel`).
 aiortc gathers every candidate before the offer is made, so they all travel inside its SDP; the
@@ -19,6 +21,7 @@ from aiortc import (
     RTCRtpSender,
     RTCSessionDescription,
 )
+from aiortc.mediastreams import MediaStreamTrack
 from aiortc.rtcrtpparameters import RTCRtpCodecCapability
 from aiortc.sdp import SessionDescription, candidate_from_sdp
 
@@ -46,6 +49,11 @@ def codec_preferences(preferred: str) -> list[RTCRtpCodecCapability]:
     return chosen + [c for c in capabilities if c.mimeType.lower() == "video/rtx"]
 
 
+def opus_preferences() -> list[RTCRtpCodecCapability]:
+    """Opus only: the one audio codec every browser has, and what aiortc encodes 48 kHz stereo with."""
+    return [c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType.lower() == "audio/opus"]
+
+
 def negotiated_codec(answer_sdp: str, preferred: str) -> str:
     """The codec aiortc sends with: the first of our preferences that the answer accepted."""
     try:
@@ -70,9 +78,12 @@ class ViewerPeer:
         self.codec: str | None = None
         """The negotiated codec, once the answer is applied."""
         self.track = ViewerTrack()
+        self.audio: MediaStreamTrack | None = None
+        """The desktop's sound (streaming/audio.py), when the offer carries it."""
         self._pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         transceiver = self._pc.addTransceiver(self.track, direction="sendonly")
         transceiver.setCodecPreferences(codec_preferences(codec))
+        self._video_sender = transceiver.sender
         self.channel = self._pc.createDataChannel(DATA_CHANNEL_LABEL, ordered=True)
         self.channel.on("message", on_message)
         self._pending: list[dict[str, Any]] = []
@@ -89,7 +100,17 @@ class ViewerPeer:
     @property
     def has_audio(self) -> bool:
         """Whether the offer carries the desktop's sound (neko's `signal/provide` `audio.disabled`)."""
-        return False
+        return self.audio is not None
+
+    def add_audio(self, track: MediaStreamTrack) -> None:
+        """Send `track` as Opus in the video's MediaStream (before `offer()`)."""
+        transceiver = self._pc.addTransceiver(track, direction="sendonly")
+        transceiver.setCodecPreferences(opus_preferences())
+        # One msid for both tracks: the browser's `ontrack` then gives one stream holding video and audio,
+        # which a single <video> element plays (and keeps in sync). aiortc only shares a stream id between
+        # tracks added with addTrack (which the pinned 1.16 sets on the sender, as here).
+        transceiver.sender._stream_id = self._video_sender._stream_id
+        self.audio = track
 
     async def offer(self) -> str:
         """Create the offer (gathering host candidates under the port policy) and return its SDP."""
@@ -133,4 +154,6 @@ class ViewerPeer:
 
     async def close(self) -> None:
         self.track.stop()
+        if self.audio is not None:
+            self.audio.stop()
         await self._pc.close()

@@ -33,6 +33,8 @@ KEEPALIVE_S = 1.0
 """Repeat the picture this often on a static screen, so receivers do not report a stall."""
 # A change is also followed by one repeat at the next tick: receivers that complete a frame only
 # when the next one starts (aiortc's jitter buffer) then show a change at once, not a second later.
+# A keyframe's repeat goes out at once, not a tick later: a keyframe is what a joining viewer and a
+# screen of a new size (docs/display.md) wait for, and the repeat costs one small P-frame.
 KEYFRAME_GAP_S = 0.5
 """Requested keyframes come at most this often: a PLI storm must not become a keyframe storm."""
 SAFETY_KEYFRAME_S = 30.0
@@ -142,6 +144,7 @@ class VideoPipeline:
         self._last_keyframe = -math.inf
         self._last_output = -math.inf
         self._repeat_due = False
+        self._repeat_now = False
         self._sent: collections.deque[tuple[float, int, bool]] = collections.deque()
         self.pictures = 0
         self.keyframes = 0
@@ -193,7 +196,8 @@ class VideoPipeline:
         failures = 0
         try:
             while not subscription.closed:
-                frame = await subscription.next(timeout=self.rate.period) or subscription.latest()
+                wait, self._repeat_now = (0.0 if self._repeat_now else self.rate.period), False
+                frame = await subscription.next(timeout=wait) or subscription.latest()
                 if frame is None or not self._tracks:
                     continue
                 started = time.monotonic()
@@ -213,10 +217,12 @@ class VideoPipeline:
                     continue
                 packets, changed = picture
                 finished = time.monotonic()
-                self._repeat_due = changed or any(p.is_keyframe for p in packets)
+                keyframed = any(p.is_keyframe for p in packets)
+                self._repeat_now = keyframed
+                self._repeat_due = changed or keyframed
                 self._publish(packets, finished)
                 # Keyframes are rare and several times dearer: they say nothing about the steady load.
-                if not any(p.is_keyframe for p in packets) and self.rate.observe(finished - started, finished):
+                if not keyframed and self.rate.observe(finished - started, finished):
                     subscription.fps = self.rate.current  # the capture loop reads it every tick
                     logger.info("live view %s: %d fps (%.1f ms per picture)", self.codec, self.rate.current,
                                 self.rate.cost * 1000)

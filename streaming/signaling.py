@@ -2,8 +2,11 @@
 
 Every text message is `{"event": ..., "payload": {...}}`. The server opens with `system/init`,
 answers `signal/request` with `signal/provide` (its offer), takes `signal/answer` and trickled
-`signal/candidate`s, arbitrates `control/request`/`control/release` (broadcasting `control/host`)
-and ends with `system/disconnect {message}`. Unknown events, heartbeats included, are ignored.
+`signal/candidate`s, passes control with `control/request`, `control/give`, `control/take` and
+`control/release` (broadcasting `control/host`, docs/control.md), carries the clipboard
+(`clipboard/set` in, `clipboard/updated` out) and ends with `system/disconnect {message}`. A control
+or clipboard action the viewer may not take is answered with `system/error {event, message}`.
+Unknown events, heartbeats included, are ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
+from streaming.control import Access, ControlRefused
 from streaming.input import RemoteInput
 from streaming.peer import NegotiationError, ViewerPeer
 from streaming.ports import PortRangeExhausted
@@ -45,13 +49,14 @@ class Link(Protocol):
 class SignalingSession:
     """One connected viewer: its WebSocket, its peer connection and its input."""
 
-    def __init__(self, viewer_id: str, link: Link, manager: StreamManager, can_control: bool = True) -> None:
+    def __init__(self, viewer_id: str, link: Link, manager: StreamManager, access: Access = Access.ADMIN) -> None:
         self.id = viewer_id
-        self.can_control = can_control
-        """False for a viewer admitted with a view-only token: it watches and can never take control."""
+        """Also the viewer's name: unique among the connected viewers (`?name=`, default `viewer_N`)."""
+        self.access = access
         self.link = link
         self.peer: ViewerPeer | None = None
-        self.input = RemoteInput(manager.desktop, lambda: manager.control.holds(viewer_id), self._reply)
+        self.input = RemoteInput(manager.desktop, lambda: manager.control.holds(viewer_id), self._reply,
+                                 lambda: manager.control.touched(viewer_id))
         self._manager = manager
         self._send_lock = asyncio.Lock()
         self._closing = False
@@ -59,6 +64,9 @@ class SignalingSession:
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {
             "control/request": self._control_request,
             "control/release": self._control_release,
+            "control/give": self._control_give,
+            "control/take": self._control_take,
+            "clipboard/set": self._clipboard_set,
             "signal/request": self._signal_request,
             "signal/answer": self._signal_answer,
             "signal/candidate": self._signal_candidate,
@@ -78,6 +86,9 @@ class SignalingSession:
                 continue
             try:
                 await handler(payload)
+            except ControlRefused as exc:
+                logger.info("viewer %s: %s refused: %s", self.id, event, exc)
+                await self.emit("system/error", {"event": event, "message": str(exc)})
             except Exception as exc:  # a bug or an aiortc state error: tell the viewer, do not hang it
                 logger.exception("viewer %s: %s failed", self.id, event)
                 await self._fail(f"{event} failed: {exc}")
@@ -118,16 +129,28 @@ class SignalingSession:
     # -- events ------------------------------------------------------------------------------
 
     async def _control_request(self, payload: dict[str, Any]) -> None:
-        if not self.can_control:
-            logger.info("%s asked for control with a view-only token: refused", self.id)
-            return
         control = self._manager.control
-        if not control.request(self.id) and control.host is not None:
+        if not control.request(self.id, takeover=payload.get("takeover") is True) and control.host is not None:
             # neko tells the host someone asked; the request is remembered (see streaming/control.py).
             await self._manager.send_to(control.host, "control/request", {"id": self.id})
 
     async def _control_release(self, payload: dict[str, Any]) -> None:
         self._manager.control.release(self.id)
+
+    async def _control_give(self, payload: dict[str, Any]) -> None:
+        target = payload.get("id")
+        if not isinstance(target, str):
+            raise ControlRefused("control/give needs {\"id\": <viewer>}")
+        self._manager.control.give(self.id, target)
+
+    async def _control_take(self, payload: dict[str, Any]) -> None:
+        self._manager.control.take(self.id)
+
+    async def _clipboard_set(self, payload: dict[str, Any]) -> None:
+        text = payload.get("text")
+        if not isinstance(text, str):
+            raise ControlRefused("clipboard/set needs {\"text\": <string>}")
+        await self._manager.viewer_clipboard(self.id, text)
 
     async def _signal_request(self, payload: dict[str, Any]) -> None:
         await self.close_peer()
@@ -182,15 +205,11 @@ class SignalingSession:
         config = self._manager.require_config()
         session = self._manager.desktop.session()  # the screen now: it may have been resized since the start
         host = self._manager.control.host
-        sessions = {
-            viewer: {"id": viewer, "profile": {"name": viewer, "can_watch": True,
-                                               "can_host": self._manager.can_control(viewer)},
-                     "state": {"is_connected": True, "is_watching": viewer in self._manager.watching()}}
-            for viewer in self._manager.viewer_ids()
-        }
+        sessions = {viewer: self._manager.describe(viewer) for viewer in self._manager.viewer_ids()}
         return {
             "session_id": self.id,
             "control_host": {"has_host": host is not None, **({"host_id": host} if host else {})},
+            "control_takeover": self._manager.takeover_state(),
             "screen_size": {"width": session.width, "height": session.height, "rate": config.fps},
             "sessions": sessions,
             "settings": NEKO_SETTINGS,

@@ -45,14 +45,17 @@ from streaming.ports import HostPolicy, host_policy
 SIGNALING_PATH = "/v1/desktop/stream/signaling"
 
 
-def signaling_url(base: str, token: str | None) -> str:
+def signaling_url(base: str, token: str | None, name: str | None = None) -> str:
     """`http://host:port` (or a ws:// URL, or a signalling URL of one desktop such as
-    `http://host:port/v1/desktops/ID/stream/signaling`) → the signalling WebSocket URL with `access_token`."""
+    `http://host:port/v1/desktops/ID/stream/signaling`) → the signalling WebSocket URL with `access_token`
+    (and the viewer's `name`, docs/control.md)."""
     parts = urlsplit(base)
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
     given = parts.path.endswith("/stream/signaling")
     path = parts.path if given else parts.path.rstrip("/") + SIGNALING_PATH
     query = f"access_token={quote(token, safe='')}" if token else parts.query
+    if name is not None:
+        query = "&".join(filter(None, (query, f"name={quote(name, safe='')}")))
     return urlunsplit((scheme, parts.netloc, path, query, ""))
 
 
@@ -112,9 +115,9 @@ class Viewer:
     """One viewer: a WebSocket for signalling and an aiortc peer connection receiving the video."""
 
     def __init__(self, base_url: str, token: str | None = None, *, addresses: Iterable[str] = ("127.0.0.1",),
-                 trickle: bool = True, request_control: bool = True,
+                 trickle: bool = True, request_control: bool = True, name: str | None = None,
                  on_frame: Callable[[VideoFrame, float], None] | None = None) -> None:
-        self.url = signaling_url(base_url, token)
+        self.url = signaling_url(base_url, token, name)
         self.policy = HostPolicy(addresses=tuple(addresses))
         self.trickle = trickle
         self.request_control = request_control
@@ -201,6 +204,27 @@ class Viewer:
         assert self._ws is not None
         await self._ws.send(json.dumps({"event": event, "payload": payload}))
 
+    # -- shared control and the clipboard (docs/control.md) -----------------------------------------
+
+    async def request(self, takeover: bool = False) -> None:
+        await self.emit("control/request", {"takeover": True} if takeover else {})
+
+    async def give(self, viewer: str) -> None:
+        await self.emit("control/give", {"id": viewer})
+
+    async def take(self) -> None:
+        await self.emit("control/take", {})
+
+    async def release(self) -> None:
+        await self.emit("control/release", {})
+
+    async def set_clipboard(self, text: str) -> None:
+        await self.emit("clipboard/set", {"text": text})
+
+    def events_named(self, event: str) -> list[dict[str, Any]]:
+        """The payloads of every `event` received so far, oldest first."""
+        return [payload for name, payload in self.received.events if name == event]
+
     def _send(self, opcode: int, payload: bytes) -> None:
         if self._channel is None or self._channel.readyState != "open":
             raise RuntimeError("the data channel is not open")
@@ -281,17 +305,18 @@ class Viewer:
                 frame = await track.recv()
             except MediaStreamError:
                 return
+            if not isinstance(frame, VideoFrame):
+                continue  # the desktop's sound: read (or aiortc's queue grows), not counted as video
             now = time.monotonic()
             received = self.received
             if received.first_frame_at is None:
                 received.first_frame_at = now
             received.frames += 1
             received.frame_times.append(now)
-            if isinstance(frame, VideoFrame):
-                received.last_frame = frame
-                received.keyframes += int(frame.key_frame)
-                if self.on_frame is not None:
-                    self.on_frame(frame, time.time())
+            received.last_frame = frame
+            received.keyframes += int(frame.key_frame)
+            if self.on_frame is not None:
+                self.on_frame(frame, time.time())
             self._frame_event.set()
 
     def _spawn(self, work: Any) -> None:

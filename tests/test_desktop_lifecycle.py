@@ -63,7 +63,7 @@ def test_start_reports_every_status_field_and_a_real_display(api: httpx.Client, 
     body = response.json()
     assert body["state"] == "active"
     assert re.fullmatch(r":\d+", body["display"])
-    assert body["resolution"] == {"width": 1024, "height": 768, "dpi": 110}
+    assert body["resolution"] == {"width": 1024, "height": 768, "dpi": 110, "maxWidth": 2560, "maxHeight": 1600}
     assert RFC3339_NS.match(body["startedAt"]), body["startedAt"]
     names = [p["name"] for p in body["processes"]]
     assert "Xvfb" in names and "openbox" in names
@@ -79,7 +79,8 @@ def test_start_reports_every_status_field_and_a_real_display(api: httpx.Client, 
     # openbox reads its configuration from the desktop HOME under the state directory.
     assert (srv.state_dir / "home" / ".config" / "openbox" / "rc.xml").is_file()
     assert api.get("/v1/desktop/display/info").json() == {
-        "display": body["display"], "resolution": {"width": 1024, "height": 768, "dpi": 110}}
+        "display": body["display"],
+        "resolution": {"width": 1024, "height": 768, "dpi": 110, "maxWidth": 2560, "maxHeight": 1600}}
     # Xvfb and openbox appear in the process registry, owned by the desktop.
     listed = api.get("/v1/processes", params={"owner": "desktop"}).json()["processes"]
     assert {p["pid"] for p in listed if p["status"] == "running"} >= {child_pid(body, "Xvfb"),

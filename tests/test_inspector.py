@@ -186,7 +186,11 @@ def test_live_view_connects_and_decodes_frames(page: Page, live: dict[str, float
     page.wait_for(f"{decoded} > {before}", "more decoded frames after the screen changed", 10)
     page.wait_for("window.inspector.live.channel?.readyState === 'open'", "the input data channel")
     page.wait_for("window.inspector.live.stats.rttMs !== null", "a ping answered over the data channel", 6)
-    assert text(page, "live-control") == "You have control"
+    # The inspector joins as a watcher (docs/control.md) and takes control only when asked to.
+    assert text(page, "live-control") == "Nobody has control: you watch"
+    click(page, "live-request-control")
+    page.wait_for("document.getElementById('live-control').textContent.startsWith('You have control')", "control")
+    assert text(page, "live-control") == "You have control (agent input is held off)"
 
 
 def test_click_and_key_on_the_video_reach_an_x_client(page: Page, live: dict[str, float], probe: Probe,

@@ -28,7 +28,7 @@ from websockets.exceptions import InvalidStatus
 from Xlib import XK
 from Xlib import display as xdisplay
 
-from streaming.control import Control
+from streaming.control import Access, Control
 from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, decode, normalize_keysym, pong
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
@@ -171,7 +171,7 @@ def test_keysyms_and_wheel_pixels_convert_as_documented() -> None:
 
 def test_control_has_one_host_and_passes_it_to_the_next_in_line() -> None:
     changes: list[tuple[str | None, str | None, str]] = []
-    control = Control(lambda host, previous, cause: changes.append((host, previous, cause)))
+    control = Control(lambda c: changes.append((c.controller, c.previous, c.cause)), lambda viewer: Access.CONTROL)
     assert control.request("a") and control.holds("a")
     assert not control.request("b") and not control.request("c")
     control.release("c")  # c gave up waiting

@@ -19,9 +19,9 @@ import pytest
 from PIL import Image
 
 from recording.trajectory import steps
-from sandbox_desktop_wire.actions import ActionsRequest
 from sandbox_desktop_client import Client
 from sandbox_desktop_client.errors import ConflictError
+from sandbox_desktop_wire.actions import ActionsRequest
 from tests.conftest import ServerProcess, assert_problem
 from tests.test_cli_client import cli
 from tests.test_recording import PATCH, Painter, close_to, rgb, stop_recording

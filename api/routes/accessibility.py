@@ -28,6 +28,9 @@ def space_of(session: Session, kind: CoordinateSpaceKind, width: int | None, hei
         return CoordinateSpace.screen(session.width, session.height)
     if kind == CoordinateSpaceKind.NORMALIZED:
         return CoordinateSpace.normalized(session.width, session.height)
+    if kind == CoordinateSpaceKind.WINDOW:  # batches only (docs/actions.md): a tree spans windows
+        raise bad_field(f"{field}space", "bounds come in the screen, normalized or image space; the window space "
+                        "is for batch actions")
     if width is None or height is None:
         raise bad_field(f"{field}width", "the image space needs the image's width and height")
     return CoordinateSpace.image(session.width, session.height, width, height)

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 from starlette.requests import Request
 from starlette.responses import Response
+from Xlib.display import Display
 
 from api.context import desktop_of
 from api.elements import target_of
@@ -23,12 +24,14 @@ from api.routes.events import CONDITIONS, condition_of, result_fields
 from desktop import actions as steps
 from desktop.accessibility.service import Accessibility
 from desktop.action_log import acting_as
-from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
+from desktop.coordinates import Area, CoordinateSpace, ImageFit, fit_image
 from desktop.errors import FieldError, ServiceError, invalid_action
 from desktop.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
 from desktop.runtime import Desktop
 from desktop.screen import Region, Screenshot, ShotOptions
 from desktop.session import Session
+from desktop.window_control import managed, parse_window_id
+from desktop.windows import WindowInfo, WindowNotViewable
 from sandbox_desktop_wire.actions import (
     Action,
     ActionError,
@@ -56,6 +59,7 @@ from sandbox_desktop_wire.actions import (
     WaitAction,
     ZoomAction,
 )
+from sandbox_desktop_wire.enums import CoordinateSpaceKind
 from sandbox_desktop_wire.problems import ProblemCode
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
@@ -82,16 +86,44 @@ def _fit(limits: ImageLimits, width: int, height: int) -> ImageFit:
                      max_pixels=limits.max_pixels)
 
 
-def coordinate_space(body: ActionsRequest, session: Session, final: ImageFit) -> CoordinateSpace:
+def _viewable(d: Display, wid: int) -> WindowInfo:
+    info = managed(d, wid, hidden=True)
+    if not info.viewable:
+        raise WindowNotViewable.of(info)
+    return info
+
+
+async def window_of(body: ActionsRequest, session: Session) -> WindowInfo | None:
+    """The window of a window-space batch (404 unknown, 409 minimised); None for the other spaces."""
+    options = body.coordinates
+    if options is None:
+        return None
+    if (options.window_id is not None) != (options.space == CoordinateSpaceKind.WINDOW):
+        raise invalid_action("coordinates.windowId goes with the window space, and the window space needs it",
+                             "coordinates.windowId")
+    if options.window_id is None:
+        return None
+    return await session.x.call(_viewable, parse_window_id(options.window_id))
+
+
+def coordinate_space(body: ActionsRequest, session: Session, final: ImageFit,
+                     window: WindowInfo | None = None) -> CoordinateSpace:
+    """The batch's space; a window-space batch needs its `window` (`window_of`)."""
     options = body.coordinates
     w, h = session.width, session.height
-    if options is None or options.space == "screen":
+    if options is None or options.space == CoordinateSpaceKind.SCREEN:
         return CoordinateSpace.screen(w, h)
-    if options.space == "normalized":
+    if options.space == CoordinateSpaceKind.NORMALIZED:
         return CoordinateSpace.normalized(w, h)
     if (options.width is None) != (options.height is None):
+        default = "the window" if options.space == CoordinateSpaceKind.WINDOW else "this request's screenshots"
         raise invalid_action("give coordinates.width and coordinates.height together, or neither to use "
-                             "the size of this request's screenshots", "coordinates.width")
+                             f"the size of {default}", "coordinates.width")
+    if options.space == CoordinateSpaceKind.WINDOW:
+        if window is None:
+            raise invalid_action("the window space needs coordinates.windowId", "coordinates.windowId")
+        c = window.client
+        return CoordinateSpace.window(w, h, Area(c.x, c.y, c.width, c.height), options.width, options.height)
     return CoordinateSpace.image(w, h, options.width or final.width, options.height or final.height)
 
 
@@ -111,7 +143,12 @@ class Planner:
             if not 0 <= value <= limit:
                 raise invalid_action(f"{prefix}{axis}={value} is outside the {space.kind} space "
                                      f"(0 <= {axis} <= {limit})", prefix + axis)
-        return space.to_screen(x, y)
+        at = space.to_screen(x, y)
+        if not space.on_screen(*at):  # a window reaching off the screen: that part cannot be clicked
+            axis = "x" if not 0 <= at[0] < space.screen_width else "y"
+            raise invalid_action(f"{prefix}{axis} is on a part of the window that is off the screen "
+                                 f"(screen point {at[0]},{at[1]})", prefix + axis)
+        return at
 
     def where(self, action: Any, prefix: str) -> steps.Where | None:
         """A pointer action's point, its element (docs/accessibility.md), or None for the pointer's position."""
@@ -236,19 +273,35 @@ def problem_of(exc: ServiceError) -> dict[str, Any]:
 
 # -- the endpoint -------------------------------------------------------------------------------
 
-async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse:
-    desktop = desktop_of(request)
-    session = desktop.session()
+@dataclasses.dataclass(frozen=True)
+class BatchPlan:
+    """A batch turned into screen-pixel steps, with the space its answer speaks and its screenshots' options."""
+
+    space: CoordinateSpace
+    shot: ShotOptions
+    steps: list[steps.Step]
+
+
+async def plan_batch(body: ActionsRequest, session: Session, accessibility: Accessibility) -> BatchPlan:
+    """The steps a batch runs, planned once for running it and for showing it to a person first
+    (api/approval_policy.py): the same mapping, the same 400s naming `actions[i].field`."""
     shot_options = body.screenshot
     final = _fit(shot_options, session.width, session.height) if shot_options else ImageFit(1.0, session.width,
                                                                                              session.height)
-    space = coordinate_space(body, session, final)
+    space = coordinate_space(body, session, final, await window_of(body, session))
     shot = ShotOptions(scale=final.scale)
     if shot_options is not None:
         shot = ShotOptions(format=shot_options.format, quality=shot_options.quality, scale=final.scale,
                            show_cursor=shot_options.show_cursor)
-    planner = Planner(space, shot, session, desktop.accessibility)
-    plan = [planner.step(i, action) for i, action in enumerate(body.actions)]
+    planner = Planner(space, shot, session, accessibility)
+    return BatchPlan(space, shot, [planner.step(i, action) for i, action in enumerate(body.actions)])
+
+
+async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse:
+    desktop = desktop_of(request)
+    session = desktop.session()
+    planned = await plan_batch(body, session, desktop.accessibility)
+    space, shot, plan = planned.space, planned.shot, planned.steps
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None
     with acting_as("batch"):
@@ -257,7 +310,10 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     response = ActionsResponse(
         results=[result_model(i, body.actions[i], r, space) for i, r in enumerate(outcome.results)],
         coordinates=CoordinateFrame(space=space.kind, width=space.width, height=space.height,
-                                    screen_width=session.width, screen_height=session.height),
+                                    screen_width=session.width, screen_height=session.height,
+                                    window_id=body.coordinates.window_id if body.coordinates else None,
+                                    area=Rect(x=space.area.x, y=space.area.y, width=space.area.width,
+                                              height=space.area.height) if space.area else None),
     )
     if outcome.error is not None:
         index, exc = outcome.error

@@ -28,7 +28,16 @@ READY_ERRORS = (409, 503)
 
 
 
-def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:
+def resolution(options: StartOptions) -> DesktopResolution:
+    """The screen now and the largest it may take at runtime (docs/display.md)."""
+    max_width, max_height = options.framebuffer()
+    return DesktopResolution(width=options.width, height=options.height, dpi=options.dpi, max_width=max_width,
+                             max_height=max_height)
+
+
+def status_model(s: DesktopSnapshot, options: StartOptions | None = None) -> DesktopStatusResponse:
+    """The status document; `options`, the running desktop's, add its maximum screen size."""
+    max_width, max_height = options.framebuffer() if options is not None else (None, None)
     exit_info = None
     if s.last_exit is not None:
         e = s.last_exit
@@ -37,7 +46,8 @@ def status_model(s: DesktopSnapshot) -> DesktopStatusResponse:
     return DesktopStatusResponse(
         state=s.state,
         display=s.display,
-        resolution=DesktopResolution(width=s.width, height=s.height, dpi=s.dpi)
+        resolution=DesktopResolution(width=s.width, height=s.height, dpi=s.dpi, max_width=max_width,
+                                     max_height=max_height)
         if s.width is not None and s.height is not None else None,
         started_at=s.started_at,
         last_error=DesktopErrorInfo(code=s.last_error[0], message=s.last_error[1]) if s.last_error else None,
@@ -67,8 +77,9 @@ def start_options(body: DesktopStartRequest) -> StartOptions:
 
 async def start(request: Request, body: DesktopStartRequest) -> DesktopStatusResponse:
     requested = {name for name, value in body.model_dump().items() if value is not None}
-    snapshot = await desktop_of(request).start(start_options(body), requested)
-    return status_model(snapshot)
+    desktop = desktop_of(request)
+    snapshot = await desktop.start(start_options(body), requested)
+    return status_model(snapshot, desktop.options)
 
 
 async def stop(request: Request) -> DesktopStatusResponse:
@@ -76,7 +87,8 @@ async def stop(request: Request) -> DesktopStatusResponse:
 
 
 async def status(request: Request) -> DesktopStatusResponse:
-    return status_model(await desktop_of(request).snapshot())
+    desktop = desktop_of(request)
+    return status_model(await desktop.snapshot(), desktop.options)
 
 
 async def display_info(request: Request) -> DesktopDisplayInfoResponse:
@@ -84,10 +96,7 @@ async def display_info(request: Request) -> DesktopDisplayInfoResponse:
     supervisor = desktop.require_active()
     options = desktop.options
     assert options is not None
-    return DesktopDisplayInfoResponse(
-        display=supervisor.display,
-        resolution=DesktopResolution(width=options.width, height=options.height, dpi=options.dpi),
-    )
+    return DesktopDisplayInfoResponse(display=supervisor.display, resolution=resolution(options))
 
 
 OPERATIONS = [

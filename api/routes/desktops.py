@@ -18,12 +18,13 @@ from starlette.routing import WebSocketRoute
 
 from api.operations import Operation
 from api.registry import Ended
-from api.routes.desktop import INVALID, start_options
+from api.routes.desktop import INVALID, resolution, start_options
 from api.routes.health import ready
 from api.scoped_tokens import DEFAULT_TTL_S, Role
 from api.services import DesktopServices, IdleAction, Lifecycle, desktop_services, server_of
 from desktop.errors import invalid_action
-from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest
+from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
+from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
     DesktopCreateRequest,
     DesktopListResponse,
@@ -49,13 +50,33 @@ def resource(services: DesktopServices) -> DesktopResource:
     return DesktopResource(
         id=services.id, state=desktop.current_state(),
         display=desktop.display_name,
-        resolution=DesktopResolution(width=options.width, height=options.height, dpi=options.dpi)
-        if options is not None and desktop.display_name else None,
+        resolution=resolution(options) if options is not None and desktop.display_name else None,
         tags=life.tags, created_at=iso(life.created_at) or "", expires_at=iso(life.expires_at),
         last_activity_at=iso(life.last_activity_at) or "", idle_timeout_seconds=life.idle_timeout_seconds,
         on_idle=life.on_idle.value if life.idle_timeout_seconds is not None else None,
-        paused_reason=desktop.paused_reason,
+        paused_reason=desktop.paused_reason, approve=kind_names(life.approve),
     )
+
+
+def kind_names(kinds: frozenset[ActionKind] | None) -> list[str] | None:
+    return None if kinds is None else [kind.value for kind in ActionKind if kind in kinds]
+
+
+def approve_policy(names: list[str] | None) -> frozenset[ActionKind] | None:
+    """A desktop's own `approve` (None: the server's applies); an unknown kind is a 400 naming it."""
+    if names is None:
+        return None
+    kinds: set[ActionKind] = set()
+    for i, name in enumerate(names):
+        try:
+            found = parse_kinds(name) if name.strip() and "," not in name else frozenset()
+        except ValueError:
+            found = frozenset()
+        if not found:
+            raise invalid_action(f"approve[{i}] must be one of {', '.join(ActionKind)} or all, got {name[:40]!r}",
+                                 f"approve[{i}]")
+        kinds |= found
+    return frozenset(kinds)
 
 
 def ended_resource(ended: Ended) -> DesktopResource:
@@ -95,8 +116,9 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
             raise invalid_action("onIdle must be `delete` or `pause`", "onIdle") from None
     lifecycle = Lifecycle(tags=check_tags(dict(body.tags or {})), ttl_seconds=body.ttl_seconds,
                           idle_timeout_seconds=body.idle_timeout_seconds, on_idle=on_idle,
-                          home_template=home_template(body.home_template))
-    start = body.model_dump(exclude={"tags", "ttl_seconds", "idle_timeout_seconds", "on_idle", "home_template"})
+                          home_template=home_template(body.home_template), approve=approve_policy(body.approve))
+    start = body.model_dump(exclude={"tags", "ttl_seconds", "idle_timeout_seconds", "on_idle", "home_template",
+                                     "approve"})
     requested = {name for name, value in start.items() if value is not None}
     options = start_options(DesktopStartRequest(**start))
     services = await server_of(request).desktops.create(options, requested, lifecycle)

@@ -48,7 +48,7 @@ def info_model(record: RecordingRecord) -> DesktopRecordingInfo:
         id=record.id, status=record.status, process_id=None, file_name=record.file_name,
         bytes=record.size, started_at=record.started_at, ended_at=record.ended_at,
         duration_ms=record.duration_ms, frames=record.frames, fps=record.fps, width=record.width,
-        height=record.height, last_error=record.last_error,
+        height=record.height, last_error=record.last_error, audio=record.audio,
     )
 
 
@@ -101,7 +101,7 @@ def open_range(path: Path, header: str | None) -> tuple[ReadHandle, tuple[int, i
 
 
 async def start_recording(request: Request, *, body: DesktopRecordingStartRequest) -> DesktopRecordingInfo:
-    return info_model(await manager_of(request).start_recording(body.fps))
+    return info_model(await manager_of(request).start_recording(body.fps, body.audio))
 
 
 async def stop_recording(request: Request) -> DesktopRecordingInfo:
@@ -150,7 +150,7 @@ async def delete_recording(request: Request) -> None:
 
 OPERATIONS = [
     Operation("POST", "/v1/desktop/recording/start", start_recording,
-              "Start recording the desktop to an MP4 (H.264); one recording at a time",
+              "Start recording the desktop to an MP4 (H.264, with the desktop's sound as AAC); one at a time",
               body=DesktopRecordingStartRequest, response=DesktopRecordingInfo, invalid_code=INVALID,
               errors=(409, 502, 503), tags=TAGS),
     Operation("POST", "/v1/desktop/recording/stop", stop_recording,

@@ -13,7 +13,8 @@ from api.services import desktop_services
 from desktop.errors import ServiceError
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
-from streaming.manager import StreamManager, StreamStatus
+from streaming.control import Access
+from streaming.manager import StreamManager, StreamStatus, viewer_name
 
 SIGNALING_PATH = "/v1/desktop/stream/signaling"
 
@@ -27,7 +28,8 @@ def status_model(status: StreamStatus) -> DesktopStreamStatusResponse:
     ports = status.port_range
     return DesktopStreamStatusResponse(
         active=status.active, codec=status.codec, frame_rate=status.frame_rate, fps=status.fps,
-        bitrate=status.bitrate, viewers=status.viewers, controller=status.controller,
+        bitrate=status.bitrate, viewers=status.viewers, controller=status.controller, takeover=status.takeover,
+        takeover_mode=status.takeover_mode,
         webrtc_port_range=f"{ports[0]}-{ports[1]}" if ports else None, encoders=status.encoders,
     )
 
@@ -73,16 +75,30 @@ class WebSocketLink:
             await self.websocket.close(code, reason)
 
 
+def access_of(websocket: WebSocket) -> Access:
+    """The server token is the admin; a scoped token's role says the rest (docs/control.md, "Roles")."""
+    match websocket.scope.get(ROLE_SCOPE_KEY):
+        case Role.VIEW:
+            return Access.VIEW
+        case Role.CONTROL:
+            return Access.CONTROL
+        case _:
+            return Access.ADMIN
+
+
 async def signaling(websocket: WebSocket) -> None:
-    """neko's signalling protocol; before the upgrade, a 409 problem when streaming is not active."""
+    """neko's signalling protocol; before the upgrade, a 409 problem when streaming is not active and a 400
+    naming `name` for an unusable `?name=`."""
     manager = stream_of(websocket)
+    given = websocket.query_params.get("name")
     try:
         manager.require_config()
+        name = viewer_name(given) if given is not None else None
     except ServiceError as exc:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()
-    await manager.serve(WebSocketLink(websocket), can_control=websocket.scope.get(ROLE_SCOPE_KEY) is not Role.VIEW)
+    await manager.serve(WebSocketLink(websocket), access_of(websocket), name)
 
 
 OPERATIONS = [
@@ -95,8 +111,9 @@ OPERATIONS = [
     Operation("GET", "/v1/desktop/stream/status", status, "Whether the live view is on, its viewers and rates",
               response=DesktopStreamStatusResponse, tags=("stream",)),
     Operation("GET", SIGNALING_PATH, upgrade_required,
-              "Live-view signalling over a WebSocket (neko v3 events; ?access_token= for browsers)",
-              upgrade=True, errors=(409,), tags=("stream",)),
+              "Live-view signalling over a WebSocket (neko v3 events; ?access_token= for browsers, ?name= the "
+              "viewer's name; docs/control.md)",
+              upgrade=True, errors=(400, 409), tags=("stream",)),
 ]
 
 WEBSOCKET_ROUTES = [WebSocketRoute(SIGNALING_PATH, signaling)]

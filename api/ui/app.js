@@ -344,7 +344,10 @@ const live = new LiveView($("live-video"), {
     if (!active) {
       $("live-stats").textContent = "";
       $("live-control").textContent = "";
-      $("live-take-control").hidden = true;
+      $("live-viewers").replaceChildren();
+      for (const id of ["live-request-control", "live-take-control", "live-release-control", "live-give"]) {
+        $(id).hidden = true;
+      }
     }
   },
   onError: (text) => showMessage(text),
@@ -354,14 +357,46 @@ const live = new LiveView($("live-video"), {
     if (stats.rttMs !== null) parts.push(`input RTT ${Math.round(stats.rttMs)} ms`);
     $("live-stats").textContent = parts.join(" · ");
   },
-  onControl(text, canTake) {
-    $("live-control").textContent = text;
-    $("live-take-control").hidden = !canTake;
+  onControl: renderControl,
+  onClipboard(text, error) {
+    if (error) showMessage(`clipboard: ${error}`);
+    else $("live-clipboard").textContent = `clipboard synced (${[...text].length} characters)`;
   },
 });
 
+/** Who watches, who holds control, and the buttons this viewer may use (docs/control.md). */
+function renderControl({ me, host, takeover, sessions, admin, canHost }) {
+  const mine = host !== null && host === me;
+  const held = takeover.active ? " (agent input is held off)" : "";
+  $("live-control").textContent = mine ? `You have control${held}`
+    : host ? `${host} has control${held}: your input is ignored` : "Nobody has control: you watch";
+  $("live-viewers").replaceChildren(...sessions.map((s) => {
+    const item = document.createElement("li");
+    item.dataset.viewer = s.id;
+    item.dataset.role = s.role;
+    if (s.id === me) item.dataset.me = "";
+    item.textContent = `${s.id}${s.id === me ? " (you)" : ""}: ${s.role}${s.access === "view" ? ", view only" : ""}`;
+    return item;
+  }));
+  const request = $("live-request-control");
+  request.hidden = mine || !canHost || (host !== null && admin);
+  request.textContent = host === null ? "Take control" : "Request control";
+  const take = $("live-take-control");
+  take.hidden = !admin || host === null || mine;
+  take.textContent = host ? `Take control from ${host}` : "Take control";
+  $("live-release-control").hidden = !mine;
+  const others = sessions.filter((s) => s.id !== host && s.id !== me && s.access !== "view");
+  $("live-give").hidden = !(mine || admin) || others.length === 0;
+  const select = $("live-give-to");
+  const chosen = select.value;
+  select.replaceChildren(...others.map((s) => new Option(s.id, s.id)));
+  if (others.some((s) => s.id === chosen)) select.value = chosen;
+}
+
 async function connectLive() {
   await action(null, scoped("live view"), async () => {
+    live.name = $("live-name").value.trim();
+    sessionStorage.setItem("liveName", live.name);
     try {
       await live.connect();
     } catch (error) {
@@ -435,7 +470,20 @@ function init() {
     () => action($("recordings-refresh"), scoped("recordings"), refreshRecordings));
   $("live-connect").addEventListener("click", connectLive);
   $("live-disconnect").addEventListener("click", () => live.disconnect());
+  $("live-name").value = sessionStorage.getItem("liveName") || "";
+  $("live-request-control").addEventListener("click", () => {
+    live.requestControl();
+    $("live-video").focus({ preventScroll: true });
+  });
   $("live-take-control").addEventListener("click", () => live.takeControl());
+  $("live-release-control").addEventListener("click", () => live.releaseControl());
+  $("live-give-control").addEventListener("click", () => live.giveControl($("live-give-to").value));
+  $("live-clipboard-sync").addEventListener("change", (event) => live.setClipboardSync(event.target.checked));
+  if (!window.isSecureContext || !navigator.clipboard) {
+    // The clipboard API exists only on https:// and localhost pages (docs/control.md, "Clipboard").
+    $("live-clipboard-sync").disabled = true;
+    $("live-clipboard").textContent = "clipboard sync needs an https:// or localhost address";
+  }
   $("stream-stop").addEventListener("click", stopStreaming);
   window.addEventListener("hashchange", onHashChange);
   // Polls skip while the tab is hidden; errors of background polls are shown like any other.

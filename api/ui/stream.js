@@ -1,5 +1,7 @@
 // The live view: neko's signalling over the WebSocket, WebRTC video, input on the data channel.
-// Speaks exactly the reference SDK's side (docs/streaming.md): the server offers, we answer.
+// Speaks the reference SDK's side (docs/streaming.md): the server offers, we answer. Unlike the SDK it
+// joins as a watcher and asks for control only when the person says so (docs/control.md); the
+// controller's browser clipboard and the desktop's are kept in step over the same socket.
 
 import { call, desktopPath, socketUrl } from "./api.js";
 import { InputCapture, encode, pongRoundTrip } from "./input.js";
@@ -9,7 +11,8 @@ const STATS_INTERVAL_MS = 1000;
 
 /**
  * One viewer. Callbacks: onState(state, detail) with state in idle | connecting | signalling |
- * negotiating | connected | disconnected | failed; onError(message); onStats(stats); onControl(text, canTake).
+ * negotiating | connected | disconnected | failed; onError(message); onStats(stats); onControl(control)
+ * with control = {me, host, takeover, sessions: [{id, role, access}], admin, canHost}; onClipboard(text, error).
  */
 export class LiveView {
   constructor(video, callbacks) {
@@ -27,6 +30,13 @@ export class LiveView {
     this.stats = { fps: 0, kbps: 0, rttMs: null, framesDecoded: 0, codec: "" };
     this.previousSample = null;
     this.state = "idle";
+    this.name = "";
+    this.sessions = new Map(); // id → neko's session entry, with our `role` and `access`
+    this.host = null;
+    this.takeover = { active: false, mode: "refuse" };
+    this.clipboardSync = false;
+    this.clipboardText = null; // what the browser and the desktop last agreed on: never sent back
+    this.onWindowFocus = () => this.pushClipboard();
   }
 
   /**
@@ -48,7 +58,9 @@ export class LiveView {
   }
 
   openSocket(path) {
-    const ws = new WebSocket(socketUrl(path));
+    const url = new URL(socketUrl(path));
+    if (this.name) url.searchParams.set("name", this.name);
+    const ws = new WebSocket(url.toString());
     this.ws = ws;
     let initialised = false;
     ws.onopen = () => {
@@ -88,8 +100,11 @@ export class LiveView {
       case "system/init":
         this.sessionId = payload.session_id || null;
         this.screen = payload.screen_size || null;
-        this.showControl(payload.control_host);
-        this.send("control/request", {});
+        this.sessions = new Map(Object.entries(payload.sessions || {}));
+        this.host = payload.control_host?.has_host ? payload.control_host.host_id : null;
+        if (payload.control_takeover) this.takeover = payload.control_takeover;
+        this.showControl();
+        // A watcher until the person asks for control (the SDK asks at once; we do not).
         this.send("signal/request", { video: {}, audio: {} });
         break;
       case "signal/provide":
@@ -105,7 +120,31 @@ export class LiveView {
         this.setState("disconnected", "the server closed the video connection");
         break;
       case "control/host":
-        this.showControl(payload);
+        this.host = payload.has_host ? payload.host_id : null;
+        this.clipboardText = null;
+        this.showControl();
+        if (this.host === this.sessionId) this.pushClipboard();
+        break;
+      case "control/takeover":
+        this.takeover = payload;
+        this.showControl();
+        break;
+      case "control/request":
+        this.callbacks.onError(`${payload.id} asks for control: give it with "Give control to…"`);
+        break;
+      case "session/created":
+        this.sessions.set(payload.id, payload);
+        this.showControl();
+        break;
+      case "session/deleted":
+        this.sessions.delete(payload.id);
+        this.showControl();
+        break;
+      case "clipboard/updated":
+        await this.pullClipboard(payload.text ?? "");
+        break;
+      case "system/error":
+        this.callbacks.onError(`live view: ${payload.message || "refused"}`);
         break;
       case "system/disconnect":
         this.callbacks.onError(`live view disconnected by the server: ${payload.message || "no reason given"}`);
@@ -227,16 +266,73 @@ export class LiveView {
     this.callbacks.onStats(this.stats, this.video);
   }
 
-  showControl(host) {
-    if (!host) return;
-    const mine = host.has_host && host.host_id === this.sessionId;
-    if (mine) this.callbacks.onControl("You have control", false);
-    else if (host.has_host) this.callbacks.onControl(`${host.host_id} has control: your input is ignored`, true);
-    else this.callbacks.onControl("Nobody has control", true);
+  /** Everything the page shows about control: who is here, in which role, and what this viewer may do. */
+  showControl() {
+    const mine = this.sessions.get(this.sessionId);
+    const sessions = [...this.sessions.values()].map((s) => ({
+      id: s.id, access: s.access || "admin", role: s.id === this.host ? "controller" : "watcher",
+    }));
+    this.callbacks.onControl({
+      me: this.sessionId, host: this.host, takeover: this.takeover, sessions,
+      admin: mine ? mine.profile?.is_admin !== false : false,
+      canHost: mine ? mine.profile?.can_host !== false : false,
+    });
+  }
+
+  /** Ask for control; `takeover` holds agent input off at once (a person is about to act). */
+  requestControl() {
+    this.send("control/request", { takeover: true });
+  }
+
+  releaseControl() {
+    this.send("control/release", {});
+  }
+
+  giveControl(id) {
+    this.send("control/give", { id });
   }
 
   takeControl() {
-    this.send("control/request", {});
+    this.send("control/take", {});
+  }
+
+  /** Keep the browser's clipboard and the desktop's in step while this viewer is the controller. */
+  setClipboardSync(on) {
+    this.clipboardSync = on;
+    window.removeEventListener("focus", this.onWindowFocus);
+    this.video.removeEventListener("focus", this.onWindowFocus);
+    if (!on) return;
+    window.addEventListener("focus", this.onWindowFocus);
+    this.video.addEventListener("focus", this.onWindowFocus);
+    this.pushClipboard();
+  }
+
+  /** The desktop's clipboard changed (or we just got control): write it to the browser's clipboard. */
+  async pullClipboard(text) {
+    if (!this.clipboardSync) return;
+    this.clipboardText = text;
+    try {
+      await navigator.clipboard.writeText(text);
+      this.callbacks.onClipboard(text, null);
+    } catch (error) {
+      this.callbacks.onClipboard(text, `the browser did not allow writing its clipboard (${error.message})`);
+    }
+  }
+
+  /** The browser's clipboard to the desktop, when it changed since the two last agreed (read on focus). */
+  async pushClipboard() {
+    if (!this.clipboardSync || this.host !== this.sessionId || !navigator.clipboard?.readText) return;
+    let text;
+    try {
+      text = await navigator.clipboard.readText();
+    } catch (error) {
+      this.callbacks.onClipboard(null, `the browser did not allow reading its clipboard (${error.message})`);
+      return;
+    }
+    if (text === this.clipboardText || !text) return;
+    this.clipboardText = text;
+    this.send("clipboard/set", { text });
+    this.callbacks.onClipboard(text, null);
   }
 
   teardownPeer() {
@@ -257,6 +353,9 @@ export class LiveView {
   disconnect(state = "idle") {
     const ws = this.ws;
     this.ws = null;
+    this.sessions = new Map();
+    this.host = null;
+    this.clipboardText = null;
     this.teardownPeer();
     if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, "viewer disconnected");
     this.video.srcObject = null;

@@ -7,6 +7,7 @@ async_client.py; these builders are internal and take their arguments in order.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -27,12 +28,15 @@ from sandbox_desktop_wire.accessibility import (
     TreeResponse,
 )
 from sandbox_desktop_wire.actions import ActionsResponse
+from sandbox_desktop_wire.approvals import Approval, ApprovalListResponse, ApprovalStatus, Decision
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
 from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
+from sandbox_desktop_wire.display import DisplayChangeResponse
 from sandbox_desktop_wire.elements import ElementQuery
 from sandbox_desktop_wire.events import DesktopEvent
+from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
 from sandbox_desktop_wire.mouse import Button, MousePositionResponse
@@ -40,7 +44,7 @@ from sandbox_desktop_wire.processes import Owner, ProcessInfo, ProcessListRespon
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
 from sandbox_desktop_wire.screenshot import ImageFormat
 from sandbox_desktop_wire.waits import WaitResponse
-from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse
+from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse, WindowCloseResponse
 
 from .errors import error_for
 
@@ -81,6 +85,8 @@ class StartOptions(TypedDict, total=False):
     stream_frame_rate: int | None
     webrtc_port_range: str | None
     recording_fps: int | None
+    max_width: int | None
+    max_height: int | None
 
 
 class CreateOptions(StartOptions, total=False):
@@ -91,6 +97,7 @@ class CreateOptions(StartOptions, total=False):
     idle_timeout_seconds: int | None
     on_idle: OnIdle | None
     home_template: str | None
+    approve: list[str] | None
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,9 @@ class Screenshot:
     """The pointer in screen pixels, when asked for with `show_cursor`."""
     marks: int | None = None
     """With `som`, how many numbered boxes the image shows (`marks()` lists them)."""
+    window_id: str | None = None
+    """A window's screenshot (`window_screenshot`): the window's id; `region` is its rectangle on the screen,
+    so image pixel (0, 0) is screen pixel (region[0], region[1]) (docs/windows.md)."""
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         """Map a pixel of this image to screen pixels (exact for any scale and region)."""
@@ -188,7 +198,7 @@ def parse_screenshot(response: httpx.Response) -> Screenshot:
         region=(_int_header(response, "x-region-x"), _int_header(response, "x-region-y"),
                 _int_header(response, "x-region-width"), _int_header(response, "x-region-height")),
         image_width=_int_header(response, "x-image-width"), image_height=_int_header(response, "x-image-height"),
-        scale=float(h.get("x-scale", "1")), cursor=cursor, marks=marks)
+        scale=float(h.get("x-scale", "1")), cursor=cursor, marks=marks, window_id=h.get("x-window-id"))
 
 
 def _path_id(value: str) -> str:
@@ -223,8 +233,13 @@ def display_info() -> Call[DesktopDisplayInfoResponse]:
     return Call("GET", "/v1/desktop/display/info", model(DesktopDisplayInfoResponse))
 
 
-def screenshot(format: str, quality: int | None, scale: float | None, show_cursor: bool,
-               region: Sequence[int] | None, som: bool) -> Call[Screenshot]:
+def set_display(width: int, height: int, dpi: int | None) -> Call[DisplayChangeResponse]:
+    return Call("POST", "/v1/desktop/display", model(DisplayChangeResponse),
+                json=wire(width=width, height=height, dpi=dpi))
+
+
+def _shot_params(format: str, quality: int | None, scale: float | None, show_cursor: bool,
+                 som: bool) -> dict[str, Any]:
     params: dict[str, Any] = {"format": format}
     if quality is not None:
         params["quality"] = quality
@@ -234,6 +249,12 @@ def screenshot(format: str, quality: int | None, scale: float | None, show_curso
         params["showCursor"] = "true"
     if som:
         params["som"] = "true"
+    return params
+
+
+def screenshot(format: str, quality: int | None, scale: float | None, show_cursor: bool,
+               region: Sequence[int] | None, som: bool) -> Call[Screenshot]:
+    params = _shot_params(format, quality, scale, show_cursor, som)
     path = "/v1/desktop/screenshot"
     if region is not None:
         x, y, width, height = region
@@ -289,8 +310,25 @@ def key(up: bool, key: str) -> Call[None]:
     return Call("POST", "/v1/desktop/keyboard/" + ("up" if up else "down"), nothing, json={"key": key})
 
 
-def windows() -> Call[list[DesktopWindowInfo]]:
-    return Call("GET", "/v1/desktop/windows", lambda r: DesktopWindowListResponse.model_validate(r.json()).windows)
+def windows(pid: int | None, class_name: str | None, title_regex: str | None,
+            minimized: bool) -> Call[list[DesktopWindowInfo]]:
+    params = {k: v for k, v in (("pid", pid), ("class", class_name), ("titleRegex", title_regex),
+                                ("minimized", "true" if minimized else None)) if v is not None}
+    return Call("GET", "/v1/desktop/windows", lambda r: DesktopWindowListResponse.model_validate(r.json()).windows,
+                params=params)
+
+
+def window_screenshot(window_id: str, format: str, quality: int | None, scale: float | None, show_cursor: bool,
+                      som: bool, frame: bool) -> Call[Screenshot]:
+    params = _shot_params(format, quality, scale, show_cursor, som)
+    if frame:
+        params["frame"] = "true"
+    return Call("GET", f"/v1/desktop/windows/{_path_id(window_id)}/screenshot", parse_screenshot, params=params)
+
+
+def close_window(window_id: str, timeout_ms: int | None, force: bool) -> Call[WindowCloseResponse]:
+    return Call("POST", f"/v1/desktop/windows/{_path_id(window_id)}/close", model(WindowCloseResponse),
+                json=wire(timeout_ms=timeout_ms, force=force), extra_timeout=(timeout_ms or 3000) / 1000)
 
 
 def focused_window() -> Call[DesktopWindowInfo]:
@@ -306,8 +344,27 @@ def clipboard(selection: str) -> Call[str]:
                 params={"selection": selection})
 
 
-def set_clipboard(text: str, selection: str) -> Call[None]:
-    return Call("POST", "/v1/desktop/clipboard", nothing, json={"text": text, "selection": selection})
+def clipboard_image(selection: str) -> Call[bytes]:
+    return Call("GET", "/v1/desktop/clipboard", lambda r: r.content, params={"selection": selection, "format": "image"})
+
+
+def set_clipboard(text: str | None, image: bytes | None, selection: str) -> Call[None]:
+    if text is None and image is None:
+        raise ValueError("give text, an image, or both")
+    body = wire(text=text, image=base64.b64encode(image).decode("ascii") if image is not None else None,
+                selection=selection)
+    return Call("POST", "/v1/desktop/clipboard", nothing, json=body)
+
+
+def drop(paths: Iterable[str], x: int, y: int) -> Call[DropResponse]:
+    return Call("POST", "/v1/desktop/drop", model(DropResponse), json={"paths": list(paths), "x": x, "y": y},
+                extra_timeout=5)
+
+
+def fill_file_dialog(path: str, window_id: str | None, timeout_ms: int | None) -> Call[FileDialogResponse]:
+    return Call("POST", "/v1/desktop/file-dialog", model(FileDialogResponse),
+                json=wire(path=path, window_id=window_id, timeout_ms=timeout_ms),
+                extra_timeout=(timeout_ms or 5000) / 1000)
 
 
 def launch(app: str, args: Iterable[str], wait: bool, wait_timeout_ms: int | None) -> Call[LaunchResponse]:
@@ -328,8 +385,8 @@ def actions(steps: Sequence[Mapping[str, Any]], coordinates: Mapping[str, Any] |
     return Call("POST", "/v1/desktop/actions", model(ActionsResponse), json=body, extra_timeout=waits / 1000)
 
 
-def start_recording(fps: int | None) -> Call[DesktopRecordingInfo]:
-    return Call("POST", "/v1/desktop/recording/start", model(DesktopRecordingInfo), json=wire(fps=fps))
+def start_recording(fps: int | None, audio: bool | None) -> Call[DesktopRecordingInfo]:
+    return Call("POST", "/v1/desktop/recording/start", model(DesktopRecordingInfo), json=wire(fps=fps, audio=audio))
 
 
 def stop_recording() -> Call[DesktopRecordingInfo]:
@@ -388,6 +445,21 @@ def scoped(path: str, desktop_id: str | None) -> str:
     if desktop_id is None or not path.startswith(SINGLE_PREFIX):
         return path
     return f"/v1/desktops/{_path_id(desktop_id)}/" + path.removeprefix(SINGLE_PREFIX)
+
+
+def approvals(status: ApprovalStatus | None, desktop_id: str | None) -> Call[list[Approval]]:
+    params = {k: v for k, v in (("status", status), ("desktopId", desktop_id)) if v is not None}
+    return Call("GET", "/v1/approvals", lambda r: ApprovalListResponse.model_validate(r.json()).approvals,
+                params=params)
+
+
+def approval(approval_id: str) -> Call[Approval]:
+    return Call("GET", f"/v1/approvals/{_path_id(approval_id)}", model(Approval))
+
+
+def decide(approval_id: str, decision: Decision, message: str | None, by: str | None) -> Call[Approval]:
+    return Call("POST", f"/v1/approvals/{_path_id(approval_id)}", model(Approval),
+                json=wire(decision=decision, message=message, by=by))
 
 
 def create_desktop(**options: Unpack[CreateOptions]) -> Call[DesktopResource]:

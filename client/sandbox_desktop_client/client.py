@@ -12,15 +12,18 @@ import httpx
 
 from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark, TreeResponse
 from sandbox_desktop_wire.actions import ActionsResponse
+from sandbox_desktop_wire.approvals import Approval, ApprovalStatus, Decision
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
+from sandbox_desktop_wire.display import DisplayChangeResponse
 from sandbox_desktop_wire.events import DesktopEvent
+from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.mouse import MousePositionResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo
 from sandbox_desktop_wire.waits import WaitResponse
-from sandbox_desktop_wire.windows import DesktopWindowInfo
+from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
 from ._base import AudioCodec, Button, Call, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
@@ -94,9 +97,11 @@ class Client:
               display_num: int | None = None, state_dir: str | None = None,
               stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
               stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
-              recording_fps: int | None = None) -> DesktopStatusResponse:
+              recording_fps: int | None = None, max_width: int | None = None,
+              max_height: int | None = None) -> DesktopStatusResponse:
         """`POST /v1/desktop/start`: start the desktop (1440x900 at 96 dpi unless told); idempotent while
-        active. Options left None take the server's default (docs/desktop.md). Returns its status.
+        active. Options left None take the server's default (docs/desktop.md); `max_width`/`max_height` bound
+        what `set_display` may set later (docs/display.md). Returns its status.
 
         Raises `ConflictError` (`desktop_already_active`: running at another size or state directory,
         `desktop_runtime_starting`), `ClientError` (400 `desktop_invalid_action`: a value out of range),
@@ -104,7 +109,8 @@ class Client:
         return self.send(b.start(
             width=width, height=height, dpi=dpi, display_num=display_num, state_dir=state_dir,
             stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
-            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps))
+            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
+            max_width=max_width, max_height=max_height))
 
     def stop(self) -> DesktopStatusResponse:
         """`POST /v1/desktop/stop`: stop the desktop and its apps; returns its status (`inactive`)."""
@@ -179,9 +185,27 @@ class Client:
         self.send(b.key(True, key))
 
     # Windows
-    def windows(self) -> list[DesktopWindowInfo]:
-        """`GET /v1/desktop/windows`: the managed windows, with id, title, geometry and `is_active`."""
-        return self.send(b.windows())
+    def set_display(self, width: int, height: int, *, dpi: int | None = None) -> DisplayChangeResponse:
+        """`POST /v1/desktop/display`: change the running desktop's screen size (and dpi) without restarting its
+        apps, up to the `max_width`x`max_height` it started with (docs/display.md); answers what the X server
+        applied. `ClientError` (400 naming `width`/`height`) past the maximum."""
+        return self.send(b.set_display(width, height, dpi))
+
+    def windows(self, *, pid: int | None = None, class_name: str | None = None, title_regex: str | None = None,
+                minimized: bool = False) -> list[DesktopWindowInfo]:
+        """`GET /v1/desktop/windows`: the managed windows, with id, title, geometry and `is_active`; only those of
+        process `pid`, of WM_CLASS `class_name` (instance or class, any case), whose title `title_regex` matches;
+        minimised ones too with `minimized=True`."""
+        return self.send(b.windows(pid, class_name, title_regex, minimized))
+
+    def window_screenshot(self, window_id: str, *, format: ImageFormat = "png", quality: int | None = None,
+                          scale: float | None = None, show_cursor: bool = False, som: bool = False,
+                          frame: bool = False) -> Screenshot:
+        """`GET /v1/desktop/windows/{id}/screenshot`: one window's own pixels, also where others cover it (its
+        client area; `frame=True` with the decorations); `region` is where it is on the screen, so its pixels are
+        the `window` coordinate space of `actions` (docs/windows.md). `ConflictError` (`window_not_viewable`)
+        for a minimised window."""
+        return self.send(b.window_screenshot(window_id, format, quality, scale, show_cursor, som, frame))
 
     def focused_window(self) -> DesktopWindowInfo:
         """`GET /v1/desktop/windows/focused`: the window with the input focus; `NotFoundError`
@@ -201,14 +225,63 @@ class Client:
         """`POST /v1/desktop/windows/{id}/resize`: resize a window; returns the window."""
         return self.send(b.window("resize", window_id, {"width": width, "height": height}))
 
+    def minimize_window(self, window_id: str) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/minimize`: minimise (iconify) a window; returns the window once it is so."""
+        return self.send(b.window("minimize", window_id))
+
+    def maximize_window(self, window_id: str) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/maximize`: maximise a window; returns the window once it is so."""
+        return self.send(b.window("maximize", window_id))
+
+    def restore_window(self, window_id: str) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/restore`: restore a minimised or maximised window; returns the
+        window once it is so."""
+        return self.send(b.window("restore", window_id))
+
+    def raise_window(self, window_id: str) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/raise`: raise a window above the others (without focusing it);
+        returns the window once it is so."""
+        return self.send(b.window("raise", window_id))
+
+    def set_always_on_top(self, window_id: str, enabled: bool = True) -> DesktopWindowInfo:
+        """`POST /v1/desktop/windows/{id}/always-on-top`: keep a window above the others (`enabled=False` ends it)."""
+        return self.send(b.window("always-on-top", window_id, {"enabled": enabled}))
+
+    def close_window(self, window_id: str, *, timeout_ms: int | None = None,
+                     force: bool = True) -> WindowCloseResponse:
+        """`POST /v1/desktop/windows/{id}/close`: ask the app to close the window (WM_DELETE_WINDOW), and after
+        `timeout_ms` (default 3000) disconnect its X client unless `force=False`; says whether it closed and
+        whether it had to be forced."""
+        return self.send(b.close_window(window_id, timeout_ms, force))
+
     # Clipboard
     def clipboard(self, *, selection: Selection = "clipboard") -> str:
         """`GET /v1/desktop/clipboard`: the text of an X selection ("" when nobody owns it)."""
         return self.send(b.clipboard(selection))
 
-    def set_clipboard(self, text: str, *, selection: Selection = "clipboard") -> None:
-        """`POST /v1/desktop/clipboard`: own an X selection (`both`: clipboard and primary) with `text`."""
-        self.send(b.set_clipboard(text, selection))
+    def clipboard_image(self, *, selection: Selection = "clipboard") -> bytes:
+        """`GET /v1/desktop/clipboard?format=image`: the PNG image an app copied; `NotFoundError`
+        (`clipboard_no_image`) when the selection holds no image (docs/clipboard.md)."""
+        return self.send(b.clipboard_image(selection))
+
+    def set_clipboard(self, text: str | None = None, *, image: bytes | None = None,
+                      selection: Selection = "clipboard") -> None:
+        """`POST /v1/desktop/clipboard`: own an X selection (`both`: clipboard and primary) with `text`, a PNG
+        `image` (offered as `image/png`), or both; one of them is needed."""
+        self.send(b.set_clipboard(text, image, selection))
+
+    # Files into apps
+    def drop(self, paths: Iterable[str], x: int, y: int) -> DropResponse:
+        """`POST /v1/desktop/drop`: drop files (paths on the server's machine) onto the window at (x, y), as a
+        file manager does (XDND); `ConflictError` (`no_drop_target`, `drop_refused`) when nothing takes them
+        (docs/files-into-apps.md)."""
+        return self.send(b.drop(paths, x, y))
+
+    def fill_file_dialog(self, path: str, *, window_id: str | None = None,
+                         timeout_ms: int | None = None) -> FileDialogResponse:
+        """`POST /v1/desktop/file-dialog`: choose `path` in the open native file dialog (GTK's, Chromium's) and
+        answer once it closed; `NotFoundError` (`file_dialog_not_found`) when none is open."""
+        return self.send(b.fill_file_dialog(path, window_id, timeout_ms))
 
     # Apps
     def launch(self, app: str, args: Iterable[str] = (), *, wait: bool = False,
@@ -231,9 +304,11 @@ class Client:
         return self.send(b.actions(actions, coordinates, settle, screenshot))
 
     # Recording
-    def start_recording(self, *, fps: int | None = None) -> DesktopRecordingInfo:
-        """`POST /v1/desktop/recording/start`: record the screen to an MP4; `ConflictError` if one runs."""
-        return self.send(b.start_recording(fps))
+    def start_recording(self, *, fps: int | None = None, audio: bool | None = None) -> DesktopRecordingInfo:
+        """`POST /v1/desktop/recording/start`: record the screen to an MP4, with the desktop's sound as an AAC track
+        (`audio`, default: when the desktop has a sound server; docs/audio.md); `ConflictError` if one runs,
+        `ServerError` (503 `audio_unavailable`) for `audio=True` on a desktop without sound."""
+        return self.send(b.start_recording(fps, audio))
 
     def stop_recording(self) -> DesktopRecordingInfo:
         """`POST /v1/desktop/recording/stop`: finish the recording; `ConflictError` if none runs."""
@@ -287,6 +362,22 @@ class Client:
         """`DELETE /v1/desktop/recordings/{id}`: delete a recording and its file; `ConflictError` while it
         records, `NotFoundError` for an unknown id."""
         self.send(b.delete_recording(recording_id))
+
+    # Approvals (server-wide: the server token only)
+    def approvals(self, *, status: ApprovalStatus | None = None, desktop_id: str | None = None) -> list[Approval]:
+        """`GET /v1/approvals`: agent actions held for a person's decision (docs/approvals.md), pending ones first;
+        `status="pending"` for those only, `desktop_id` for one desktop's."""
+        return self.send(b.approvals(status, desktop_id))
+
+    def approval(self, approval_id: str) -> Approval:
+        """`GET /v1/approvals/{id}`: one approval; `NotFoundError` (`approval_not_found`) for an unknown id."""
+        return self.send(b.approval(approval_id))
+
+    def decide(self, approval_id: str, decision: Decision, *, message: str | None = None,
+               by: str | None = None) -> Approval:
+        """`POST /v1/approvals/{id}`: approve or deny a held action; the agent's call goes on at once (a denial
+        answers it 403 `action_denied` with `message`). `ConflictError` (`approval_already_decided`)."""
+        return self.send(b.decide(approval_id, decision, message, by))
 
     # Processes
     def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None, cwd: str | None = None,

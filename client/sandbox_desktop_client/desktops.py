@@ -49,19 +49,23 @@ class Desktops:
                dpi: int | None = None, display_num: int | None = None, state_dir: str | None = None,
                stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
-               recording_fps: int | None = None) -> DesktopClient:
+               recording_fps: int | None = None, max_width: int | None = None, max_height: int | None = None,
+               approve: list[str] | None = None) -> DesktopClient:
         """`POST /v1/desktops`: create and start a desktop; returns a `DesktopClient` on it.
 
         `tags` label it (`list(tags=...)` finds it), `ttl_seconds` deletes it that long after creation,
         `idle_timeout_seconds` deletes it (or pauses it, `on_idle="pause"`) after that long unused,
-        `home_template` is a directory copied into its HOME; the other options are `Client.start`'s.
+        `home_template` is a directory copied into its HOME, `approve` the kinds of agent actions held for a
+        person's approval (`pointer`, `type`, `key`, `launch`, `process`, `all`; docs/approvals.md; default the
+        server's `--approve`); the other options are `Client.start`'s.
         Raises `ClientError` (429 `too_many_desktops` beyond the server's `--max-desktops`, 400/422
         for a value out of range) and `ServerError` as `start` does."""
         created = self._client.send(b.create_desktop(
             tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds, on_idle=on_idle,
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
-            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps))
+            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
+            max_width=max_width, max_height=max_height, approve=approve))
         return self.attach(created.id)
 
     def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:
@@ -149,14 +153,16 @@ class AsyncDesktops:
                      dpi: int | None = None, display_num: int | None = None, state_dir: str | None = None,
                      stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                      stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
-                     recording_fps: int | None = None) -> AsyncDesktopClient:
+                     recording_fps: int | None = None, max_width: int | None = None,
+                     max_height: int | None = None, approve: list[str] | None = None) -> AsyncDesktopClient:
         """`POST /v1/desktops`: create and start a desktop; returns an `AsyncDesktopClient` on it.
         The options and errors are `Desktops.create`'s."""
         created = await self._client.send(b.create_desktop(
             tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds, on_idle=on_idle,
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
-            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps))
+            stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
+            max_width=max_width, max_height=max_height, approve=approve))
         return self.attach(created.id)
 
     async def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:

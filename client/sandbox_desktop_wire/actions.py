@@ -168,8 +168,11 @@ class CoordinateOptions(WireModel):
 
     space: CoordinateSpaceKind = CoordinateSpaceKind.SCREEN
     width: ImageSize | None = Field(default=None, description="image space: the size of the image the client saw "
-                                    "(default: the size of this request's screenshots)")
+                                    "(default: the size of this request's screenshots); window space: the size of "
+                                    "the scaled window capture it saw (default: the window's client area)")
     height: ImageSize | None = None
+    window_id: str | None = Field(default=None, description="window space: the window (its id as listed); x, y are "
+                                  "its client area's pixels, as its screenshot shows them")
 
 
 class SettleOptions(WireModel):
@@ -242,6 +245,9 @@ class CoordinateFrame(WireModel):
     height: int
     screen_width: int
     screen_height: int
+    window_id: str | None = None
+    area: Rect | None = Field(default=None, description="window space: the window's client area in screen "
+                              "pixels when the batch began")
 
 
 class ActionsResponse(WireModel):

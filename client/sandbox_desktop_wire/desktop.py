@@ -44,12 +44,21 @@ class DesktopStartRequest(WireModel):
     webrtc_port_range: str | None = Field(default=None, description="UDP ports for WebRTC, e.g. 59050-59070")
     recording_fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS, description="Default recording fps "
                                       "(default 30)")
+    max_width: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="The largest width "
+                                  "`POST /v1/desktop/display` may set later, at least `width` (default: the larger of "
+                                  "`width` and 2560); the X server keeps a framebuffer this large (docs/display.md)")
+    max_height: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="The largest height "
+                                   "the screen may take later, at least `height` (default: the larger of `height` and "
+                                   "1600)")
 
 
 class DesktopResolution(WireModel):
     width: int
     height: int
     dpi: int | None = None
+    max_width: int | None = Field(default=None, description="The largest width the screen may take at runtime "
+                                  "(`POST /v1/desktop/display`, docs/display.md)")
+    max_height: int | None = None
 
 
 class DesktopErrorInfo(WireModel):

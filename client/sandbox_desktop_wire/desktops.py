@@ -27,6 +27,10 @@ class DesktopCreateRequest(DesktopStartRequest):
     home_template: str | None = Field(default=None,
                                       description="Absolute directory copied into the desktop's HOME when "
                                                         "it is created and whenever it is reset")
+    # Plain strings, checked against ActionKind by the server: a wrong name is a 400 naming the field.
+    approve: list[str] | None = Field(default=None, max_length=8, description="Kinds of agent actions held until a "
+                                      "person approves them (`pointer`, `type`, `key`, `launch`, `process`, or `all`; "
+                                      "[] for none); default: the server's `--approve` (docs/approvals.md)")
 
 
 class DesktopResource(WireModel):
@@ -47,6 +51,8 @@ class DesktopResource(WireModel):
     paused_reason: str | None = Field(default=None, description="Why it is paused, when it is")
     ended_reason: str | None = Field(default=None, description="Why it was deleted (`deleted`, `ttl_expired: ...`, "
                                                        "`idle_timeout: ...`), once it is")
+    approve: list[str] | None = Field(default=None, description="Its own approval policy, as created: the kinds of "
+                                      "agent actions held for a person; absent: the server's `--approve` applies")
 
 
 class DesktopListResponse(WireModel):

@@ -91,6 +91,8 @@ class CoordinateSpaceKind(enum.StrEnum):
     SCREEN = "screen"
     IMAGE = "image"
     NORMALIZED = "normalized"
+    WINDOW = "window"
+    """A window's client area, as its screenshot shows it (docs/actions.md)."""
 
 
 class ProcessOwner(enum.StrEnum):

@@ -58,12 +58,20 @@ class ProblemCode(enum.StrEnum):
     TOO_MANY_DESKTOPS = "too_many_desktops"
     WINDOW_NOT_FOUND = "window_not_found"
     NO_FOCUSED_WINDOW = "no_focused_window"
+    WINDOW_NOT_VIEWABLE = "window_not_viewable"
     # Accessibility (docs/accessibility.md)
     ELEMENT_NOT_FOUND = "element_not_found"
     ELEMENT_AMBIGUOUS = "element_ambiguous"
     ELEMENT_ACTION_UNSUPPORTED = "element_action_unsupported"
     ACCESSIBILITY_UNAVAILABLE = "accessibility_unavailable"
     CLIPBOARD_FAILED = "clipboard_failed"
+    CLIPBOARD_NO_IMAGE = "clipboard_no_image"
+    # Files into apps (docs/files-into-apps.md)
+    PATH_NOT_FOUND = "path_not_found"
+    NO_DROP_TARGET = "no_drop_target"
+    DROP_REFUSED = "drop_refused"
+    FILE_DIALOG_NOT_FOUND = "file_dialog_not_found"
+    FILE_DIALOG_NOT_CLOSED = "file_dialog_not_closed"
     STREAM_ALREADY_ACTIVE = "stream_already_active"
     STREAM_NOT_ACTIVE = "stream_not_active"
     # People in the loop (docs/control.md, docs/approvals.md, docs/audio.md)
@@ -155,6 +163,8 @@ PROBLEMS: Mapping[ProblemCode, ProblemSpec] = {
     C.TOO_MANY_DESKTOPS: P(429, "Too Many Desktops", "over `--max-desktops`, or no free display number"),
     C.WINDOW_NOT_FOUND: P(404, "Window Not Found", "no visible application window with that id"),
     C.NO_FOCUSED_WINDOW: P(404, "No Focused Window", "no window has the focus"),
+    C.WINDOW_NOT_VIEWABLE: P(409, "Window Not Viewable", "a minimised or unmapped window has no pixels to capture or "
+                             "click in; `windowState` says which"),
     C.ELEMENT_NOT_FOUND: P(404, "Element Not Found", "no accessible element with that id (it is gone), or none "
                            "matches the query"),
     C.ELEMENT_AMBIGUOUS: P(409, "Element Ambiguous", "an action's query matches more than one element; "
@@ -164,6 +174,15 @@ PROBLEMS: Mapping[ProblemCode, ProblemSpec] = {
     C.ACCESSIBILITY_UNAVAILABLE: P(503, "Accessibility Unavailable", "the desktop has no accessibility bus "
                                    "(at-spi2-core missing or failed to start)"),
     C.CLIPBOARD_FAILED: P(500, "Clipboard Failed", "another X client took the selection at the same moment"),
+    C.CLIPBOARD_NO_IMAGE: P(404, "Clipboard No Image", "a read with `format=image` when the selection offers no "
+                            "`image/png` (nothing copied, text only, or its owner refused)"),
+    C.PATH_NOT_FOUND: P(422, "Path Not Found", "a path a drop (`paths[i]`) or a file dialog (`path`) names does "
+                        "not exist on the desktop's machine"),
+    C.NO_DROP_TARGET: P(409, "No Drop Target", "no window at the drop's point takes drops (none is `XdndAware`)"),
+    C.DROP_REFUSED: P(409, "Drop Refused", "the window at the point refused the drop, or reported that it failed"),
+    C.FILE_DIALOG_NOT_FOUND: P(404, "File Dialog Not Found", "no open file chooser (or `windowId` is not one)"),
+    C.FILE_DIALOG_NOT_CLOSED: P(409, "File Dialog Not Closed", "the file chooser stayed open after the path was "
+                                "entered (it showed an error or asks to confirm)"),
     C.STREAM_ALREADY_ACTIVE: P(409, "Stream Already Active", "kept from the reference; this server does not "
                                "answer it"),
     C.STREAM_NOT_ACTIVE: P(409, "Conflict", "the live view's signalling before `stream/start`",

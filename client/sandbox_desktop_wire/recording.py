@@ -17,6 +17,8 @@ RecordingStatus = Literal["recording", "completed", "failed", "interrupted"]
 class DesktopRecordingStartRequest(WireModel):
     fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS, description="Frames per second (default: the "
                             "desktop's recordingFps, else 30); an idle screen costs no frames whatever the rate")
+    audio: bool | None = Field(default=None, description="Record the desktop's sound as an AAC track (default: "
+                               "when the desktop has a sound server); true without one is a 503 audio_unavailable")
 
 
 class DesktopRecordingInfo(WireModel):
@@ -36,6 +38,7 @@ class DesktopRecordingInfo(WireModel):
     width: int | None = None
     height: int | None = None
     last_error: str | None = Field(default=None, description="Why it failed or was interrupted")
+    audio: bool = Field(default=False, description="The file has the desktop's sound (an AAC track)")
 
 
 class DesktopRecordingListResponse(WireModel):

@@ -21,7 +21,10 @@ class DesktopStreamStatusResponse(WireModel):
                               "(about 1 on a static screen)")
     bitrate: int | None = Field(default=None, description="Video bits per second over the last 2 s")
     viewers: int | None = Field(default=None, description="Connected signalling WebSockets")
-    controller: str | None = Field(default=None, description="Viewer whose input is applied (neko's host)")
+    controller: str | None = Field(default=None, description="Viewer whose input is applied (neko's host), by name")
+    takeover: bool | None = Field(default=None, description="Whether the controller holds the desktop: agent input "
+                                  "waits or is refused meanwhile, per takeoverMode (docs/control.md)")
+    takeover_mode: str | None = Field(default=None, description="The server's --takeover: refuse, queue or share")
     webrtc_port_range: str | None = Field(default=None, description="UDP ports the viewers' connections use")
     encoders: int | None = Field(default=None, description="Running video encoders: one per codec in use, "
                                  "shared by all the viewers of that codec")

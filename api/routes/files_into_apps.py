@@ -1,0 +1,73 @@
+"""Files into apps: drop files onto a window (`/v1/desktop/drop`, XDND) and fill a native file dialog
+(`/v1/desktop/file-dialog`). docs/files-into-apps.md."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from starlette.requests import Request
+
+from api.context import desktop_of
+from api.operations import Operation
+from api.routes.fs import files_of
+from desktop.errors import invalid_action
+from desktop.file_dialogs import fill_file_dialog
+from desktop.xdnd import PathNotFound
+from sandbox_desktop_wire.files_into_apps import (
+    DropRequest,
+    DropResponse,
+    FileDialogRequest,
+    FileDialogResponse,
+)
+from sandbox_desktop_wire.problems import ProblemCode
+
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
+TAGS = ("files into apps",)
+
+
+def _missing(paths: list[Path]) -> int | None:
+    """The index of the first path that does not exist (a dangling link counts as missing)."""
+    return next((i for i, path in enumerate(paths) if not path.exists()), None)
+
+
+async def drop(request: Request, body: DropRequest) -> DropResponse:
+    desktop = desktop_of(request)
+    session = desktop.session()
+    for name, value, size in (("x", body.x, session.width), ("y", body.y, session.height)):
+        if not 0 <= value < size:
+            raise invalid_action(f"{name} {value} is off the {session.width}x{session.height} screen "
+                                 f"(0 to {size - 1})", name)
+    files = files_of(request)
+    paths = [files.resolve(raw, f"paths[{i}]") for i, raw in enumerate(body.paths)]
+    missing = await asyncio.to_thread(_missing, paths)
+    if missing is not None:
+        raise PathNotFound(f"paths[{missing}]", f"paths[{missing}] {body.paths[missing]!r} does not exist on "
+                           "the desktop's machine (upload it with PUT /v1/fs/file first)")
+    uris = tuple(path.as_uri() for path in paths)
+    result = await desktop.clipboard.drop(session, uris, body.x, body.y)
+    # In the action log with the input it stands for (a trajectory export skips kinds it has no action for).
+    desktop.action_log.record("drop", x=body.x, y=body.y, paths=[str(p) for p in paths],
+                              windowId=str(result.target.window))
+    return DropResponse(window_id=str(result.target.window), action=result.action, uris=list(result.uris),
+                        xdnd_version=result.target.version)
+
+
+async def file_dialog(request: Request, body: FileDialogRequest) -> FileDialogResponse:
+    desktop = desktop_of(request)
+    path = files_of(request).resolve(body.path, "path")
+    filled = await fill_file_dialog(desktop, path, body.window_id, (body.timeout_ms or 5000) / 1000)
+    return FileDialogResponse(window_id=str(filled.window_id), title=filled.title, app=filled.app,
+                              path=str(path), closed=True)
+
+
+OPERATIONS = [
+    Operation("POST", "/v1/desktop/drop", drop,
+              "Drop files onto the application window at a point, as a file manager does (XDND)",
+              body=DropRequest, response=DropResponse, invalid_code=INVALID, errors=(409, 422, 503, 504),
+              body_required=True, tags=TAGS),
+    Operation("POST", "/v1/desktop/file-dialog", file_dialog,
+              "Choose a path in the open native file dialog (GTK's, Chromium's): type it and confirm",
+              body=FileDialogRequest, response=FileDialogResponse, invalid_code=INVALID,
+              errors=(404, 409, 422, 503), body_required=True, tags=TAGS),
+]
