@@ -164,24 +164,7 @@ class _Pool:
         began = time.perf_counter()
         image, cursor = self._capture(region, options.show_cursor)
         captured = time.perf_counter()
-        # Nothing is drawn for a pointer outside the region, not even the part of its image inside.
-        shown = cursor if cursor is not None and region.contains(cursor.x, cursor.y) else None
-        if shown is not None:
-            composite(image, shown, region.x, region.y)
-        size = scaled_size(region.width, region.height, options.scale)
-        image = scale_image(image, size)
-        if options.marks:
-            draw_marks(image, options.marks, (region.x, region.y), (region.width, region.height))
-        if shown is not None:
-            draw_marker(image, image_coordinate(shown.x - region.x, region.width, size[0]),
-                        image_coordinate(shown.y - region.y, region.height, size[1]))
-        data = encode(image, options.format, options.quality)
-        return Screenshot(
-            data=data, media_type=MEDIA_TYPES[options.format],
-            screen_width=screen[0], screen_height=screen[1], region=region, width=size[0], height=size[1],
-            scale=options.scale, cursor=(cursor.x, cursor.y) if cursor is not None else None,
-            capture_seconds=captured - began, encode_seconds=time.perf_counter() - captured,
-        )
+        return render(image, options, region, cursor, screen, began, captured)
 
     def _capture(self, region: Region, with_cursor: bool) -> tuple[Image.Image, Cursor | None]:
         for attempt in (1, 2):
@@ -296,3 +279,27 @@ class Screen:
         pool, self._pool = self._pool, None
         if pool is not None:
             await asyncio.to_thread(pool.close)
+
+
+def render(image: Image.Image, options: ShotOptions, region: Region, cursor: Cursor | None,
+           screen: tuple[int, int], began: float, captured: float) -> Screenshot:
+    """The cursor, scale, marks and encoding of a captured `region` (`began`/`captured`: `perf_counter`
+    times of the capture): the one way a screen's or a window's capture becomes a screenshot."""
+    # Nothing is drawn for a pointer outside the region, not even the part of its image inside.
+    shown = cursor if cursor is not None and region.contains(cursor.x, cursor.y) else None
+    if shown is not None:
+        composite(image, shown, region.x, region.y)
+    size = scaled_size(region.width, region.height, options.scale)
+    image = scale_image(image, size)
+    if options.marks:
+        draw_marks(image, options.marks, (region.x, region.y), (region.width, region.height))
+    if shown is not None:
+        draw_marker(image, image_coordinate(shown.x - region.x, region.width, size[0]),
+                    image_coordinate(shown.y - region.y, region.height, size[1]))
+    data = encode(image, options.format, options.quality)
+    return Screenshot(
+        data=data, media_type=MEDIA_TYPES[options.format],
+        screen_width=screen[0], screen_height=screen[1], region=region, width=size[0], height=size[1],
+        scale=options.scale, cursor=(cursor.x, cursor.y) if cursor is not None else None,
+        capture_seconds=captured - began, encode_seconds=time.perf_counter() - captured,
+    )

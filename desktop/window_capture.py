@@ -36,12 +36,9 @@ from Xlib.display import Display
 from Xlib.ext import composite
 from Xlib.protocol import request
 
-from desktop.accessibility.marks import draw_marks
-from desktop.cursor import Cursor, CursorReader, draw_marker
-from desktop.cursor import composite as paste_cursor
-from desktop.encode import MEDIA_TYPES, encode, scale_image, scaled_size
+from desktop.cursor import Cursor, CursorReader
 from desktop.errors import DomainError, ScreenshotFailed, WindowNotFound
-from desktop.screen import Region, Screenshot, ShotOptions, image_coordinate
+from desktop.screen import Region, Screenshot, ShotOptions, render
 from desktop.session import Session
 from desktop.windows import WindowNotViewable, client_window_ids, describe_windows
 from desktop.xthread import open_display
@@ -247,26 +244,6 @@ class _Connections:
 def _log_failure(done: Future[bool]) -> None:
     if not done.cancelled() and done.exception() is not None:
         logger.warning("could not redirect windows for captures: %s", done.exception())
-
-
-def render(image: Image.Image, options: ShotOptions, region: Region, cursor: Cursor | None,
-           screen: tuple[int, int], began: float, captured: float) -> Screenshot:
-    """Cursor, scale, marks and encoding of a captured `region`, as the screen's screenshots do them."""
-    shown = cursor if cursor is not None and region.contains(cursor.x, cursor.y) else None
-    if shown is not None:
-        paste_cursor(image, shown, region.x, region.y)
-    size = scaled_size(region.width, region.height, options.scale)
-    image = scale_image(image, size)
-    if options.marks:
-        draw_marks(image, options.marks, (region.x, region.y), (region.width, region.height))
-    if shown is not None:
-        draw_marker(image, image_coordinate(shown.x - region.x, region.width, size[0]),
-                    image_coordinate(shown.y - region.y, region.height, size[1]))
-    data = encode(image, options.format, options.quality)
-    return Screenshot(data=data, media_type=MEDIA_TYPES[options.format], screen_width=screen[0],
-                      screen_height=screen[1], region=region, width=size[0], height=size[1], scale=options.scale,
-                      cursor=(cursor.x, cursor.y) if cursor is not None else None,
-                      capture_seconds=captured - began, encode_seconds=time.perf_counter() - captured)
 
 
 class WindowCapture:

@@ -12,18 +12,17 @@ browser's jitter buffer takes as the gap it is. docs/audio.md.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 from fractions import Fraction
 
 import av
-from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from av.audio.frame import AudioFrame
 
 from desktop.audio import CHUNK_SAMPLES, SAMPLE_RATE
 from desktop.audio_capture import AudioCapture, AudioChunk
 from desktop.errors import DomainError
+from streaming.track import PacketTrack
 
 logger = logging.getLogger("sandbox_desktop.stream.audio")
 
@@ -59,7 +58,7 @@ def opus_encoder() -> av.AudioCodecContext:
     return codec
 
 
-class DesktopAudioTrack(MediaStreamTrack):
+class DesktopAudioTrack(PacketTrack):
     """The Opus packets one viewer receives, from the desktop's `OpusFeed`."""
 
     kind = "audio"
@@ -67,34 +66,22 @@ class DesktopAudioTrack(MediaStreamTrack):
     def __init__(self, feed: OpusFeed) -> None:
         super().__init__()
         self.feed = feed
-        self.dropped = 0
-        self._pending: collections.deque[av.Packet] = collections.deque()
-        self._ready = asyncio.Event()
         self._attached = False
 
     def push(self, packet: av.Packet) -> None:
         if len(self._pending) >= MAX_PENDING:  # the sender stalled: old sound is worth nothing now
             self._pending.popleft()
             self.dropped += 1
-        self._pending.append(packet)
-        self._ready.set()
+        self._queue(packet)
 
     async def recv(self) -> av.Packet:
         if not self._attached:  # aiortc pulls once the connection is up: listen from then on
             self._attached = True
             self.feed.attach(self)
-        while True:
-            if self.readyState != "live":
-                raise MediaStreamError
-            if self._pending:
-                return self._pending.popleft()
-            self._ready.clear()
-            await self._ready.wait()
+        return await super().recv()
 
     def stop(self) -> None:
         super().stop()
-        self._pending.clear()
-        self._ready.set()
         if self._attached:
             self.feed.detach(self)
 

@@ -25,7 +25,36 @@ MAX_PENDING = 10
 """Packets a viewer may fall behind (~0.3 s at 30 fps) before its backlog is dropped for a keyframe."""
 
 
-class ViewerTrack(MediaStreamTrack):
+class PacketTrack(MediaStreamTrack):
+    """Packets encoded once for every viewer, queued for one viewer's sender: aiortc only packetizes them
+    (what its `recv` returns is an `av.Packet`, not a frame). Subclasses decide what to queue (`_queue`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+        self._pending: collections.deque[av.Packet] = collections.deque()
+        self._ready = asyncio.Event()
+
+    def _queue(self, packet: av.Packet) -> None:
+        self._pending.append(packet)
+        self._ready.set()
+
+    async def recv(self) -> av.Packet:
+        while True:
+            if self.readyState != "live":
+                raise MediaStreamError
+            if self._pending:
+                return self._pending.popleft()
+            self._ready.clear()
+            await self._ready.wait()
+
+    def stop(self) -> None:
+        super().stop()
+        self._pending.clear()
+        self._ready.set()
+
+
+class ViewerTrack(PacketTrack):
     """The video one viewer receives: packets from a pipeline, starting at a keyframe, never queued long."""
 
     kind = "video"
@@ -35,9 +64,6 @@ class ViewerTrack(MediaStreamTrack):
         self.on_keyframe_request: Callable[[], None] | None = None
         """Set by the pipeline the track is attached to."""
         self.keyframe_requests = 0
-        self.dropped = 0
-        self._pending: collections.deque[av.Packet] = collections.deque()
-        self._ready = asyncio.Event()
         self._synced = False
 
     def push(self, packet: av.Packet, keyframe: bool) -> None:
@@ -55,8 +81,7 @@ class ViewerTrack(MediaStreamTrack):
             if not keyframe:
                 self.request_keyframe()
                 return
-        self._pending.append(packet)
-        self._ready.set()
+        self._queue(packet)
 
     def request_keyframe(self) -> None:
         """The viewer needs a full picture (joined, lost packets, or fell behind)."""
@@ -64,19 +89,6 @@ class ViewerTrack(MediaStreamTrack):
         if self.on_keyframe_request is not None:
             self.on_keyframe_request()
 
-    async def recv(self) -> av.Packet:
-        while True:
-            if self.readyState != "live":
-                raise MediaStreamError
-            if self._pending:
-                return self._pending.popleft()
-            self._ready.clear()
-            await self._ready.wait()
-
-    def stop(self) -> None:
-        super().stop()
-        self._pending.clear()
-        self._ready.set()
 
 
 _original_send_keyframe: Callable[[RTCRtpSender], None] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
@@ -151,6 +152,18 @@ def managed_probe(api: httpx.Client, display: str, out: Path, title: str,
         yield probe, rect
     finally:
         probe.close()
+
+
+async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    """Await until `check()` is truthy (returned), or fail naming `what`: `wait_for` inside a coroutine."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 10) -> Any:

@@ -20,7 +20,7 @@ from websockets.exceptions import InvalidStatus
 
 from streaming.control import Access, Control, ControlChange, ControlRefused, Reason
 from streaming.viewer import Viewer, signaling_url
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, poll
 
 PORTS = (59510, 59525)
 DESKTOP = {"displayNum": 612, "width": 800, "height": 600, "streamVideoCodec": "h264",
@@ -94,15 +94,6 @@ def scoped_token(api: httpx.Client, role: str) -> str:
     return str(issued.json()["token"])
 
 
-async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def host_event(viewer: Viewer, cause: str, host: str | None) -> bool:

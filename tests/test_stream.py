@@ -33,7 +33,7 @@ from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, d
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
 from streaming.viewer import Viewer, signaling_url, split_candidates
-from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.conftest import ServerProcess, assert_problem, launch_server, poll
 from tests.xprobe import Probe
 
 PORTS = (59300, 59320)
@@ -100,15 +100,6 @@ def probe_origin(api: httpx.Client) -> tuple[int, int]:
     return int(window["x"]), int(window["y"])
 
 
-async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    """Await until `check()` is truthy (returned), or fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def run(scenario: Callable[[], Any]) -> None:

@@ -24,7 +24,7 @@ from desktop.takeover import ControlledByViewer, TakeoverGate
 from desktop.xthread import InputLock
 from sandbox_desktop_wire.enums import TakeoverMode
 from streaming.viewer import Viewer
-from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.conftest import ServerProcess, assert_problem, launch_server, poll
 
 PORTS = (59530, 59545)
 DESKTOP = {"displayNum": 614, "width": 800, "height": 600, "streamVideoCodec": "h264",
@@ -42,15 +42,6 @@ def streaming(api: httpx.Client) -> Iterator[None]:
     api.post("/v1/desktop/stream/stop")
 
 
-async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def takeover(viewer: Viewer) -> bool:

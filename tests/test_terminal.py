@@ -27,7 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from api.logs import DenialNoiseFilter
-from tests.conftest import ServerProcess, assert_problem, launch_server, wait_for
+from tests.conftest import ServerProcess, assert_problem, launch_server, poll, wait_for
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
 NODE = shutil.which("node")
@@ -38,16 +38,6 @@ SHUTDOWN_LIMIT_S = 5.0
 
 def run(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     return asyncio.run(asyncio.wait_for(scenario(), 90))
-
-
-async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    """Await until `check()` is truthy (returned), or fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def terminal_url(base: str, process_id: str, token: str | None) -> str:

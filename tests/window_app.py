@@ -14,20 +14,20 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from PIL import Image
 from Xlib import X, Xatom, display
 from Xlib.protocol import event
 
+from tests.xprobe import EventLog
+
 _CHUNK_ROWS = 64  # PutImage requests stay far below the server's maximum request size
 REPO = Path(__file__).resolve().parent.parent
 
 
-class WindowApp:
+class WindowApp(EventLog):
     """Runs this module as a separate X client; reads back what it logged."""
 
     def __init__(self, display_name: str, out: Path, title: str, geometry: str, *, seed: int = 0,
@@ -38,21 +38,6 @@ class WindowApp:
         if ignore_delete:
             args.append("--ignore-delete")
         self.proc = subprocess.Popen(args, cwd=REPO)
-
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        found = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
-        return [e for e in found if kind is None or e["type"] == kind]
-
-    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], count: int = 1,
-                 timeout: float = 10) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = [e for e in self.events() if predicate(e)]
-            if len(found) >= count or time.monotonic() > deadline:
-                return found
-            time.sleep(0.02)
 
     def exited(self, timeout: float) -> bool:
         try:

@@ -21,21 +21,10 @@ from Xlib import X, display
 REPO = Path(__file__).resolve().parent.parent
 
 
-class Probe:
-    """Runs this module as a separate X client and reads back the events it recorded."""
+class EventLog:
+    """What a test X client running as a separate process logged to `out`, one JSON event per line."""
 
-    def __init__(self, display_name: str, out: Path, geometry: str, *, override_redirect: bool = True,
-                 title: str = "probe") -> None:
-        self.out = out
-        args = [sys.executable, "-m", "tests.xprobe", "--display", display_name, "--out", str(out),
-                "--geometry", geometry, "--title", title]
-        if override_redirect:
-            args.append("--override-redirect")
-        self.proc = subprocess.Popen(args, cwd=REPO)
-        if not self.wait_for(lambda e: e["type"] == "MapNotify"):
-            self.close()
-            raise AssertionError(f"the probe window {title!r} never mapped")
-        time.sleep(0.1)  # let the window manager place and decorate it
+    out: Path
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         """Every recorded event (of one type, if given), oldest first."""
@@ -53,6 +42,24 @@ class Probe:
             if len(found) >= count or time.monotonic() > deadline:
                 return found
             time.sleep(0.02)
+
+
+class Probe(EventLog):
+    """Runs this module as a separate X client and reads back the events it recorded."""
+
+    def __init__(self, display_name: str, out: Path, geometry: str, *, override_redirect: bool = True,
+                 title: str = "probe") -> None:
+        self.out = out
+        args = [sys.executable, "-m", "tests.xprobe", "--display", display_name, "--out", str(out),
+                "--geometry", geometry, "--title", title]
+        if override_redirect:
+            args.append("--override-redirect")
+        self.proc = subprocess.Popen(args, cwd=REPO)
+        if not self.wait_for(lambda e: e["type"] == "MapNotify"):
+            self.close()
+            raise AssertionError(f"the probe window {title!r} never mapped")
+        time.sleep(0.1)  # let the window manager place and decorate it
+
 
     def close(self) -> None:
         self.proc.kill()
