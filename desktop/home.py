@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 # One desktop, no root-window mouse bindings: openbox's defaults switch desktops when the wheel
@@ -83,12 +85,24 @@ def prepare_home(home: Path, template: Path | None = None) -> Path:
     return rc
 
 
+REMOVE_ATTEMPTS = 5
+
+
 def restore_home(home: Path, template: Path | None = None) -> None:
-    """HOME as a fresh desktop gets it: everything in it removed, then prepared again (docs/desktops.md, reset)."""
-    if home.is_symlink() or home.is_file():
-        home.unlink()
-    elif home.exists():
-        shutil.rmtree(home)
+    """HOME as a fresh desktop gets it: everything in it removed, then prepared again (docs/desktops.md, reset).
+    A file written while the tree is removed (a process still exiting) makes rmtree fail with ENOTEMPTY: the
+    removal is tried again, a few times."""
+    for attempt in range(REMOVE_ATTEMPTS):
+        try:
+            if home.is_symlink() or home.is_file():
+                home.unlink()
+            elif home.exists():
+                shutil.rmtree(home)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY or attempt == REMOVE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
     prepare_home(home, template)
 
 

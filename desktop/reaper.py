@@ -53,8 +53,13 @@ def kill_marked(marker: str, grace_s: float = 1.0) -> list[int]:
     return pids
 
 
+KILL_WAIT_S = 1.0
+"""How long `kill_pids` waits for SIGKILLed processes to be gone (a zombie counts as gone)."""
+
+
 def kill_pids(pids: list[int], grace_s: float = 1.0) -> None:
-    """SIGTERM each process, SIGKILL what is left after `grace_s` (a stopped one is continued to see it)."""
+    """SIGTERM each process, SIGKILL what is left after `grace_s` (a stopped one is continued to see it), and
+    wait (at most KILL_WAIT_S) until they are gone."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
         _signal(pid, signal.SIGCONT)
@@ -65,6 +70,11 @@ def kill_pids(pids: list[int], grace_s: float = 1.0) -> None:
         remaining = [p for p in remaining if _alive(p)]
     for pid in remaining:
         _signal(pid, signal.SIGKILL)
+    # Dead before returning: a caller that removes what they wrote (a reset's HOME) must not race their exit.
+    deadline = time.monotonic() + KILL_WAIT_S
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.01)
+        remaining = [p for p in remaining if _alive(p)]
 
 
 def signal_marked(marker: str, sig: int) -> list[int]:

@@ -62,6 +62,10 @@ StopHook = Callable[[], Awaitable[None]]
 FailureHook = Callable[[str], Awaitable[None]]
 
 
+RESET_SCANS = 5
+"""Rounds of finding and ending a reset desktop's processes (each ends what the previous one missed)."""
+
+
 class Desktop:
     """The desktop session: start/stop, status, supervision and the process registry."""
 
@@ -286,8 +290,12 @@ class Desktop:
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
                     if p.running and not p.protected and p.pid in ours]
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
-            rest = [pid for pid in await asyncio.to_thread(marked_pids, self._marker) if pid not in keep]
-            await asyncio.to_thread(kill_pids, rest, 0.5)
+            # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
+            for _ in range(RESET_SCANS):
+                rest = [pid for pid in await asyncio.to_thread(marked_pids, self._marker) if pid not in keep]
+                if not rest:
+                    break
+                await asyncio.to_thread(kill_pids, rest, 0.5)
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", "both")
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
