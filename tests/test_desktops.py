@@ -63,7 +63,7 @@ def process_states(pids: list[int]) -> list[str]:
 def test_a_desktop_is_created_active_with_its_lifecycle(api: httpx.Client, created: list[str]) -> None:
     desktop = create(api, created, tags={"agent": "a1", "run": "7"}, ttlSeconds=600, idleTimeoutSeconds=300)
     assert desktop["state"] == "active" and desktop["display"].startswith(":")
-    assert desktop["resolution"] == {"width": 640, "height": 480, "dpi": 96}
+    assert desktop["resolution"] == {"width": 640, "height": 480, "dpi": 96, "maxWidth": 2560, "maxHeight": 1600}
     assert desktop["tags"] == {"agent": "a1", "run": "7"}
     assert desktop["idleTimeoutSeconds"] == 300 and desktop["onIdle"] == "delete"
     assert {"createdAt", "expiresAt", "lastActivityAt"} <= desktop.keys()
