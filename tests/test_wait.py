@@ -4,16 +4,17 @@ every caller mistake is a 4xx naming the field."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from sandbox_desktop_client import Client
-from tests.conftest import ServerProcess, assert_problem
+from tests.conftest import ServerProcess, assert_problem, wait_for
 from tests.test_events import XWindow
 
 DESKTOP = {"displayNum": 353, "width": 800, "height": 600}
@@ -154,3 +155,112 @@ def test_python_client(srv: ServerProcess, display: str) -> None:
         finally:
             events.close()
             window.close()
+
+
+# -- elements: the quick check of a change must keep `find`'s rules ---------------------------------------
+
+SCOPE_PAGE = """<!doctype html><title>{title}</title><h1>{title}</h1>
+<button onclick="setTimeout(() => {{ const box = document.createElement('div'); box.setAttribute('role', 'group');
+  box.setAttribute('aria-label', 'Box ' + (++window.boxes || (window.boxes = 1)));
+  const late = document.createElement('button'); late.textContent = 'Late'; box.append(late);
+  document.body.append(box) }}, 300)">Add</button>"""
+
+
+@pytest.fixture(scope="module")
+def two_pages(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Two windows of one Chromium (one application on the bus), pages `Scope A` and `Scope B`: (A, B) ids."""
+    if not shutil.which("chromium"):
+        pytest.skip("needs chromium (scripts/setup.sh test installs it)")
+    folder = tmp_path_factory.mktemp("scope")
+    uris = []
+    for title in ("Scope A", "Scope B"):
+        path = folder / f"{title[-1]}.html"
+        path.write_text(SCOPE_PAGE.format(title=title))
+        uris.append(path.as_uri())
+    flags = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync",
+             "--disable-component-update", "--test-type", f"--user-data-dir={folder / 'profile'}",
+             "--window-size=700,500"]
+    first = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
+                                                 "args": [*flags, "--window-position=0,0", uris[0]]})
+    assert first.status_code == 200, first.text
+    # The same profile: the running browser opens the second window itself, in the same application.
+    api.post("/v1/processes", json={"command": "chromium", "args": [*flags, "--new-window", uris[1]]})
+    windows = []
+    for title in ("Scope A", "Scope B"):  # listed, not waited for: this tests element waits, not window ones
+        windows.append(wait_for(lambda t=title: next((w["id"] for w in api.get("/v1/desktop/windows").json()["windows"]
+                                                      if w["title"].startswith(t)), None), f"the {title} window", 30))
+    for window in windows:  # both pages' trees are readable before a test relies on them
+        api.post("/v1/desktop/wait", json={"element": {"role": "button", "name": "Add", "window": window},
+                                           "timeoutMs": 30_000}).raise_for_status()
+    yield windows[0], windows[1]
+    api.post(f"/v1/processes/{first.json()['processId']}/kill")
+
+
+def add_late(api: httpx.Client, window: str) -> None:
+    """Press the page's Add: 300 ms later it appends a group holding a new `Late` button."""
+    answer = api.post("/v1/desktop/accessibility/act", json={
+        "element": {"role": "button", "name": "Add", "window": window}, "action": "invoke"})
+    assert answer.status_code == 200, answer.text
+
+
+def test_an_element_outside_the_scope_never_matches_and_one_in_a_new_container_does(
+        api: httpx.Client, two_pages: tuple[str, str]) -> None:
+    a, b = two_pages
+    query = {"role": "button", "name": "Late", "window": a}
+    result = pending(api, {"element": query, "timeoutMs": 20_000})
+    add_late(api, b)  # the same application adds a matching button, in the other window
+    late_in_b = wait_for(lambda: api.post("/v1/desktop/accessibility/find", json={
+        "role": "button", "name": "Late", "window": b}).json()["elements"], "the Late button in window B")
+    time.sleep(1.0)  # every change it announced has reached the wait by now
+    early = api.post("/v1/desktop/wait", json={"element": query, "timeoutMs": 50}).json()
+    assert early["matched"] is False, early  # nothing in A yet: a wait must not take B's
+    add_late(api, a)
+    answer = result()
+    assert answer["matched"] is True, answer
+    element = answer["match"]["element"]
+    assert element["windowId"] == a and element["name"] == "Late" and element["role"] == "push-button"
+    assert element["id"] not in {e["id"] for e in late_in_b}
+    [late_in_a] = api.post("/v1/desktop/accessibility/find", json=query).json()["elements"]
+    assert late_in_a["id"] == element["id"]  # the wait answers what `find` finds
+    assert element["bounds"] == late_in_a["bounds"]
+
+
+def test_a_new_container_in_the_wrong_window_is_not_taken(api: httpx.Client, two_pages: tuple[str, str]) -> None:
+    a, b = two_pages
+    late = {"role": "button", "name": "Late", "window": a}
+    before = len(api.post("/v1/desktop/accessibility/find", json=late).json()["elements"])
+    # Each page numbers its boxes: the next one added to A and the next one added to B have the same name.
+    box = {"name": f"Box {before + 1}", "window": a}
+    result = pending(api, {"element": box, "timeoutMs": 20_000})
+    add_late(api, b)  # its own new box: the name the wait wants, in the other window
+    time.sleep(1.0)
+    add_late(api, a)
+    answer = result()
+    assert answer["matched"] is True and answer["match"]["element"]["windowId"] == a, answer
+    assert len(api.post("/v1/desktop/accessibility/find", json=late).json()["elements"]) == before + 1
+
+
+def test_a_gtk_page_switched_to_answers_with_what_find_finds(api: httpx.Client) -> None:
+    if not shutil.which("gtk3-widget-factory"):
+        pytest.skip("needs gtk3-widget-factory (scripts/setup.sh test installs it)")
+    launched = api.post("/v1/desktop/launch", json={"app": "gtk3-widget-factory", "wait": True,
+                                                    "waitTimeoutMs": 20_000})
+    assert launched.status_code == 200, launched.text
+    factory = launched.json()
+    try:
+        window = factory["windowId"]
+        wait_for(lambda: api.post("/v1/desktop/accessibility/find", json={"role": "radio-button", "name": "Page 2"}
+                                  ).json()["elements"], "the widget factory's tree")
+        add_item = {"role": "button", "name": "Add item", "window": window}  # on its page 2: hidden until shown
+        result = pending(api, {"element": add_item, "timeoutMs": 20_000})
+        clicked = api.post("/v1/desktop/accessibility/act", json={
+            "element": {"role": "radio-button", "name": "Page 2", "window": window}, "action": "click"})
+        assert clicked.status_code == 200, clicked.text
+        answer = result()
+        assert answer["matched"] is True, answer
+        element = answer["match"]["element"]
+        assert element["windowId"] == window and "showing" in element["states"]
+        [found] = api.post("/v1/desktop/accessibility/find", json=add_item).json()["elements"]
+        assert found["id"] == element["id"] and found["bounds"] == element["bounds"]
+    finally:
+        api.post(f"/v1/processes/{factory['processId']}/kill")
