@@ -304,6 +304,11 @@ class AsyncClient:
         the first failure, which is in `.error` rather than raised (docs/actions.md)."""
         return await self.send(b.actions(actions, coordinates, settle, screenshot))
 
+    async def action_log(self, *, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """`GET /v1/desktop/actions/log`: the actions the desktop executed after entry `since` (its `seq`),
+        oldest first, at most `limit` (docs/action-log.md)."""
+        return await self.send(b.action_log(since, limit))
+
     # Recording
     async def start_recording(self, *, fps: int | None = None, audio: bool | None = None) -> DesktopRecordingInfo:
         """`POST /v1/desktop/recording/start`: record the screen to an MP4, with the desktop's sound as an AAC track

@@ -1,0 +1,137 @@
+"""The pytest plugin's costs (docs/pytest.md), measured as a user meets them: `python -m pytest` on generated
+projects, times read from the JUnit XML (`time` is setup + call + teardown of each test) and the wall clock.
+
+1. Per-test overhead of the `desktop` fixture: N tests that ask for it against N bare tests, in one session
+   each (the first test, which starts the server and makes the desktop, is reported apart), for the
+   default (reset between tests, recording kept on failure only), `--desktop-record=off` and
+   `--desktop-isolation=fresh`.
+2. A suite of 40 tests, each launching an xterm and waiting for its window and for it to be drawn: in one
+   process, on 2 and 4 xdist workers with a server each (the default), on 4 sharing one server, and
+   without recording; wall clock and CPU seconds (the whole process tree), as the machine's load allows.
+
+    .venv/bin/python bench/pytest_plugin.py [--tests 30] [--suite 40] [--skip-suite] [--all-plugins]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+BARE = "def test_{n}():\n    pass\n"
+WITH_DESKTOP = "def test_{n}(desktop):\n    pass\n"
+SUITE = """
+def test_{n}(desktop):
+    desktop.launch("xterm", ["-title", "suite {n}"], wait=True)
+    window = desktop.expect_window(title="suite {n}")
+    desktop.wait_settled(quiet_ms=200, region=(window["x"], window["y"], window["width"], window["height"]))
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    """Seconds of the whole `python -m pytest`, start-up included."""
+    cpu: float
+    """CPU seconds of pytest and everything it started and waited for: its workers, a server of its own, the
+    server's X servers and apps. A shared server outlives the worker that started it: not counted."""
+    times: list[float]
+    """Each test's JUnit time (setup + call + teardown), in order."""
+
+
+def run_project(root: Path, body: str, count: int, *options: str, lean: bool) -> Run:
+    """Write `count` tests into a fresh project and run it; `lean`: with pytest's own plugins, xdist and this
+    one only (else every plugin installed here)."""
+    root.mkdir(parents=True)
+    (root / "test_generated.py").write_text("\n".join(textwrap.dedent(body).format(n=n) for n in range(count)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SANDBOX_DESKTOP_", "PYTEST_"))}
+    plugins: tuple[str, ...] = ()
+    if lean:
+        # Only pytest, xdist and this plugin, as in a project of its own: the test tools installed beside the
+        # server here (schemathesis, hypothesis, ...) cost every pytest process, every xdist worker too,
+        # about 2.4 s of CPU to import (0.2 s without them).
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        plugins = ("-p", "xdist", "-p", "pytest_sandbox_desktop.plugin")
+    started, cpu = time.perf_counter(), _children_cpu()
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins,
+                             "--junitxml=junit.xml", *options], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=1800)
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    if result.returncode not in (0, 1):  # 1: some tests failed; the timings still count, the failures are shown
+        raise SystemExit(f"pytest could not run in {root}:\n{result.stdout}\n{result.stderr}")
+    if result.returncode == 1:
+        print("  (failures:", "; ".join(line for line in result.stdout.splitlines() if line.startswith("FAILED")), ")")
+    times = [float(case.get("time", "0")) for case in ET.parse(root / "junit.xml").getroot().iter("testcase")]
+    return Run(wall, cpu, times)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
+
+
+def overhead(tmp: Path, count: int, lean: bool) -> None:
+    print(f"-- per-test overhead of the `desktop` fixture ({count} tests a session; JUnit time: setup+call+teardown)")
+    baseline = statistics.median(run_project(tmp / "bare", BARE, count, lean=lean).times)
+    print(f"{'bare test (baseline)':<44} median {ms(baseline)}")
+    cases = {"desktop, reset, record retain-on-failure": (),
+             "desktop, reset, record off": ("--desktop-record=off",),
+             "desktop, fresh per test, retain-on-failure": ("--desktop-isolation=fresh",)}
+    for index, (name, options) in enumerate(cases.items()):
+        run = run_project(tmp / f"desktop-{index}", WITH_DESKTOP, count, "--desktop-size=1280x800", *options,
+                          lean=lean)
+        later = sorted(run.times[1:])
+        p90 = later[min(len(later) - 1, int(len(later) * 0.9))]
+        print(f"{name:<44} median {ms(statistics.median(later) - baseline)} over bare   p90 {ms(p90 - baseline)}   "
+              f"first test (server + desktop) {run.times[0]:.2f} s   session {run.wall:.1f} s")
+
+
+def suite(tmp: Path, count: int, lean: bool) -> None:
+    print(f"-- a suite of {count} tests (xterm, its window, its prompt drawn), wall clock of `python -m pytest`")
+    runs = {"1 process (no xdist)": (),
+            "2 workers, a server each (default)": ("-n", "2"),
+            "4 workers, a server each (default)": ("-n", "4"),
+            "4 workers, one shared server (--desktop-server=shared)": ("-n", "4", "--desktop-server=shared"),
+            "1 process, --desktop-record=off": ("--desktop-record=off",),
+            "4 workers, a server each, --desktop-record=off": ("-n", "4", "--desktop-record=off")}
+    first: Run | None = None
+    for index, (name, options) in enumerate(runs.items()):
+        run = run_project(tmp / f"suite-{index}", SUITE, count, *options, "--desktop-size=1024x768", lean=lean)
+        first = first or run
+        print(f"{name:<56} wall {run.wall:6.1f} s   {first.wall / run.wall:4.2f}x the 1-process run   "
+              f"CPU {run.cpu:6.1f} s ({run.cpu / count:.2f} s a test)   "
+              f"median test {statistics.median(run.times):.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=30, help="tests per session for the overhead (default 30)")
+    parser.add_argument("--suite", type=int, default=40, help="tests in the xdist suite (default 40)")
+    parser.add_argument("--skip-suite", action="store_true", help="measure the per-test overhead only")
+    parser.add_argument("--all-plugins", action="store_true",
+                        help="let pytest load every plugin installed in this environment (default: only xdist and "
+                             "this one, as in a project of its own)")
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
+    with tempfile.TemporaryDirectory(prefix="bench-pytest-") as tmp:
+        overhead(Path(tmp), args.tests, not args.all_plugins)
+        if not args.skip_suite:
+            suite(Path(tmp), args.suite, not args.all_plugins)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
