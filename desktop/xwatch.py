@@ -48,6 +48,8 @@ CHANGED_EVERY_S = 0.05
 _GONE = (xerror.BadWindow, xerror.BadDrawable, xerror.BadMatch, xerror.BadValue)
 _CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
 _TITLE_ATOMS = ("WM_NAME", "_NET_WM_NAME")
+DRAIN_ROUNDS = 1000
+"""Bound on handle-and-describe rounds of one wake-up (each round's replies may bring more events)."""
 
 
 @dataclass(frozen=True)
@@ -264,20 +266,28 @@ class _Watch:
                 self.dirty.add(owner)
 
     def drain(self) -> None:
-        """Handle everything received; then describe what changed, once per window."""
-        self.rearm = self.pending_active = False
-        for _ in range(100_000):  # bounded: a client flooding us cannot keep this thread here forever
+        """Handle everything received; then describe what changed, once per window; again while events came.
+
+        Describing waits for replies, and python-xlib queues the events it reads meanwhile: they are in its
+        queue, no longer on the socket, so the thread's select() would not wake for them (a title set while
+        a new window was being described stayed unseen until the next X event, and waits for it timed out).
+        So this returns only once the queue is empty after the last round trip."""
+        for _ in range(DRAIN_ROUNDS):
+            self.rearm = self.pending_active = False
+            for _ in range(100_000):  # bounded: a client flooding us cannot keep this thread here forever
+                self.d.flush()
+                if not self.d.pending_events():
+                    break
+                while self.d.pending_events():
+                    self.handle(self.d.next_event())
+            self.flush_dirty()
+            if self.pending_active:
+                self.sync_active()
+            if self.rearm and self.damage is not None:
+                self.d.damage_subtract(self.damage, X.NONE, X.NONE)  # BoundingBox reports again once emptied
             self.d.flush()
             if not self.d.pending_events():
-                break
-            while self.d.pending_events():
-                self.handle(self.d.next_event())
-        self.flush_dirty()
-        if self.pending_active:
-            self.sync_active()
-        if self.rearm and self.damage is not None:
-            self.d.damage_subtract(self.damage, X.NONE, X.NONE)  # BoundingBox reports again once emptied
-        self.d.flush()
+                return
 
 
 class WatchThread(threading.Thread):

@@ -186,9 +186,10 @@ def two_pages(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> It
     # The same profile: the running browser opens the second window itself, in the same application.
     api.post("/v1/processes", json={"command": "chromium", "args": [*flags, "--new-window", uris[1]]})
     windows = []
-    for title in ("Scope A", "Scope B"):  # listed, not waited for: this tests element waits, not window ones
-        windows.append(wait_for(lambda t=title: next((w["id"] for w in api.get("/v1/desktop/windows").json()["windows"]
-                                                      if w["title"].startswith(t)), None), f"the {title} window", 30))
+    for title in ("Scope A", "Scope B"):  # Chromium titles its window after mapping it: a window wait sees that
+        answer = api.post("/v1/desktop/wait", json={"window": {"titleRegex": f"^{title}"}, "timeoutMs": 30_000})
+        assert answer.json()["matched"], answer.text
+        windows.append(answer.json()["match"]["window"]["windowId"])
     for window in windows:  # both pages' trees are readable before a test relies on them
         api.post("/v1/desktop/wait", json={"element": {"role": "button", "name": "Add", "window": window},
                                            "timeoutMs": 30_000}).raise_for_status()
