@@ -88,6 +88,14 @@ def prepare_home(home: Path, template: Path | None = None) -> Path:
 REMOVE_ATTEMPTS = 5
 
 
+def _vanished_is_removed(function: object, path: str,
+                         exc_info: tuple[type[BaseException], BaseException, object]) -> None:
+    """rmtree's error handler: an entry that disappeared meanwhile (a process renaming its temporary file as
+    it exits) is as good as removed; anything else is raised."""
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]
+
+
 def restore_home(home: Path, template: Path | None = None) -> None:
     """HOME as a fresh desktop gets it: everything in it removed, then prepared again (docs/desktops.md, reset).
     A file written while the tree is removed (a process still exiting) makes rmtree fail with ENOTEMPTY: the
@@ -97,7 +105,7 @@ def restore_home(home: Path, template: Path | None = None) -> None:
             if home.is_symlink() or home.is_file():
                 home.unlink()
             elif home.exists():
-                shutil.rmtree(home)
+                shutil.rmtree(home, onerror=_vanished_is_removed)
             break
         except OSError as exc:
             if exc.errno != errno.ENOTEMPTY or attempt == REMOVE_ATTEMPTS - 1:

@@ -67,14 +67,14 @@ def kill_pids(pids: list[int], grace_s: float = 1.0) -> None:
     remaining = pids
     while remaining and time.monotonic() < deadline:
         time.sleep(0.02)
-        remaining = [p for p in remaining if _alive(p)]
+        remaining = [p for p in remaining if alive(p)]
     for pid in remaining:
         _signal(pid, signal.SIGKILL)
     # Dead before returning: a caller that removes what they wrote (a reset's HOME) must not race their exit.
     deadline = time.monotonic() + KILL_WAIT_S
     while remaining and time.monotonic() < deadline:
         time.sleep(0.01)
-        remaining = [p for p in remaining if _alive(p)]
+        remaining = [p for p in remaining if alive(p)]
 
 
 def signal_marked(marker: str, sig: int) -> list[int]:
@@ -116,5 +116,6 @@ def _state(pid: int) -> str | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie has ended: it only waits for its parent to read its status)."""
     return _state(pid) not in (None, "Z")

@@ -40,7 +40,7 @@ from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
-from desktop.reaper import descendants, kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
+from desktop.reaper import alive, descendants, kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
 from desktop.screen import Screen
 from desktop.session import Session
 from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
@@ -289,10 +289,14 @@ class Desktop:
             ours = set(await asyncio.to_thread(marked_pids, self._marker))
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
                     if p.running and not p.protected and p.pid in ours]
+            # Their children too, marked or not (a browser's zygote may clear its environment), found before
+            # the apps end and their children are handed to init.
+            children = await asyncio.to_thread(descendants, {p.pid for p in apps if p.pid is not None})
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
             # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
             for _ in range(RESET_SCANS):
-                rest = [pid for pid in await asyncio.to_thread(marked_pids, self._marker) if pid not in keep]
+                found = await asyncio.to_thread(marked_pids, self._marker)
+                rest = [pid for pid in {*found, *children} if pid not in keep and alive(pid)]
                 if not rest:
                     break
                 await asyncio.to_thread(kill_pids, rest, 0.5)

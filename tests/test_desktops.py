@@ -227,21 +227,23 @@ def test_reset_brings_back_a_fresh_desktop_on_the_same_display(api: httpx.Client
 
 
 @pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test installs it)")
-def test_reset_after_a_browser_leaves_nothing_behind(api: httpx.Client, created: list[str]) -> None:
-    # A browser writes its profile and starts helpers while it exits: HOME must still be emptied (this was a
-    # 500 "Directory not empty" in 3 of 4 resets).
+def test_reset_after_a_browser_answers_and_empties_home(api: httpx.Client, created: list[str]) -> None:
+    # A browser writes its profile and starts helpers while it exits: the reset must still end them and empty
+    # HOME (this was a 500 "Directory not empty" in 3 of 4 resets).
     desktop = create(api, created)
     base = f"/v1/desktops/{desktop['id']}"
     home = Path(api.get(f"{base}/status").json()["stateDir"]) / "home"
-    for _ in range(3):
+    for round_ in range(3):
         args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "about:blank"]
         launched = api.post(f"{base}/launch", json={"app": "chromium", "args": args, "wait": True,
                                                      "waitTimeoutMs": 30000})
         assert launched.status_code == 200, launched.text
+        (home / f"left-by-the-agent-{round_}").write_text("x")
         reset = api.post(f"{base}/reset")
         assert reset.status_code == 200, reset.text
-        assert not (home / ".config" / "chromium").exists()
-        assert api.get(f"{base}/windows").json()["windows"] == []
+        assert not list(home.glob("left-by-the-agent-*"))
+        listed = api.get(f"{base}/windows")
+        assert listed.status_code == 200 and listed.json()["windows"] == [], listed.text
 
 
 def test_scoped_tokens_reach_their_desktop_only(api: httpx.Client, created: list[str], srv: ServerProcess) -> None:
