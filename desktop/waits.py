@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,30 +62,16 @@ class ClipboardCondition:
     until: ClipboardUntil = ClipboardUntil.CHANGED
 
 
-class ElementReader(Protocol):
-    """How a pending element wait reads the tree (desktop/accessibility/watch.py): the windows kept between
-    checks, a full `find`, and the quick check of one changed object and what lies below it."""
-
-    def forget_windows(self) -> None: ...
-
-    def is_window_change(self, element: str, change: str) -> bool: ...
-
-    async def find(self, query: ElementQuery) -> list[Element]: ...
-
-    async def find_below(self, query: ElementQuery, element: str) -> list[Element]: ...
-
-
 @dataclass(frozen=True)
 class ElementCondition:
     """Elements matching `query`: `until` is `present`, `gone` or a state some matching element must have.
     `find` reads them (Accessibility.find on the request's session); `watching` has tree changes published
-    as `accessibility.changed` while the wait is pending (desktop/accessibility/signals.py) and gives the
-    reader the wait's checks use (None: each check is a `find`)."""
+    as `accessibility.changed` while the wait is pending (desktop/accessibility/signals.py)."""
 
     query: ElementQuery
     until: str
     find: Callable[[ElementQuery], Awaitable[list[Element]]]
-    watching: Callable[[], contextlib.AbstractAsyncContextManager[ElementReader | None]]
+    watching: Callable[[], contextlib.AbstractAsyncContextManager[None]]
 
 
 Condition = WindowCondition | ScreenCondition | ClipboardCondition | ElementCondition
@@ -184,69 +170,45 @@ def _union(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 PRESENCE_STATES = frozenset({"showing", "visible", "defunct"})
 MIN_CHECK_INTERVAL_S = 0.02
-"""Full element checks start at most this often: each reads the windows' candidates (milliseconds of CPU),
-and an app may announce hundreds of changes a second; a change in between is seen by the check at the
-interval's end. The first change after a quiet interval is checked at once."""
-WINDOW_EVENTS = frozenset({E.WINDOW_CREATED, E.WINDOW_CLOSED, E.WINDOW_FOCUSED, E.WINDOW_TITLE_CHANGED})
-CHILD_ADDED = "object:children-changed:add"
-STATE_CHANGED = "object:state-changed:"
-NAME_CHANGED = "object:property-change:accessible-name"
+"""Element checks start at most this often: each reads the tree (milliseconds of CPU), and an app may
+announce hundreds of changes a second; a change in between is seen by the check at the interval's end."""
 
 
 class ElementTracker:
     """Checks the query again after anything that can change the tree: an accessibility change, a focus
-    change, a window coming, going or retitled. A change that names an object (a child added, a state
-    gained, a name changed) is first checked on that object and what is below it, in a few round trips
-    (docs/accessibility.md "Speed"); if that finds no match, the full check runs (at most every
-    MIN_CHECK_INTERVAL_S). A full check that began after an event already saw its effect, so events
-    that queued up during a check cost nothing more."""
+    change, a window coming, going or retitled. A check that began after an event already saw its effect,
+    so events that queued up during a check cost nothing more."""
 
-    types = WINDOW_EVENTS | {E.ACCESSIBILITY_CHANGED, E.ACCESSIBILITY_FOCUS_CHANGED}
+    types = frozenset({E.ACCESSIBILITY_CHANGED, E.ACCESSIBILITY_FOCUS_CHANGED, E.WINDOW_CREATED, E.WINDOW_CLOSED,
+                       E.WINDOW_FOCUSED, E.WINDOW_TITLE_CHANGED})
 
     def __init__(self, condition: ElementCondition) -> None:
         self.condition = condition
         self._checked_at = 0.0
         self._last: Check | None = None
-        self._reader: ElementReader | None = None
         until = {condition.until} if condition.until not in ("present", "gone") else set()
         self._states = condition.query.states | until | PRESENCE_STATES
 
-    @contextlib.asynccontextmanager
-    async def watching(self) -> AsyncIterator[None]:
-        async with self.condition.watching() as reader:
-            self._reader = reader
-            try:
-                yield
-            finally:
-                self._reader = None
+    def watching(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.condition.watching()
 
     def _matters(self, event: Event) -> bool:
         """A state change matters only for a state the query or `until` names, or that makes elements show
         or go (other waits may have registered other states: their changes arrive here too)."""
         change = str(event.data.get("change", ""))
-        if event.type == E.ACCESSIBILITY_CHANGED and change.startswith(STATE_CHANGED):
+        if event.type == E.ACCESSIBILITY_CHANGED and change.startswith("object:state-changed:"):
             return change.split(":")[2] in self._states
         return True
 
-    def _windows_changed(self, event: Event | None) -> bool:
-        if event is None or event.type in WINDOW_EVENTS:
-            return True
-        return (event.type == E.ACCESSIBILITY_CHANGED and self._reader is not None
-                and self._reader.is_window_change(str(event.data.get("element", "")), str(event.data.get("change"))))
-
-    def _subject(self, event: Event) -> str | None:
-        """The object an accessibility change names, where a match may have just appeared: the child added,
-        the object that gained a state, the object renamed. None for any other change."""
-        if event.type != E.ACCESSIBILITY_CHANGED or self.condition.until == "gone":
-            return None
-        change, data = str(event.data.get("change", "")), event.data
-        if change == CHILD_ADDED:
-            return data.get("child")
-        if (change.startswith(STATE_CHANGED) and data.get("gained") is True) or change == NAME_CHANGED:
-            return data.get("element")
-        return None
-
-    def _answer(self, found: list[Element]) -> Check:
+    async def check(self, event: Event | None) -> Check:
+        if event is not None and self._last is not None and (event.t < self._checked_at or not self._matters(event)):
+            return self._last
+        now = time.monotonic()
+        if self._last is not None and now - self._checked_at < MIN_CHECK_INTERVAL_S:
+            # A burst of changes: one check at the end of the interval covers them all.
+            return Check(False, self._last.state, self._checked_at + MIN_CHECK_INTERVAL_S)
+        self._checked_at = now
+        found = await self.condition.find(self.condition.query)
         until = self.condition.until
         if until == "present":
             matched = bool(found)
@@ -256,26 +218,7 @@ class ElementTracker:
             found = [e for e in found if until in e.states]
             matched = bool(found)
         state = {"elements": [summary(e) for e in found[:10]], "count": len(found)}
-        return Check(matched, {"element": summary(found[0])} if matched and found else state)
-
-    async def check(self, event: Event | None) -> Check:
-        reader = self._reader
-        if reader is not None and self._windows_changed(event):
-            reader.forget_windows()
-        if event is not None and self._last is not None and (event.t < self._checked_at or not self._matters(event)):
-            return self._last
-        subject = self._subject(event) if event is not None and self._last is not None else None
-        if reader is not None and subject is not None:
-            quick = self._answer(await reader.find_below(self.condition.query, subject))
-            if quick.matched:
-                return quick
-        now = time.monotonic()
-        if self._last is not None and now - self._checked_at < MIN_CHECK_INTERVAL_S:
-            # A burst of changes: one check at the end of the interval covers them all.
-            return Check(False, self._last.state, self._checked_at + MIN_CHECK_INTERVAL_S)
-        self._checked_at = now
-        find = reader.find if reader is not None else self.condition.find
-        self._last = self._answer(await find(self.condition.query))
+        self._last = Check(matched, {"element": summary(found[0])} if matched and found else state)
         return self._last
 
 

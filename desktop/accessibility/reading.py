@@ -15,11 +15,9 @@ are walked level by level instead, each property asked with its own `Get` (`obje
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +40,6 @@ from desktop.accessibility.atspi import (
     decode_states,
     role_name,
 )
-from desktop.accessibility.errors import AccessibilityUnavailable
 from desktop.accessibility.tree import (
     UNKNOWN_INDEX,
     Application,
@@ -58,26 +55,10 @@ MATCH_ALL, MATCH_ANY = 1, 2
 SORT_CANONICAL = 1
 MAX_MATCHES = 20_000
 """Objects one `GetMatches` may answer: a page's showing objects are far fewer."""
-READ_TIMEOUT_S = 10.0
-"""An application that hangs (a frozen app answers nothing) fails the read after this, not the server."""
-MAX_DEPTH = 256
-"""Levels a chain of parents may have: deeper is a loop in a broken tree."""
 ACCESSIBLE_PROPERTIES = ("Name", "Description", "Parent", "ChildCount")
 """The `Accessible` properties a reader uses."""
 NO_GET_ALL = frozenset({"Qt"})
 """Toolkits whose objects crash on `Properties.GetAll`: asked one property at a time."""
-
-
-@contextlib.asynccontextmanager
-async def bounded_read() -> AsyncIterator[None]:
-    """A read of the tree, bounded: an application that hangs makes it a 503, the machine's trouble and
-    not the caller's (docs/errors.md), rather than holding the request or answering 500."""
-    try:
-        async with asyncio.timeout(READ_TIMEOUT_S):
-            yield
-    except TimeoutError:
-        raise AccessibilityUnavailable(f"an application did not answer the accessibility bus within "
-                                       f"{READ_TIMEOUT_S:.0f} s") from None
 
 
 @dataclass(frozen=True)
@@ -316,7 +297,7 @@ async def read_chain(bus: AtspiBus, apps: Iterable[Application], bus_name: str, 
     acting on it needs no tree). Empty if the object is gone."""
     chain: list[Element] = []
     ref: tuple[str, str] | None = (bus_name, path)
-    while ref is not None and len(chain) < MAX_DEPTH:
+    while ref is not None and len(chain) < 256:
         found = await read_objects(bus, apps, [ref])
         if not found:
             break
@@ -325,33 +306,6 @@ async def read_chain(bus: AtspiBus, apps: Iterable[Application], bus_name: str, 
     for child, parent in itertools.pairwise(chain):
         parent.children.append(child.id)
     return chain
-
-
-async def top_level_of(bus: AtspiBus, bus_name: str, path: str) -> str | None:
-    """The id of the top-level object (window) that the object lies under, itself if it is one: its
-    parents asked one level at a time, only the `Parent` property each (one round trip a level). None if
-    an object on the way is gone. A detached object (parent null) counts as its own top: no window's."""
-    ref = (bus_name, path)
-    for _level in range(MAX_DEPTH):
-        [answer] = await bus.call_all([(ref[0], ref[1], PROPERTIES, "Get", "ss", (ACCESSIBLE, "Parent"))])
-        if isinstance(answer, AtspiError):
-            return None
-        parent_bus, parent_path = answer[0].value
-        if parent_path in (ROOT_PATH, NULL_PATH):
-            return element_id(*ref)
-        ref = (str(parent_bus) or ref[0], str(parent_path))
-    return None
-
-
-async def read_below(bus: AtspiBus, apps: Iterable[Application], bus_name: str, path: str,
-                     prefilter: Prefilter) -> list[Element]:
-    """An object and, when it answers `Collection`, those of its descendants that `prefilter` keeps
-    (as `complete` reads them below a window), in reading order; empty if the object is gone."""
-    subject = await read_objects(bus, apps, [(bus_name, path)])
-    if not subject or COLLECTION not in subject[0].interfaces or subject[0].child_count == 0:
-        return subject
-    [below] = await matching(bus, subject, prefilter)
-    return subject + await read_objects(bus, apps, [r for r in below if r != (bus_name, path)], prefilter.name_matches)
 
 
 async def walk_application(bus: AtspiBus, app: Application, root: str) -> list[Element]:

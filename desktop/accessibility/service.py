@@ -1,9 +1,8 @@
 """One desktop's accessibility: the connection to its bus, trees scoped to windows, find, and act.
 
 Every answer reads the applications afresh (docs/accessibility.md "Speed"), so an id or a query always
-means what is on the screen now; nothing is kept between calls but the connection (a pending element
-wait keeps the windows between its own checks until a window event: desktop/accessibility/watch.py).
-The connection lives on the event loop (dbus-fast is asyncio), so no thread owns it and no X connection waits on it.
+means what is on the screen now; nothing is kept between calls but the connection. The connection
+lives on the event loop (dbus-fast is asyncio), so no thread owns it and no X connection waits on it.
 """
 
 from __future__ import annotations
@@ -27,10 +26,8 @@ from desktop.accessibility.marks import MAX_MARKS, MarkBox
 from desktop.accessibility.query import ElementQuery, Target, WindowScope
 from desktop.accessibility.reading import (
     EVERYTHING_SHOWING,
-    READ_TIMEOUT_S,
     Prefilter,
     application_infos,
-    bounded_read,
     complete,
     read_caches,
     read_chain,
@@ -47,8 +44,7 @@ from desktop.accessibility.tree import (
     prune_hidden,
     refresh,
 )
-from desktop.accessibility.watch import ElementWatch
-from desktop.accessibility.windows import WindowTops, assign_windows, scope_roots
+from desktop.accessibility.windows import assign_windows, scope_roots
 from desktop.errors import WindowNotFound
 from desktop.events import EventBus
 from desktop.keyboard import Keyboard
@@ -59,6 +55,8 @@ from sandbox_desktop_wire.accessibility import ElementAction
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
+READ_TIMEOUT_S = 10.0
+"""An application that hangs (a frozen app answers nothing) fails the read after this, not the server."""
 MAX_CANDIDATES = 10
 """Candidates listed in an ambiguous query's 409."""
 
@@ -73,6 +71,18 @@ class ScopedSnapshot:
     def elements(self, depth: int | None = None) -> Iterable[Element]:
         for root in self.roots:
             yield from self.snapshot.subtree(root, depth)
+
+
+@contextlib.asynccontextmanager
+async def reading() -> AsyncIterator[None]:
+    """A read of the tree, bounded: an application that hangs makes it a 503, the machine's trouble and
+    not the caller's (docs/errors.md), rather than holding the request or answering 500."""
+    try:
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            yield
+    except TimeoutError:
+        raise AccessibilityUnavailable(f"an application did not answer the accessibility bus within "
+                                       f"{READ_TIMEOUT_S:.0f} s") from None
 
 
 class Accessibility:
@@ -97,12 +107,10 @@ class Accessibility:
                 await self.bus(session)
         self._early = asyncio.ensure_future(connect())
 
-    @contextlib.asynccontextmanager
-    async def watching(self, session: Session, states: frozenset[str] = frozenset()) -> AsyncIterator[ElementWatch]:
-        """Tree changes (and changes of `states`) become `accessibility.changed` events while inside; the
-        wait inside reads the tree through the ElementWatch given (desktop/accessibility/watch.py)."""
-        async with self.signals.watching(lambda: self.bus(session), states):
-            yield ElementWatch(self, session)
+    def watching(self, session: Session, states: frozenset[str] = frozenset()
+                 ) -> contextlib.AbstractAsyncContextManager[None]:
+        """Tree changes (and changes of `states`) become `accessibility.changed` events while inside."""
+        return self.signals.watching(lambda: self.bus(session), states)
 
     async def bus(self, session: Session) -> AtspiBus:
         """The connection to the desktop's accessibility bus, made on first use and after a restart."""
@@ -135,29 +143,20 @@ class Accessibility:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def windows(self, session: Session) -> WindowTops:
-        """Every application's top-level objects, matched to the X windows (see WindowTops)."""
+    async def scoped(self, session: Session, window: WindowScope | int, prefilter: Prefilter = EVERYTHING_SHOWING,
+                     *, whole: bool = True) -> ScopedSnapshot:
+        """The windows in scope, their top-level objects matched to X windows, and below them what
+        `prefilter` keeps: from every application's cache plus what the caches lack (`whole`), or only
+        what the windows answer to the prefilter's query (docs/accessibility.md "Speed")."""
         bus = await self.bus(session)
-        async with bounded_read():
+        async with reading():
             snapshot, windows = await asyncio.gather(read_tops(bus), session.x.call(list_windows))
             tops = [snapshot.elements[r] for r in snapshot.roots]
             await fill_details(bus, tops, values=False)
             assign_windows(tops, windows)
-        return WindowTops(snapshot.applications, tops, windows)
-
-    async def scoped(self, session: Session, window: WindowScope | int, prefilter: Prefilter = EVERYTHING_SHOWING,
-                     *, whole: bool = True, tops: WindowTops | None = None) -> ScopedSnapshot:
-        """The windows in scope, their top-level objects matched to X windows, and below them what
-        `prefilter` keeps: from every application's cache plus what the caches lack (`whole`), or only
-        what the windows answer to the prefilter's query (docs/accessibility.md "Speed"). `tops`: the
-        windows as a pending wait keeps them (read now when None)."""
-        bus = await self.bus(session)
-        snapshot, windows = (tops or await self.windows(session)).fresh()
-        tops_read = [snapshot.elements[r] for r in snapshot.roots]
-        if isinstance(window, int) and not any(w.id == window for w in windows):
-            raise WindowNotFound(f"no window with id {window}", windowId=str(window))
-        roots = scope_roots(tops_read, windows, window)
-        async with bounded_read():
+            if isinstance(window, int) and not any(w.id == window for w in windows):
+                raise WindowNotFound(f"no window with id {window}", windowId=str(window))
+            roots = scope_roots(tops, windows, window)
             if whole:
                 # A whole tree gets every detail anyway: those of the cached objects are read while what
                 # the caches lack is read in, and the labels are then at hand for unnamed fields.
@@ -180,17 +179,16 @@ class Accessibility:
                    include_hidden: bool = False) -> ScopedSnapshot:
         """The scoped snapshot with bounds, text and values of everything down to `depth`."""
         scoped = await self.scoped(session, window, Prefilter(showing_only=not include_hidden))
-        async with bounded_read():
+        async with reading():
             await fill_details(await self.bus(session), scoped.elements(depth))
         order_by_position(scoped.snapshot)
         return scoped
 
-    async def find(self, session: Session, query: ElementQuery, tops: WindowTops | None = None) -> list[Element]:
-        """The elements matching `query` (at most `query.limit`), in reading order, with their details
-        (`tops`: the windows as a pending wait keeps them)."""
-        scoped = await self.scoped(session, query.window, query.prefilter, whole=False, tops=tops)
+    async def find(self, session: Session, query: ElementQuery) -> list[Element]:
+        """The elements matching `query` (at most `query.limit`), in reading order, with their details."""
+        scoped = await self.scoped(session, query.window, query.prefilter, whole=False)
         found = [e for e in scoped.elements() if query.matches(e)][:query.limit]
-        async with bounded_read():
+        async with reading():
             await fill_details(await self.bus(session), found)
         return found
 
@@ -227,7 +225,7 @@ class Accessibility:
             if parsed is None:
                 raise ElementNotFound(f"{target!r} is not an element id", element=target)
             ref = parsed
-        async with bounded_read():
+        async with reading():
             apps = await application_infos(bus, [(ref[0], ROOT_PATH)])
             chain = await read_chain(bus, apps, *ref)
             if not chain or "defunct" in chain[0].states:

@@ -19,15 +19,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
-from desktop.accessibility.atspi import (
-    ACCESSIBLE,
-    EVENT_PREFIX,
-    NULL_PATH,
-    PROPERTIES,
-    REGISTRY,
-    REGISTRY_PATH,
-    AtspiBus,
-)
+from desktop.accessibility.atspi import ACCESSIBLE, EVENT_PREFIX, PROPERTIES, REGISTRY, REGISTRY_PATH, AtspiBus
 from desktop.accessibility.tree import element_id
 from desktop.events import EventBus
 from sandbox_desktop_wire.events import EventType
@@ -137,8 +129,7 @@ class Signals:
         if self._watching:
             kind = interface.removeprefix(EVENT_PREFIX).lower()
             self._events.publish(EventType.ACCESSIBILITY_CHANGED, t=seen, element=element_id(sender, path),
-                                 change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""),
-                                 **_subject_fields(member, sender, body))
+                                 change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""))
 
     async def _focused(self, bus: AtspiBus, sender: str, path: str, seen: float) -> None:
         """Publish a focus change with the element's role and name (asked now, stamped when it happened)."""
@@ -151,19 +142,6 @@ class Signals:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-
-
-def _subject_fields(member: str, sender: str, body: list[Any]) -> dict[str, Any]:
-    """What a change says of its object, for a wait to check only that (desktop/waits.py): the child a
-    `children-changed` added or removed (`child`: its id, from the event's `any_data`), whether a
-    `state-changed` object gained or lost the state (`gained`, from `detail1`)."""
-    if member == "ChildrenChanged" and len(body) > 3:
-        ref = getattr(body[3], "value", None)
-        if isinstance(ref, list | tuple) and len(ref) == 2 and str(ref[1]) not in ("", NULL_PATH):
-            return {"child": element_id(str(ref[0]) or sender, str(ref[1]))}
-    elif member == "StateChanged" and len(body) > 1 and isinstance(body[1], int):
-        return {"gained": body[1] == 1}
-    return {}
 
 
 def _kebab(member: str) -> str:

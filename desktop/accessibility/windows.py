@@ -7,34 +7,9 @@ GTK, Qt and Chromium), then the most overlapping geometry.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 from desktop.accessibility.query import WindowScope
-from desktop.accessibility.tree import Application, Element, Snapshot
+from desktop.accessibility.tree import Element
 from desktop.windows import Rect, WindowInfo
-
-
-@dataclass(frozen=True)
-class WindowTops:
-    """The applications, their top-level objects (with `window_id` where an X window matched) and the X
-    windows, as read at one moment: what every read of a tree starts from, and what a pending element
-    wait keeps until a window event says it changed (desktop/accessibility/watch.py)."""
-
-    applications: list[Application]
-    tops: list[Element]
-    windows: list[WindowInfo]
-
-    def fresh(self) -> tuple[Snapshot, list[WindowInfo]]:
-        """A snapshot holding copies of the top-level objects only, for one read to fill in. Each copy
-        claims a child (a window read while it was being built may have had none yet), so a read
-        asks it for what is below it now rather than trusting an old count."""
-        copies = [dataclasses.replace(top, children=[], child_count=max(top.child_count, 1)) for top in self.tops]
-        return Snapshot({c.id: c for c in copies}, [c.id for c in copies], self.applications), self.windows
-
-    def in_scope(self, scope: WindowScope | int) -> dict[str, int | None]:
-        """The ids of the top-level objects `scope` covers, with their X windows."""
-        return {top.id: top.window_id for top in scope_roots(self.tops, self.windows, scope)}
 
 
 def _overlap(a: Rect, x: int, y: int, width: int, height: int) -> float:
