@@ -261,6 +261,8 @@ def test_waits_for_an_element_to_appear_change_and_go(api: httpx.Client) -> None
     try:
         appear.join(30)
         assert answers["present"]["matched"] and answers["present"]["condition"] == "element"
+        # Answered when the dialog came, not by the last look a wait takes at its timeout (a regression did that).
+        assert answers["present"]["elapsedMs"] < 15000, answers["present"]
         assert answers["present"]["match"]["element"]["name"] == "OK"
         focused = api.post("/v1/desktop/wait", json={"element": {"role": "textbox", "name": "Code",
                                                                  "until": "focused"}, "timeoutMs": 10000}).json()
