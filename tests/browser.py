@@ -384,3 +384,15 @@ class Forwarder:
                 sock.close()
             self._open.clear()
         self.acceptor.join(5)
+
+
+DESKTOP_FLAGS = ("--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-sync", "--disable-component-update", "--test-type")
+"""Chromium in a desktop (not headless), quiet, as the tests launch it: no accessibility flag (the desktop adds
+it, docs/accessibility.md)."""
+
+
+def page_args(page: Path, profile: Path, position: str = "0,0", size: str = "900,650") -> list[str]:
+    """`/v1/desktop/launch` arguments that show the local `page` in a Chromium window of its own profile."""
+    return [*DESKTOP_FLAGS, f"--user-data-dir={profile}", f"--window-position={position}", f"--window-size={size}",
+            page.as_uri()]

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from tests.browser import page_args
 from tests.conftest import assert_problem, wait_for
 
 DESKTOP = {"displayNum": 231, "width": 1280, "height": 800}
@@ -87,10 +88,9 @@ def page(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """Chromium showing PAGE, started the way a user would, with no accessibility flag: the desktop adds it."""
     folder = tmp_path_factory.mktemp("page")
     (folder / "form.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000, "args": [
-        "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync",
-        "--disable-component-update", "--test-type", f"--user-data-dir={folder / 'profile'}",
-        "--window-position=0,0", "--window-size=900,700", (folder / "form.html").as_uri()]})
+    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
+                                                     "args": page_args(folder / "form.html", folder / "profile",
+                                                                       size="900,700")})
     assert launched.status_code == 200, launched.text
     yield launched.json()
     api.post(f"/v1/processes/{launched.json()['processId']}/kill")

@@ -449,4 +449,4 @@ def test_chromium_hears_the_tone_in_the_inspectors_live_view(page: Page, srv: Se
             api.post("/v1/desktop/stream/stop")
         heard = sorted(p["hz"] for p in peaks)[len(peaks) // 2]
         print(f"\nChromium heard {heard:.1f} Hz ({json.dumps([round(p['hz'], 1) for p in peaks])})")
-        assert heard == pytest.approx(TONE_HZ, abs=2)
+        assert heard == pytest.approx(TONE_HZ, abs=5)  # an AnalyserNode bin is 23 Hz: its interpolated peak wanders

@@ -50,4 +50,4 @@ def test_the_react_viewers_video_carries_the_sound(viewers: Viewers, tmp_path: P
         viewers.close()
     heard = sorted(p["hz"] for p in peaks)[len(peaks) // 2]
     print(f"\nDesktopViewer heard {heard:.1f} Hz")
-    assert heard == pytest.approx(TONE_HZ, abs=2)
+    assert heard == pytest.approx(TONE_HZ, abs=5)  # an AnalyserNode bin is 23 Hz: its interpolated peak wanders

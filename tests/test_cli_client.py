@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.server
 import os
 import re
@@ -149,13 +150,21 @@ def every_command(tmp: Path) -> list[list[str]]:
     return [[arg.replace("{tmp}", str(tmp)) for arg in argv] for argv in EVERY_COMMAND]
 
 
+def cli_all(srv: ServerProcess | None, argvs: list[list[str]], url: str | None = None
+            ) -> list[subprocess.CompletedProcess[str]]:
+    """`cli` for each argv, two at a time (each is a Python start: the two cores are the limit)."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda argv: cli(srv, *argv, url=url), argvs))
+
+
 def test_every_command_exits_non_zero_on_failure(srv: ServerProcess, tmp_path: Path) -> None:
     """An error answer is 1, no answer 2: a script never mistakes a failure for success."""
     unreachable = f"http://127.0.0.1:{free_port()}"
-    for argv in every_command(tmp_path):
-        refused = cli(srv, *argv, "--token", "wrong")
+    argvs = every_command(tmp_path)
+    refusals = cli_all(srv, [[*argv, "--token", "wrong"] for argv in argvs])
+    unanswered = cli_all(None, argvs, url=unreachable)
+    for argv, refused, gone in zip(argvs, refusals, unanswered, strict=True):
         assert refused.returncode == 1 and "HTTP 401" in refused.stderr, (argv, refused.stderr)
-        gone = cli(None, *argv, url=unreachable)
         assert gone.returncode == 2 and f"cannot reach the server at {unreachable}" in gone.stderr, (argv, gone)
         assert refused.stdout == gone.stdout == "", argv
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, free_port
-from tests.test_cli_client import every_command
+from tests.test_cli_client import cli_all, every_command
 
 DESKTOP = {"displayNum": 337, "width": 800, "height": 600}  # the default desktop, to check isolation against
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,8 +138,8 @@ def test_a_bad_id_exits_1(srv: ServerProcess, tmp_path: Path) -> None:
         assert done.returncode == 1 and done.stdout == "", (argv, done)
         assert done.stderr.startswith("error: ") and "(desktop_not_found, HTTP 404)" in done.stderr, argv
     # Every client command takes --desktop, and sends to that desktop: an unknown one is a 404 for each.
-    for argv in every_command(tmp_path):
-        done = cli(srv, *argv, "--desktop", nobody)
+    argvs = [[*argv, "--desktop", nobody] for argv in every_command(tmp_path)]
+    for argv, done in zip(argvs, cli_all(srv, argvs), strict=True):
         assert done.returncode == 1 and "(desktop_not_found, HTTP 404)" in done.stderr, (argv, done.stderr)
     assert not list(tmp_path.iterdir())  # no file written for the screenshot or the download
     default = cli(srv, "desktops", "delete", "default")

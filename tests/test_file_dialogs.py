@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.browser import page_args
 from tests.conftest import assert_problem, wait_for
 
 DESKTOP = {"displayNum": 713, "width": 1280, "height": 800}
@@ -94,10 +95,8 @@ def test_gtk_save_dialog_takes_a_new_path_and_a_named_window(api: httpx.Client,
 
 def test_chromium_file_input_gets_the_file(api: httpx.Client, tmp_path: Path, a_file: Path) -> None:
     (tmp_path / "upload.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000, "args": [
-        "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync",
-        "--disable-component-update", "--test-type", f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-position=0,0", "--window-size=900,650", (tmp_path / "upload.html").as_uri()]})
+    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
+                                                     "args": page_args(tmp_path / "upload.html", tmp_path / "profile")})
     assert launched.status_code == 200, launched.text
     try:
         wait_for(lambda: find_text(api, "no file chosen"), "the page to load", 30)

@@ -39,7 +39,7 @@ DESKTOP = FUZZ_DESKTOP
 
 
 def test_fuzz_every_operation(srv: ServerProcess, tmp_path: Path) -> None:
-    report = fuzz(srv, tmp_path, max_examples=15)
+    report = fuzz(srv, tmp_path, max_examples=12)
     print(report.render())
     fuzzed = set(report.cases)
     assert len(fuzzed) >= 40, sorted(fuzzed)  # the document lost operations, or the loader skipped them
@@ -54,7 +54,7 @@ def test_fuzz_every_operation(srv: ServerProcess, tmp_path: Path) -> None:
 def test_fuzz_stateful_operations(tmp_path: Path) -> None:
     """Every operation the main phase leaves out, from each of its states, with a reset after each case."""
     with stateful_server(tmp_path) as server:
-        report = fuzz_stateful(server, tmp_path, max_examples=6)
+        report = fuzz_stateful(server, tmp_path, max_examples=5)
         print(report.render())
         with server.client() as api:  # the stub, not a real handler, is what opens targets
             opened = _expect(api.post("/v1/desktop/open", json={"target": "https://fuzz.invalid/x"}), 200).json()

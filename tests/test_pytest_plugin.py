@@ -219,7 +219,7 @@ XDIST_PROJECT = """
 """
 
 
-@pytest.mark.parametrize("servers", ["per-worker", "shared"])
+@pytest.mark.parametrize("servers", ["per-worker"])
 def test_xdist_workers_each_drive_their_own_desktop(tmp_path: Path, servers: str) -> None:
     root = project(tmp_path, XDIST_PROJECT)
     result = run_pytest(root, "-n", "2", "--junitxml=junit.xml", "--desktop-size=640x480",

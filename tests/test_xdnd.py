@@ -21,6 +21,7 @@ from Xlib import X, Xatom
 from Xlib import display as xdisplay
 from Xlib.protocol import event
 
+from tests.browser import page_args
 from tests.conftest import assert_problem, wait_for
 
 DESKTOP = {"displayNum": 712, "width": 1280, "height": 800}
@@ -85,10 +86,9 @@ def chooser(api: httpx.Client) -> Iterator[dict[str, Any]]:
 def page(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     folder = tmp_path_factory.mktemp("page")
     (folder / "drop.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000, "args": [
-        "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync",
-        "--disable-component-update", "--test-type", f"--user-data-dir={folder / 'profile'}",
-        "--window-position=300,100", "--window-size=900,650", (folder / "drop.html").as_uri()]})
+    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
+                                                     "args": page_args(folder / "drop.html", folder / "profile",
+                                                                       position="300,100")})
     assert launched.status_code == 200, launched.text
     yield launched.json()
     api.post(f"/v1/processes/{launched.json()['processId']}/kill")
