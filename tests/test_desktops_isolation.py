@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.conftest import ServerProcess, launch_server, wait_for
 
 SMALL = {"width": 640, "height": 480}
 COUNT = 8
+WATCHED_FRAMES = 3
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +69,27 @@ def drive(srv: ServerProcess, index: int) -> dict[str, Any]:
         if index == 0:
             assert api.post(f"{base}/recording/stop").json()["status"] == "completed"
         if index == 1:
-            frames = watched.result(timeout=60)
-            assert frames >= 3, f"the viewer of agent 1's desktop got {frames} frames"
+            deadline = time.monotonic() + 60
+            while not watched.done() and time.monotonic() < deadline:  # something new for the viewer to see
+                assert api.post(f"{base}/keyboard/type", json={"text": "."}).status_code == 200
+                time.sleep(0.2)
+            frames = watched.result(timeout=10)
+            assert frames >= WATCHED_FRAMES, f"the viewer of agent 1's desktop got {frames} frames"
         return {**desktop, "title": title, "index": index}
 
 
 def watch(url: str, token: str | None) -> concurrent.futures.Future[int]:
-    """A live-view viewer on its own thread and event loop for a few seconds: the frames it decoded."""
+    """A live-view viewer on its own thread and event loop until it decoded WATCHED_FRAMES frames (or 30 s
+    passed): the frames it decoded."""
     future: concurrent.futures.Future[int] = concurrent.futures.Future()
 
     async def session() -> int:
         viewer = Viewer(url, token, request_control=False)
         try:
             await viewer.connect()
-            await asyncio.sleep(2)
+            deadline = time.monotonic() + 30
+            while viewer.received.frames < WATCHED_FRAMES and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
             return viewer.received.frames
         finally:
             await viewer.close()
