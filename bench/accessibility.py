@@ -10,7 +10,8 @@ persistent HTTP connection:
 - the accessibility bus's own cost on the idle desktop: RSS and CPU of its three daemons over 10 s;
 - element waits: from the page adding a button (the `accessibility.changed` event's own timestamp, the
   server's monotonic clock, which is this machine's) to the wait's answer arriving here; and the server's
-  CPU while waits for elements that never come are pending.
+  CPU while waits for elements that never come are pending, on a quiet page and on one that keeps adding
+  buttons, beside the same without waits.
 Prints medians, p90s and the ratio to the walk.
 Usage: .venv/bin/python bench/accessibility.py [--runs 10] [--waits 10]
 """
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +119,15 @@ def one_element_wait(api: httpx.Client, n: int) -> float | None:
         answer["at"] = time.monotonic()
 
     def listen() -> None:
-        with listener.stream("GET", "/v1/desktop/events", params={"types": "accessibility.changed"}) as response:
-            for line in response.iter_lines():
+        with contextlib.suppress(httpx.HTTPError), listener.stream(
+                "GET", "/v1/desktop/events", params={"types": "accessibility.changed"}) as response:
+            for line in response.iter_lines():  # ends at the first event after the answer, or when closed
                 if line.startswith("data:"):
                     events.append(json.loads(line[5:]))
                 if "at" in answer:
                     return
 
-    threads = [threading.Thread(target=wait), threading.Thread(target=listen)]
+    threads = [threading.Thread(target=wait, daemon=True), threading.Thread(target=listen, daemon=True)]
     try:
         for thread in threads:
             thread.start()
@@ -152,22 +156,47 @@ def element_wait_latency(api: httpx.Client, runs: int) -> None:
         print(f"  ({runs - len(latencies)} of {runs} runs without a match or without its event)")
 
 
+SETTLE_S = 3.0
+"""Time given pending waits to make their first check (a whole `find` each) before their CPU is counted."""
+
+
+def server_cpu(server_pid: int, seconds: float, during: Callable[[float], None] = time.sleep) -> float:
+    """Percent of a core the server used while `during(seconds)` ran."""
+    before, start = cpu_seconds(server_pid), time.monotonic()
+    during(seconds)
+    return (cpu_seconds(server_pid) - before) / (time.monotonic() - start) * 100
+
+
+def page_churn(api: httpx.Client) -> Callable[[float], None]:
+    """For `seconds`: the page adds a button every 100 ms (none of them waited for)."""
+    def churn(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            api.post("/v1/desktop/accessibility/act", json={"element": {"role": "button", "name": "Add"},
+                                                             "action": "invoke"})
+            time.sleep(0.1)
+    return churn
+
+
 def pending_element_waits_cpu(api: httpx.Client, server_pid: int, pending: int, seconds: float) -> None:
-    """Server CPU while `pending` element waits that never match are pending, beside the same time idle."""
-    idle_before = cpu_seconds(server_pid)
-    time.sleep(seconds)
-    idle = cpu_seconds(server_pid) - idle_before
+    """Server CPU while `pending` element waits that never match are pending (from SETTLE_S after they were
+    sent, once each made its first check), on a quiet page and while the page keeps changing, beside the
+    same without waits."""
+    churn = page_churn(api)
+    idle, changing = server_cpu(server_pid, seconds), server_cpu(server_pid, seconds, churn)
+    timeout_ms = int((SETTLE_S + 2 * seconds + 5) * 1000)
     threads = [threading.Thread(target=lambda: httpx.post(
-        f"{api.base_url}/v1/desktop/wait", headers=api.headers, timeout=seconds + 30,
-        json={"element": {"name": "never there"}, "timeoutMs": int(seconds * 1000)})) for _ in range(pending)]
-    before = cpu_seconds(server_pid)
+        f"{api.base_url}/v1/desktop/wait", headers=api.headers, timeout=timeout_ms / 1000 + 30,
+        json={"element": {"name": "never there"}, "timeoutMs": timeout_ms}), daemon=True) for _ in range(pending)]
     for thread in threads:
         thread.start()
+    time.sleep(SETTLE_S)
+    quiet, busy = server_cpu(server_pid, seconds), server_cpu(server_pid, seconds, churn)
     for thread in threads:
-        thread.join(seconds + 30)
-    busy = cpu_seconds(server_pid) - before
-    print(f"server CPU over {seconds:.0f} s: idle {idle / seconds * 100:.2f} %, with {pending} element waits "
-          f"pending {busy / seconds * 100:.2f} % of a core")
+        thread.join(timeout_ms / 1000 + 30)
+    print(f"server CPU, % of a core over {seconds:.0f} s: quiet page {idle:.2f} without waits, {quiet:.2f} with "
+          f"{pending} element waits pending (+{quiet - idle:.2f}); page adding a button every 100 ms "
+          f"{changing:.2f} without waits, {busy:.2f} with them (+{busy - changing:.2f})")
 
 
 def main() -> None:

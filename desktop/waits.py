@@ -13,12 +13,14 @@ bus's tree changes while it is pending (they are costly to send when nobody wait
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from desktop.accessibility.examine import Verdict
 from desktop.accessibility.query import ElementQuery
 from desktop.accessibility.tree import Element
 from desktop.event_sources import DesktopEvents, XWatch
@@ -66,12 +68,16 @@ class ClipboardCondition:
 class ElementCondition:
     """Elements matching `query`: `until` is `present`, `gone` or a state some matching element must have.
     `find` reads them (Accessibility.find on the request's session); `watching` has tree changes published
-    as `accessibility.changed` while the wait is pending (desktop/accessibility/signals.py)."""
+    as `accessibility.changed` while the wait is pending (desktop/accessibility/signals.py); `examine` looks
+    at the one object a change names (desktop/accessibility/examine.py)."""
 
     query: ElementQuery
     until: str
     find: Callable[[ElementQuery], Awaitable[list[Element]]]
     watching: Callable[[], contextlib.AbstractAsyncContextManager[None]]
+    examine: Callable[[str, ElementQuery, bool], Awaitable[Element | Verdict]]
+    """Accessibility.examine on the request's session: one changed object (and, if the flag says so, what
+    lies below it) against the query."""
 
 
 Condition = WindowCondition | ScreenCondition | ClipboardCondition | ElementCondition
@@ -170,14 +176,25 @@ def _union(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 PRESENCE_STATES = frozenset({"showing", "visible", "defunct"})
 MIN_CHECK_INTERVAL_S = 0.02
-"""Element checks start at most this often: each reads the tree (milliseconds of CPU), and an app may
+"""Whole checks start at most this often: each reads the tree (milliseconds of CPU), and an app may
 announce hundreds of changes a second; a change in between is seen by the check at the interval's end."""
+HIDDEN_RECHECK_S = 1.0
+"""After a change showed an element that would match but does not show, a whole check runs within this:
+a toolkit may show it later without announcing it (the changes of what does show are all announced)."""
+OBJECT_CHANGES = ("object:property-change:accessible-name", "object:state-changed:")
+"""Changes about the object they name: it alone can have started to match..."""
+REVEALING_STATES = frozenset({"showing", "visible"})
+"""...except these, which show (or hide) everything below it as well."""
 
 
 class ElementTracker:
     """Checks the query again after anything that can change the tree: an accessibility change, a focus
-    change, a window coming, going or retitled. A check that began after an event already saw its effect,
-    so events that queued up during a check cost nothing more."""
+    change, a window coming, going or retitled. A change that names its object (a child added, a rename, a
+    state) is first judged by that object (and what came with it) alone (desktop/accessibility/examine.py):
+    a match is answered at once, and a change that cannot make one appear costs a few calls instead of a
+    whole find. The rest, and what the object cannot decide, run the whole check; a check that began after
+    an event already saw its effect, so events that queued up during a check cost nothing more. A wait
+    until `gone` always runs the whole check (a removal says nothing about what is left)."""
 
     types = frozenset({E.ACCESSIBILITY_CHANGED, E.ACCESSIBILITY_FOCUS_CHANGED, E.WINDOW_CREATED, E.WINDOW_CLOSED,
                        E.WINDOW_FOCUSED, E.WINDOW_TITLE_CHANGED})
@@ -186,28 +203,61 @@ class ElementTracker:
         self.condition = condition
         self._checked_at = 0.0
         self._last: Check | None = None
+        self._hidden_due: float | None = None
+        """When a whole check is due because a change brought an element that would match but does not show."""
         until = {condition.until} if condition.until not in ("present", "gone") else set()
         self._states = condition.query.states | until | PRESENCE_STATES
+        self._target = dataclasses.replace(condition.query, states=condition.query.states | until)
+        """What a match must be: the query, with the state waited for."""
 
     def watching(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.condition.watching()
 
     def _matters(self, event: Event) -> bool:
         """A state change matters only for a state the query or `until` names, or that makes elements show
-        or go (other waits may have registered other states: their changes arrive here too)."""
+        or go (other waits may have registered other states: their changes arrive here too); a removal
+        only to a wait until `gone` (it cannot make an element appear)."""
         change = str(event.data.get("change", ""))
         if event.type == E.ACCESSIBILITY_CHANGED and change.startswith("object:state-changed:"):
             return change.split(":")[2] in self._states
+        if change.startswith("object:children-changed:remove"):
+            return self.condition.until == "gone"
         return True
 
+    def _changed_object(self, event: Event) -> tuple[str, bool] | None:
+        """The one object whose change this is, when only that object (and, as the flag says, what lies
+        below it) can have started to match: the child added, an object renamed, changing state or
+        focused. None: a whole check."""
+        if self.condition.until == "gone":
+            return None
+        if event.type == E.ACCESSIBILITY_FOCUS_CHANGED:
+            element = event.data.get("element")
+            return (element, False) if element else None
+        if event.type != E.ACCESSIBILITY_CHANGED:
+            return None
+        change = str(event.data.get("change", ""))
+        if change.startswith("object:children-changed:add"):
+            child = event.data.get("child")
+            return (child, True) if child else None
+        if change.startswith(OBJECT_CHANGES) and (element := event.data.get("element")):
+            return element, change.rsplit(":", 1)[-1] in REVEALING_STATES
+        return None
+
     async def check(self, event: Event | None) -> Check:
-        if event is not None and self._last is not None and (event.t < self._checked_at or not self._matters(event)):
-            return self._last
+        if event is not None and self._last is not None:
+            if event.t < self._checked_at or not self._matters(event):
+                return self._as_before()
+            changed = self._changed_object(event)
+            if changed is not None:
+                seen = await self._examine(*changed)
+                if seen is not None:
+                    return seen
         now = time.monotonic()
         if self._last is not None and now - self._checked_at < MIN_CHECK_INTERVAL_S:
             # A burst of changes: one check at the end of the interval covers them all.
             return Check(False, self._last.state, self._checked_at + MIN_CHECK_INTERVAL_S)
         self._checked_at = now
+        self._hidden_due = None
         found = await self.condition.find(self.condition.query)
         until = self.condition.until
         if until == "present":
@@ -220,6 +270,26 @@ class ElementTracker:
         state = {"elements": [summary(e) for e in found[:10]], "count": len(found)}
         self._last = Check(matched, {"element": summary(found[0])} if matched and found else state)
         return self._last
+
+    async def _examine(self, changed: str, with_descendants: bool) -> Check | None:
+        """The changed object alone: a match, or nothing new (a hidden match: a whole check scheduled); None
+        when the whole check must tell."""
+        verdict = await self.condition.examine(changed, self._target, with_descendants)
+        if isinstance(verdict, Element):
+            self._last = Check(True, {"element": summary(verdict)})
+            return self._last
+        if verdict is Verdict.RECHECK:
+            return None
+        if verdict is Verdict.HIDDEN and self._hidden_due is None:
+            self._hidden_due = time.monotonic() + HIDDEN_RECHECK_S
+        return self._as_before()
+
+    def _as_before(self) -> Check:
+        """Nothing new: the last check's answer, with a whole check due if a change brought a hidden match."""
+        assert self._last is not None
+        if self._hidden_due is None:
+            return self._last
+        return Check(self._last.matched, self._last.state, self._hidden_due)
 
 
 def summary(element: Element) -> dict[str, Any]:
@@ -270,8 +340,9 @@ async def wait_for(events: DesktopEvents, condition: Condition, timeout_s: float
                 if now >= deadline:
                     break
                 item = await subscription.next(timeout=min(deadline, check.recheck_at or deadline) - now)
-                if item is None and subscription.closed:
-                    break  # the server is shutting down
+                timed_out = check.recheck_at is None and time.monotonic() >= deadline
+                if item is None and (subscription.closed or timed_out):
+                    break  # the server is shutting down, or the time is up with nothing new since the last check
                 check = await track.check(item if isinstance(item, Event) else None)
     elapsed_ms = round((time.monotonic() - start) * 1000)
     if check.matched:

@@ -163,7 +163,10 @@ SCOPE_PAGE = """<!doctype html><title>{title}</title><h1>{title}</h1>
 <button onclick="setTimeout(() => {{ const box = document.createElement('div'); box.setAttribute('role', 'group');
   box.setAttribute('aria-label', 'Box ' + (++window.boxes || (window.boxes = 1)));
   const late = document.createElement('button'); late.textContent = 'Late'; box.append(late);
-  document.body.append(box) }}, 300)">Add</button>"""
+  document.body.append(box) }}, 300)">Add</button>
+<button onclick="setTimeout(() => {{ const row = document.createElement('div'); const label = document.createElement('label');
+  label.textContent = 'Post code ' + (++window.fields || (window.fields = 1)); row.append(label, ' ',
+  document.createElement('input')); document.body.append(row) }}, 300)">Add field</button>"""
 
 
 @pytest.fixture(scope="module")
@@ -239,6 +242,23 @@ def test_a_new_container_in_the_wrong_window_is_not_taken(api: httpx.Client, two
     answer = result()
     assert answer["matched"] is True and answer["match"]["element"]["windowId"] == a, answer
     assert len(api.post("/v1/desktop/accessibility/find", json=late).json()["elements"]) == before + 1
+
+
+def test_a_field_named_by_the_label_beside_it_is_found_when_it_comes(
+        api: httpx.Client, two_pages: tuple[str, str]) -> None:
+    a, _b = two_pages
+    fields = api.post("/v1/desktop/accessibility/find", json={"role": "textbox", "nameContains": "Post code",
+                                                               "window": a}).json()["elements"]
+    # The input has no name of its own: it takes the one of the label left of it (docs/accessibility.md "Names").
+    query = {"role": "textbox", "name": f"Post code {len(fields) + 1}", "window": a}
+    result = pending(api, {"element": query, "timeoutMs": 20_000})
+    answer = api.post("/v1/desktop/accessibility/act", json={
+        "element": {"role": "button", "name": "Add field", "window": a}, "action": "invoke"})
+    assert answer.status_code == 200, answer.text
+    waited = result()
+    assert waited["matched"] is True, waited
+    [found] = api.post("/v1/desktop/accessibility/find", json=query).json()["elements"]
+    assert waited["match"]["element"]["id"] == found["id"] and waited["match"]["element"]["windowId"] == a
 
 
 def test_a_gtk_page_switched_to_answers_with_what_find_finds(api: httpx.Client) -> None:

@@ -76,7 +76,9 @@ def condition_of(body: Conditions, session: Session, accessibility: Accessibilit
         until = element_until(body.element.until, f"{prefix}element.until")
         states = query.states | ({until} if until not in ("present", "gone") else set())
         return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
-                                      lambda: accessibility.watching(session, frozenset(states)))
+                                      lambda: accessibility.watching(session, frozenset(states)),
+                                      lambda ref, q, below: accessibility.examine(session, ref, q,
+                                                                                  with_descendants=below))
     assert body.clipboard is not None
     return waits.ClipboardCondition(body.clipboard.until)
 

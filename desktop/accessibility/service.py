@@ -21,6 +21,7 @@ from desktop.accessibility.atspi import (
     accessibility_bus_address,
 )
 from desktop.accessibility.errors import AccessibilityUnavailable, ElementAmbiguous, ElementNotFound
+from desktop.accessibility.examine import Verdict, examine
 from desktop.accessibility.labels import name_fields, unnamed_fields
 from desktop.accessibility.marks import MAX_MARKS, MarkBox
 from desktop.accessibility.query import ElementQuery, Target, WindowScope
@@ -191,6 +192,15 @@ class Accessibility:
         async with reading():
             await fill_details(await self.bus(session), found)
         return found
+
+    async def examine(self, session: Session, ref: str, query: ElementQuery, *,
+                      with_descendants: bool) -> Element | Verdict:
+        """Whether the changed object `ref` (`with_descendants`: or one below it) is an element `query`
+        matches now, or cannot make one appear, or the whole `find` must tell (desktop/accessibility/examine.py)."""
+        bus = await self.bus(session)
+        async with reading():
+            return await examine(bus, lambda: session.x.call(list_windows), ref, query,
+                                 with_descendants=with_descendants)
 
     async def mark(self, session: Session, window: WindowScope | int = WindowScope.ALL) -> list[MarkBox]:
         """Number the interactive elements showing in `window`, in reading order, and keep the table."""

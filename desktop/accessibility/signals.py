@@ -128,8 +128,11 @@ class Signals:
                 return
         if self._watching:
             kind = interface.removeprefix(EVENT_PREFIX).lower()
+            extra = {}
+            if member == "ChildrenChanged" and detail.startswith("add") and (child := _reference(body)) is not None:
+                extra["child"] = child  # what came: a wait looks at it alone (desktop/accessibility/examine.py)
             self._events.publish(EventType.ACCESSIBILITY_CHANGED, t=seen, element=element_id(sender, path),
-                                 change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""))
+                                 change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""), **extra)
 
     async def _focused(self, bus: AtspiBus, sender: str, path: str, seen: float) -> None:
         """Publish a focus change with the element's role and name (asked now, stamped when it happened)."""
@@ -142,6 +145,14 @@ class Signals:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+
+def _reference(body: list[Any]) -> str | None:
+    """The object an event's `any_data` names (a `(so)` variant: the child a `children-changed` added)."""
+    value = getattr(body[3], "value", None) if len(body) > 3 else None
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return element_id(value[0], value[1])
+    return None
 
 
 def _kebab(member: str) -> str:
