@@ -164,9 +164,10 @@ SCOPE_PAGE = """<!doctype html><title>{title}</title><h1>{title}</h1>
   box.setAttribute('aria-label', 'Box ' + (++window.boxes || (window.boxes = 1)));
   const late = document.createElement('button'); late.textContent = 'Late'; box.append(late);
   document.body.append(box) }}, 300)">Add</button>
-<button onclick="setTimeout(() => {{ const row = document.createElement('div'); const label = document.createElement('label');
-  label.textContent = 'Post code ' + (++window.fields || (window.fields = 1)); row.append(label, ' ',
-  document.createElement('input')); document.body.append(row) }}, 300)">Add field</button>"""
+<button onclick="setTimeout(() => {{ const row = document.createElement('div');
+  const label = document.createElement('label');
+  label.textContent = 'Post code ' + (++window.fields || (window.fields = 1));
+  row.append(label, ' ', document.createElement('input')); document.body.append(row) }}, 300)">Add field</button>"""
 
 
 @pytest.fixture(scope="module")
