@@ -1,6 +1,6 @@
 """One reader of the desktop's sound, shared by every listener (live viewers, the recording); docs/audio.md.
 
-A long-lived `parec --latency-msec=20` on the null sink's monitor gets 20 ms chunks 20-40 ms after
+A long-lived `parec --latency-msec=40` on the null sink's monitor gets 40 ms chunks (CHUNK_MS) 40-80 ms after
 they played; a new `parec` would wait 1.3-1.5 s for its first chunk (the idle null sink renders in
 2 s blocks), so one reader runs while anyone listens and fans its chunks out. Each listener has a
 short queue: a slow one loses its oldest chunks, nobody waits for it.
@@ -30,7 +30,7 @@ from desktop.dependencies import which
 
 logger = logging.getLogger("sandbox_desktop.audio")
 
-QUEUE_CHUNKS = 25
+QUEUE_CHUNKS = 500 // CHUNK_MS
 """Chunks a listener may fall behind (0.5 s) before its oldest are dropped."""
 CAPTURE_DELAY_S = 0.02
 """How long after it played a chunk's last sample reaches us (measured: bench/audio.py)."""
@@ -53,7 +53,7 @@ class CaptureState(StrEnum):
 
 @dataclass(frozen=True)
 class AudioChunk:
-    """20 ms of interleaved s16le stereo at 48 kHz."""
+    """CHUNK_MS of interleaved s16le stereo at 48 kHz."""
 
     data: bytes
     at: float

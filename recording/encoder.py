@@ -6,7 +6,7 @@ speed whatever the frame rate was; the fragments are flushed to the file at leas
 `fragment_ms`, so a killed process leaves a file that plays up to about that long before the kill.
 A screen resized while recording is scaled into the recording's size, aspect kept, letterboxed.
 
-The optional AAC track is stamped on the same clock, in samples (time base 1/48000): 20 ms chunks
+The optional AAC track is stamped on the same clock, in samples (time base 1/48000): 40 ms chunks
 go in at their sample position and the silence between bursts is filled with zeros, so the track is
 continuous and every player keeps it in step with the video (docs/audio.md).
 """

@@ -6,7 +6,7 @@ slow encoder lowers the frame rate instead of building a queue. An idle screen s
 (XDamage); every `HEARTBEAT_S` the last image is encoded again (an all-skip frame of a few bytes)
 so that the file on disk never lags the screen by more than about a second.
 
-With sound (docs/audio.md), a second task feeds the desktop's 20 ms chunks to the same thread, stamped
+With sound (docs/audio.md), a second task feeds the desktop's 40 ms chunks to the same thread, stamped
 on the same monotonic clock as the frames; while nothing plays it writes silence up to shortly before
 now, so the muxer never holds video back waiting for audio.
 """

@@ -19,7 +19,7 @@ from fractions import Fraction
 import av
 from av.audio.frame import AudioFrame
 
-from desktop.audio import CHUNK_SAMPLES, SAMPLE_RATE
+from desktop.audio import CHUNK_MS, CHUNK_SAMPLES, SAMPLE_RATE
 from desktop.audio_capture import AudioCapture, AudioChunk
 from desktop.errors import DomainError
 from streaming.track import PacketTrack
@@ -29,7 +29,7 @@ logger = logging.getLogger("sandbox_desktop.stream.audio")
 TIME_BASE = Fraction(1, SAMPLE_RATE)
 OPUS_BITRATE = 96_000
 """aiortc's own choice for stereo: transparent for desktop sound and speech."""
-MAX_PENDING = 10
+MAX_PENDING = 200 // CHUNK_MS
 """Packets (200 ms) a viewer may fall behind before its oldest are dropped."""
 
 
@@ -51,10 +51,10 @@ def opus_encoder() -> av.AudioCodecContext:
     codec.layout = "stereo"
     codec.sample_rate = SAMPLE_RATE
     codec.time_base = TIME_BASE
-    # 20 ms frames (the chunks' size, Opus's and WebRTC's default); "audio": music and system sounds, not
+    # Frames of the chunks' size (40 ms: desktop/audio.py CHUNK_MS); "audio": music and system sounds, not
     # only voice; complexity 5 of 10: 0.8 % of a core instead of 1.3 % (bench/audio.py), still clean.
     # Digital silence comes out as 3-byte packets.
-    codec.options = {"application": "audio", "frame_duration": "20", "compression_level": "5"}
+    codec.options = {"application": "audio", "frame_duration": str(CHUNK_MS), "compression_level": "5"}
     return codec
 
 
