@@ -15,6 +15,7 @@ are walked level by level instead, each property asked with its own `Get` (`obje
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Callable, Iterable
@@ -249,17 +250,26 @@ async def read_objects(bus: AtspiBus, apps: Iterable[Application], refs: list[tu
     """Objects the caches lack, by reference: names and parents of all, then role, states and interfaces
     of those whose name `name_matches` (all when None) or who have none (a field may take its label's:
     desktop/accessibility/labels.py). In the order given; gone ones left out."""
-    props = await object_properties(bus, apps, refs)
-    kept: list[tuple[str, str, dict[str, Any]]] = []
-    for (bus_name, path), values in zip(refs, props, strict=True):
-        if values is None:
-            continue
-        name = str(values.get("Name", ""))
-        if name_matches is None or not name.strip() or name_matches(name):
-            kept.append((bus_name, path, values))
-    details = await bus.call_all([request for b, p, _v in kept for request in (
-        (b, p, ACCESSIBLE, "GetRole", "", ()), (b, p, ACCESSIBLE, "GetState", "", ()),
-        (b, p, ACCESSIBLE, "GetInterfaces", "", ()))])
+    def detail_requests(refs: Iterable[tuple[str, str]]) -> list[Request]:
+        return [request for b, p in refs for request in (
+            (b, p, ACCESSIBLE, "GetRole", "", ()), (b, p, ACCESSIBLE, "GetState", "", ()),
+            (b, p, ACCESSIBLE, "GetInterfaces", "", ()))]
+
+    if name_matches is None:  # nothing to leave out: names and details in one round trip
+        props, details = await asyncio.gather(object_properties(bus, apps, refs), bus.call_all(detail_requests(refs)))
+        kept = [(b, p, values) for (b, p), values in zip(refs, props, strict=True) if values is not None]
+        details = [d for values, i in zip(props, range(0, len(details), 3), strict=True) if values is not None
+                   for d in details[i:i + 3]]
+    else:
+        props = await object_properties(bus, apps, refs)
+        kept = []
+        for (bus_name, path), values in zip(refs, props, strict=True):
+            if values is None:
+                continue
+            name = str(values.get("Name", ""))
+            if not name.strip() or name_matches(name):
+                kept.append((bus_name, path, values))
+        details = await bus.call_all(detail_requests((b, p) for b, p, _v in kept))
     app_of = {app.bus: app for app in apps}
     found = []
     for i, (bus_name, path, values) in enumerate(kept):
