@@ -19,6 +19,7 @@ class Session:
     """The X thread: mouse, keyboard, window actions and status run here as short jobs; input actions
     also hold `x.input`, the desktop's input lock, which keeps them in arrival order (desktop/xthread.py)."""
     env: dict[str, str]
-    """The environment of desktop processes (DISPLAY, HOME, session bus...)."""
+    """The environment of desktop processes (DISPLAY, HOME, session bus...); shared by every action of the
+    same session (`Desktop.session()` keeps one): read it, copy it before changing anything."""
     home: str
     """The desktop HOME directory."""

@@ -211,7 +211,8 @@ def test_display_is_chosen_when_the_requested_one_is_taken(api: httpx.Client) ->
         while not x_answers(":150") and time.monotonic() < deadline:
             time.sleep(0.05)
         body = api.post("/v1/desktop/start", json={"displayNum": 150}).json()
-        assert body["state"] == "active" and body["display"] == ":151"
+        # The next free number up: :151 unless a desktop of a test running beside this one holds it.
+        assert body["state"] == "active" and int(body["display"].removeprefix(":")) > 150, body
         assert squatter.poll() is None
     finally:
         squatter.kill()
