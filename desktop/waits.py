@@ -75,9 +75,9 @@ class ElementCondition:
     until: str
     find: Callable[[ElementQuery], Awaitable[list[Element]]]
     watching: Callable[[], contextlib.AbstractAsyncContextManager[None]]
-    examine: Callable[[str, ElementQuery, bool], Awaitable[Element | Verdict]]
-    """Accessibility.examine on the request's session: one changed object (and, if the flag says so, what
-    lies below it) against the query."""
+    examine: Callable[[str, ElementQuery], Awaitable[Element | Verdict]]
+    """Accessibility.examine on the request's session: one changed object, and what lies below it, against
+    the query."""
 
 
 Condition = WindowCondition | ScreenCondition | ClipboardCondition | ElementCondition
@@ -182,15 +182,13 @@ HIDDEN_RECHECK_S = 1.0
 """After a change showed an element that would match but does not show, a whole check runs within this:
 a toolkit may show it later without announcing it (the changes of what does show are all announced)."""
 OBJECT_CHANGES = ("object:property-change:accessible-name", "object:state-changed:")
-"""Changes about the object they name: it alone can have started to match..."""
-REVEALING_STATES = frozenset({"showing", "visible"})
-"""...except these, which show (or hide) everything below it as well."""
+"""Changes about the object they name: only it, or what lies below it, can have started to match."""
 
 
 class ElementTracker:
     """Checks the query again after anything that can change the tree: an accessibility change, a focus
     change, a window coming, going or retitled. A change that names its object (a child added, a rename, a
-    state) is first judged by that object (and what came with it) alone (desktop/accessibility/examine.py):
+    state) is first judged by that object (and what lies below it) alone (desktop/accessibility/examine.py):
     a match is answered at once, and a change that cannot make one appear costs a few calls instead of a
     whole find. The rest, and what the object cannot decide, run the whole check; a check that began after
     an event already saw its effect, so events that queued up during a check cost nothing more. A wait
@@ -224,23 +222,21 @@ class ElementTracker:
             return self.condition.until == "gone"
         return True
 
-    def _changed_object(self, event: Event) -> tuple[str, bool] | None:
-        """The one object whose change this is, when only that object (and, as the flag says, what lies
-        below it) can have started to match: the child added, an object renamed, changing state or
-        focused. None: a whole check."""
+    def _changed_object(self, event: Event) -> str | None:
+        """The one object whose change this is, when only that object (or what lies below it) can have
+        started to match: the child added, an object renamed, changing state or focused. None: a whole
+        check."""
         if self.condition.until == "gone":
             return None
         if event.type == E.ACCESSIBILITY_FOCUS_CHANGED:
-            element = event.data.get("element")
-            return (element, False) if element else None
+            return event.data.get("element") or None
         if event.type != E.ACCESSIBILITY_CHANGED:
             return None
         change = str(event.data.get("change", ""))
         if change.startswith("object:children-changed:add"):
-            child = event.data.get("child")
-            return (child, True) if child else None
-        if change.startswith(OBJECT_CHANGES) and (element := event.data.get("element")):
-            return element, change.rsplit(":", 1)[-1] in REVEALING_STATES
+            return event.data.get("child") or None
+        if change.startswith(OBJECT_CHANGES):
+            return event.data.get("element") or None
         return None
 
     async def check(self, event: Event | None) -> Check:
@@ -249,7 +245,7 @@ class ElementTracker:
                 return self._as_before()
             changed = self._changed_object(event)
             if changed is not None:
-                seen = await self._examine(*changed)
+                seen = await self._examine(changed)
                 if seen is not None:
                     return seen
         now = time.monotonic()
@@ -271,10 +267,10 @@ class ElementTracker:
         self._last = Check(matched, {"element": summary(found[0])} if matched and found else state)
         return self._last
 
-    async def _examine(self, changed: str, with_descendants: bool) -> Check | None:
+    async def _examine(self, changed: str) -> Check | None:
         """The changed object alone: a match, or nothing new (a hidden match: a whole check scheduled); None
         when the whole check must tell."""
-        verdict = await self.condition.examine(changed, self._target, with_descendants)
+        verdict = await self.condition.examine(changed, self._target)
         if isinstance(verdict, Element):
             self._last = Check(True, {"element": summary(verdict)})
             return self._last

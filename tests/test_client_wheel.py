@@ -55,11 +55,12 @@ CLOSURE = textwrap.dedent("""
 """)
 
 
-def build_wheel(out: Path) -> Path:
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                            str(REPO / "client")], capture_output=True, text=True, timeout=300)
+def build_wheel(out: Path, source: Path = REPO / "client", name: str = "sandbox_desktop_client") -> Path:
+    """The wheel of the distribution in `source` (the client by default, the server from REPO), without deps."""
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
+                           capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
-    (wheel,) = out.glob("sandbox_desktop_client-*.whl")
+    (wheel,) = out.glob(f"{name}-*.whl")
     return wheel
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -23,6 +24,7 @@ from PIL import Image
 from pytest_sandbox_desktop.artifacts import folder_name
 from pytest_sandbox_desktop.options import parse_size
 from tests.conftest import ServerProcess
+from tests.test_client_wheel import build_wheel, fresh_venv
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 600
@@ -254,6 +256,52 @@ def test_the_example_suite_passes(tmp_path: Path) -> None:
     cases = junit_cases(tmp_path / "junit.xml")
     assert len(cases) == 5 and all(outcome == "passed" for outcome, _ in cases.values()), cases
     assert not (tmp_path / "artefacts").exists(), "nothing failed, nothing kept"
+
+
+INSTALLED_PROJECT = """
+    import pathlib
+    import sys
+
+    import pytest_sandbox_desktop
+
+
+    def test_the_plugin_is_the_installed_one(desktop):
+        assert pathlib.Path(pytest_sandbox_desktop.__file__).is_relative_to(sys.prefix)
+        desktop.launch("xterm", ["-title", "installed"], wait=True)
+        desktop.expect_window(title="installed")
+
+
+    def test_fails(desktop):
+        desktop.launch("xterm", ["-title", "failing"], wait=True)
+        desktop.type_text("echo before the failure\\n")
+        assert desktop.windows() == [], "fails on purpose: its files are kept"
+"""
+
+
+def test_the_built_wheels_installed_into_a_venv_of_their_own_run_a_project(tmp_path: Path) -> None:
+    """The server's and the client's wheels, installed into a fresh venv as a user installs them; the
+    third-party packages they need come from this venv (one line in a .pth: CI does not download them
+    again), so the plugin, its entry point, the server it starts and its artefacts are the wheels' own."""
+    dist = tmp_path / "dist"
+    wheels = [build_wheel(dist, REPO, "sandbox_desktop"), build_wheel(dist)]
+    python = fresh_venv(tmp_path / "venv")
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels)],
+                             capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "third_party.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    root = project(tmp_path, INSTALLED_PROJECT)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SANDBOX_DESKTOP_", "PYTEST_")) and k not in ("DISPLAY", "PYTHONPATH")}
+    result = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=junit.xml",
+                             "--desktop-size=640x480"], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT)
+    assert result.returncode == 1 and "1 failed, 1 passed" in result.stdout, result.stdout + result.stderr
+    failed = root / "desktop-artifacts" / "test_app.py-test_fails"
+    assert {p.name for p in failed.iterdir()} == ARTEFACTS
+    with av.open(str(failed / "recording.mp4")) as container:
+        assert next(container.decode(video=0)).width == 640
 
 
 def test_folder_names_are_safe_and_distinct() -> None:

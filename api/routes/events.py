@@ -77,8 +77,7 @@ def condition_of(body: Conditions, session: Session, accessibility: Accessibilit
         states = query.states | ({until} if until not in ("present", "gone") else set())
         return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
                                       lambda: accessibility.watching(session, frozenset(states)),
-                                      lambda ref, q, below: accessibility.examine(session, ref, q,
-                                                                                  with_descendants=below))
+                                      lambda ref, q: accessibility.examine(session, ref, q))
     assert body.clipboard is not None
     return waits.ClipboardCondition(body.clipboard.until)
 

@@ -6,10 +6,10 @@ answering `GetMatches`). But an AT-SPI change names the object it is about: the 
 renamed, the object whose state changed. Reading that object (two pipelined calls) says at once whether it
 is the element waited for. Only when it is does the wait need to know where it is (its window, for the
 query's scope and the answer's `windowId`): its ancestors up to its top-level object, walked in the same
-time as the applications' windows are read. An object that came (or started to show) with others below it is
-asked for its matches in one `GetMatches`. What this cannot decide (a label, which may name a field; an
-object without `Collection`, as Qt's) falls back to the whole `find` (docs/accessibility.md "Waiting for an
-element").
+time as the applications' windows are read. An object with others below it (what came with it, what a
+page loaded into it) is asked for its matches in one `GetMatches`. What this cannot decide (a label, which
+may name a field; an object without `Collection`, as Qt's) falls back to the whole `find`
+(docs/accessibility.md "Waiting for an element").
 """
 
 from __future__ import annotations
@@ -94,11 +94,12 @@ async def top_level(bus: AtspiBus, element: Element) -> tuple[str, bool] | None:
 
 
 async def examine(bus: AtspiBus, list_windows: Callable[[], Awaitable[list[WindowInfo]]], ref: str,
-                  query: ElementQuery, *, with_descendants: bool) -> Element | Verdict:
-    """The element `ref` names (or, `with_descendants`, one below it), with its bounds and window, if it
-    matches `query` now (in the query's windows, showing unless the query includes hidden ones); otherwise
-    whether the whole find must run. `with_descendants`: the change concerns everything below the object
-    too (it was added, or started to show), not only the object (a rename, another state)."""
+                  query: ElementQuery) -> Element | Verdict:
+    """The element `ref` names, or one below it, with its bounds and window, if it matches `query` now (in
+    the query's windows, showing unless the query includes hidden ones); otherwise whether the whole find
+    must run. What lies below the object is looked at whatever the change was: a change of a container can
+    mean its contents are new without any change of theirs being announced (Chromium announces a page that
+    finished loading only as its document taking the focus, and its window being renamed)."""
     parsed = parse_element_id(ref)
     if parsed is None:
         return Verdict.RECHECK
@@ -110,7 +111,7 @@ async def examine(bus: AtspiBus, list_windows: Callable[[], Awaitable[list[Windo
     if not query.matches(element):
         if may_name_a_field(element, query):
             return Verdict.RECHECK
-        if not (with_descendants and element.child_count):
+        if not element.child_count:
             hidden_match = not query.include_hidden and dataclasses.replace(query, include_hidden=True).matches(element)
             return Verdict.HIDDEN if hidden_match else Verdict.UNCHANGED
         below = await matches_below(bus, apps, element, query)

@@ -193,14 +193,12 @@ class Accessibility:
             await fill_details(await self.bus(session), found)
         return found
 
-    async def examine(self, session: Session, ref: str, query: ElementQuery, *,
-                      with_descendants: bool) -> Element | Verdict:
-        """Whether the changed object `ref` (`with_descendants`: or one below it) is an element `query`
-        matches now, or cannot make one appear, or the whole `find` must tell (desktop/accessibility/examine.py)."""
+    async def examine(self, session: Session, ref: str, query: ElementQuery) -> Element | Verdict:
+        """Whether the changed object `ref` (or one below it) is an element `query` matches now, or cannot make
+        one appear, or the whole `find` must tell (desktop/accessibility/examine.py)."""
         bus = await self.bus(session)
         async with reading():
-            return await examine(bus, lambda: session.x.call(list_windows), ref, query,
-                                 with_descendants=with_descendants)
+            return await examine(bus, lambda: session.x.call(list_windows), ref, query)
 
     async def mark(self, session: Session, window: WindowScope | int = WindowScope.ALL) -> list[MarkBox]:
         """Number the interactive elements showing in `window`, in reading order, and keep the table."""
