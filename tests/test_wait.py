@@ -201,6 +201,14 @@ def two_pages(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> It
     api.post(f"/v1/processes/{first.json()['processId']}/kill")
 
 
+def acted_while_waiting(api: httpx.Client, wait: dict[str, Any], act: dict[str, Any]) -> dict[str, Any]:
+    """Send the wait, then act on an element while it is pending; the wait's answer."""
+    result = pending(api, wait)
+    acted = api.post("/v1/desktop/accessibility/act", json=act)
+    assert acted.status_code == 200, acted.text
+    return result()
+
+
 def add_late(api: httpx.Client, window: str) -> None:
     """Press the page's Add: 300 ms later it appends a group holding a new `Late` button."""
     answer = api.post("/v1/desktop/accessibility/act", json={
@@ -252,11 +260,8 @@ def test_a_field_named_by_the_label_beside_it_is_found_when_it_comes(
                                                                "window": a}).json()["elements"]
     # The input has no name of its own: it takes the one of the label left of it (docs/accessibility.md "Names").
     query = {"role": "textbox", "name": f"Post code {len(fields) + 1}", "window": a}
-    result = pending(api, {"element": query, "timeoutMs": 20_000})
-    answer = api.post("/v1/desktop/accessibility/act", json={
+    waited = acted_while_waiting(api, {"element": query, "timeoutMs": 20_000}, {
         "element": {"role": "button", "name": "Add field", "window": a}, "action": "invoke"})
-    assert answer.status_code == 200, answer.text
-    waited = result()
     assert waited["matched"] is True, waited
     [found] = api.post("/v1/desktop/accessibility/find", json=query).json()["elements"]
     assert waited["match"]["element"]["id"] == found["id"] and waited["match"]["element"]["windowId"] == a
@@ -274,11 +279,8 @@ def test_a_gtk_page_switched_to_answers_with_what_find_finds(api: httpx.Client) 
         wait_for(lambda: api.post("/v1/desktop/accessibility/find", json={"role": "radio-button", "name": "Page 2"}
                                   ).json()["elements"], "the widget factory's tree")
         add_item = {"role": "button", "name": "Add item", "window": window}  # on its page 2: hidden until shown
-        result = pending(api, {"element": add_item, "timeoutMs": 20_000})
-        clicked = api.post("/v1/desktop/accessibility/act", json={
+        answer = acted_while_waiting(api, {"element": add_item, "timeoutMs": 20_000}, {
             "element": {"role": "radio-button", "name": "Page 2", "window": window}, "action": "click"})
-        assert clicked.status_code == 200, clicked.text
-        answer = result()
         assert answer["matched"] is True, answer
         element = answer["match"]["element"]
         assert element["windowId"] == window and "showing" in element["states"]
