@@ -46,8 +46,11 @@ def test_typing_redraws_the_entry(desktop: Desktop, tmp_path: Path) -> None:
     field = desktop.expect_element(role="textbox", until="focused")
     box = field["bounds"]
 
-    with desktop.expect_screen_change(region=(box["x"], box["y"], box["width"], box["height"])):
+    region = (box["x"], box["y"], box["width"], box["height"])
+    with desktop.expect_screen_change(region=region):
         desktop.type_text("report.txt")
+    # The first key drawn ends the block above; the app has taken every key once the field stops redrawing.
+    desktop.wait_settled(region=region)
     [typed] = desktop.find(role="textbox")
     assert typed.value == "report.txt"
 
