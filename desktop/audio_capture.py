@@ -39,6 +39,9 @@ RESYNC_S = 0.5
 Lateness alone is not a gap: a busy event loop reads a backlog of chunks late, all of which played in turn."""
 RETRY_S = 0.5
 """Wait between attempts while the sound server is down (restarting) and someone still listens."""
+RELIST_PAUSES_S = (0.1, 0.3, 0.6, 1.0)
+"""Pauses before the players are listed again after a capture starts (`_list_again`): by 2 s the
+subscription reporting them is live however loaded the machine is."""
 _SILENT_CHUNK = bytes(CHUNK_BYTES)
 SINK_INPUT_EVENT = re.compile(r"Event '(new|remove)' on sink-input #(\d+)")
 
@@ -195,10 +198,12 @@ class AudioCapture:
             "--channels=2", f"--device={server.monitor}", "--client-name=sandbox-desktop-capture",
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         watcher = asyncio.create_task(self._watch_players(server, env, events, players))
+        relister = asyncio.create_task(self._list_again(server, env, players))
         try:
             await self._read(reader)
         finally:
             watcher.cancel()
+            relister.cancel()
             for proc in (reader, events):
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -217,6 +222,21 @@ class AudioCapture:
         self._resumed = True  # the next chunk starts a new burst on the clock
         await _pactl(env, "suspend-sink", server.sink, "1" if suspend else "0")
         self._set_state(CaptureState.SUSPENDED if suspend else CaptureState.CAPTURING)
+
+    async def _list_again(self, server: SoundServer, env: dict[str, str], players: set[int]) -> None:
+        """The players listed again in the capture's first seconds. `pactl subscribe` reports only what
+        happens once it has connected, a few milliseconds after it started (more on a loaded machine): a
+        player that came in that gap was neither listed nor announced, and the sink stayed suspended under
+        it, so a viewer heard nothing at all (seen once in CI)."""
+        for pause in RELIST_PAUSES_S:
+            await asyncio.sleep(pause)
+            listed = await self._players(env)
+            if listed != players:
+                playing = bool(players)
+                players.clear()
+                players.update(listed)
+                if bool(listed) != playing:
+                    await self._suspend(server, env, not listed)
 
     async def _watch_players(self, server: SoundServer, env: dict[str, str],
                              events: asyncio.subprocess.Process, players: set[int]) -> None:
