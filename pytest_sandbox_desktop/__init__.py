@@ -18,8 +18,9 @@ session that asks for no desktop should not pay for loading the client.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sandbox_desktop_client._lazy import lazy_exports
 
 from .options import Isolation, RecordMode, ServerMode
 
@@ -36,10 +37,4 @@ __all__ = ["ArtifactKind", "Desktop", "DesktopServer", "Isolation", "RecordMode"
            "ServerMode"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

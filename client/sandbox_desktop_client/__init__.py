@@ -32,8 +32,9 @@ The names below are imported on first use (PEP 562), so `sandbox_desktop_client.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._base import Call, CreateOptions, Progress, Screenshot, StartOptions
@@ -56,10 +57,4 @@ __all__ = ["ApiError", "AsyncClient", "AsyncDesktopClient", "AsyncDesktops", "Ca
            "ServerError", "StartOptions"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
