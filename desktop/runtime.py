@@ -90,8 +90,7 @@ class Desktop:
         self.options: StartOptions | None = None
         self.supervisor: Supervisor | None = None
         self.x: XThread | None = None
-        self._session: tuple[tuple[object, ...], Session] | None = None
-        """The last `session()` and what it was made from."""
+        self._session: tuple[tuple[object, ...], Session] | None = None  # the last session() and its sources
         self._state = State.INACTIVE
         self._last_error: tuple[ProblemCode, str] | None = None
         self.paused_reason: str | None = None
@@ -213,17 +212,13 @@ class Desktop:
         return supervisor
 
     def session(self) -> Session:
-        """The running desktop for an action, or the ready error explaining why there is none. Made again only
-        when something it carries changed (a restart, a resize, the session bus or sound server coming): every
-        action asks for it, and building its environment and paths each time was a tenth of a click's time."""
-        supervisor = self.require_active()
-        assert self.x is not None and self.options is not None
-        key = (supervisor, supervisor.display, supervisor.bus_address, supervisor.sound, self.options.width,
-               self.options.height, self.x, self.layout.root)
+        """The running desktop for an action, or the ready error explaining why there is none; kept until
+        something it carries changes (building it per action was a tenth of a click's time)."""
+        s, o = self.require_active(), self.options
+        assert self.x is not None and o is not None
+        key = (s, s.display, s.bus_address, s.sound, o.width, o.height, self.x, self.layout.root)
         if self._session is None or self._session[0] != key:
-            self._session = (key, Session(display=supervisor.display, width=self.options.width,
-                                          height=self.options.height, x=self.x, env=supervisor.env(),
-                                          home=str(self.layout.home)))
+            self._session = (key, Session(s.display, o.width, o.height, self.x, s.env(), str(self.layout.home)))
         return self._session[1]
 
     async def set_display(self, width: int, height: int, dpi: int | None = None) -> DisplayChange:

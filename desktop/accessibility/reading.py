@@ -249,17 +249,20 @@ async def read_objects(bus: AtspiBus, apps: Iterable[Application], refs: list[tu
                        name_matches: Callable[[str], bool] | None = None) -> list[Element]:
     """Objects the caches lack, by reference: names and parents of all, then role, states and interfaces
     of those whose name `name_matches` (all when None) or who have none (a field may take its label's:
-    desktop/accessibility/labels.py). In the order given; gone ones left out."""
+    desktop/accessibility/labels.py); both in one round trip when `name_matches` is None. In the order given;
+    gone ones left out."""
     def detail_requests(refs: Iterable[tuple[str, str]]) -> list[Request]:
         return [request for b, p in refs for request in (
             (b, p, ACCESSIBLE, "GetRole", "", ()), (b, p, ACCESSIBLE, "GetState", "", ()),
             (b, p, ACCESSIBLE, "GetInterfaces", "", ()))]
 
     if name_matches is None:  # nothing to leave out: names and details in one round trip
-        props, details = await asyncio.gather(object_properties(bus, apps, refs), bus.call_all(detail_requests(refs)))
-        kept = [(b, p, values) for (b, p), values in zip(refs, props, strict=True) if values is not None]
-        details = [d for values, i in zip(props, range(0, len(details), 3), strict=True) if values is not None
-                   for d in details[i:i + 3]]
+        props, answers = await asyncio.gather(object_properties(bus, apps, refs), bus.call_all(detail_requests(refs)))
+        kept, details = [], []
+        for n, ((b, p), values) in enumerate(zip(refs, props, strict=True)):
+            if values is not None:  # gone meanwhile: its details are errors too
+                kept.append((b, p, values))
+                details.extend(answers[3 * n: 3 * n + 3])
     else:
         props = await object_properties(bus, apps, refs)
         kept = []
