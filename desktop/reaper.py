@@ -30,6 +30,18 @@ def marked_pids(marker: str, proc_root: Path = Path("/proc")) -> list[int]:
     return found
 
 
+def bus_activated(pids: set[int], bus_type: str, proc_root: Path = Path("/proc")) -> set[int]:
+    """Those of `pids` that a D-Bus daemon started on demand for a bus of `bus_type` (`accessibility`,
+    `session`: their DBUS_STARTER_BUS_TYPE). The daemon double-forks them, so they belong to init, not to it."""
+    needle = f"DBUS_STARTER_BUS_TYPE={bus_type}".encode()
+    found = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if needle in (proc_root / str(pid) / "environ").read_bytes().split(b"\0"):
+                found.add(pid)
+    return found
+
+
 def descendants(pids: set[int], proc_root: Path = Path("/proc")) -> set[int]:
     """Every live descendant of `pids` (not the pids themselves), from the parent links in /proc/*/stat."""
     parent_of: dict[int, int] = {}

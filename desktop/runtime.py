@@ -34,13 +34,23 @@ from desktop.errors import (
     invalid_action,
 )
 from desktop.event_sources import DesktopEvents
+from desktop.frames import LINGER_S as FRAMES_LINGER_S
 from desktop.frames import FrameSource
 from desktop.home import desktop_environment, prepare_home, restore_home
 from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
-from desktop.reaper import alive, descendants, kill_marked, kill_pids, marked_pids, signal_marked, stop_marked
+from desktop.reaper import (
+    alive,
+    bus_activated,
+    descendants,
+    kill_marked,
+    kill_pids,
+    marked_pids,
+    signal_marked,
+    stop_marked,
+)
 from desktop.screen import Screen
 from desktop.session import Session
 from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
@@ -111,7 +121,7 @@ class Desktop:
         self.mouse = Mouse(self.action_log, self.takeover)
         self.windows = Windows()
         self.apps = Apps(self.processes)
-        self.frames = FrameSource()
+        self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
 
@@ -291,6 +301,7 @@ class Desktop:
             keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
             keep |= await asyncio.to_thread(descendants, supervisor.bus_daemons())  # the accessibility bus's
             ours = set(await asyncio.to_thread(marked_pids, self._marker))
+            keep |= await asyncio.to_thread(bus_activated, ours, "accessibility")  # its registry
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
                     if p.running and not p.protected and p.pid in ours]
             # Their children too, marked or not (a browser's zygote may clear its environment), found before

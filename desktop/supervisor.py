@@ -98,13 +98,16 @@ class Supervisor:
         display and bus (every action's `Session` carries it); each caller gets its own copy."""
         key = (self.display, self.bus_address, self.sound)
         if self._env is None or self._env[0] != key:
-            env = self._environment(self.display)
-            if self.bus_address:
-                env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+            env = self._with_bus(self._environment(self.display))
             if self.sound is not None:
                 env.update(self.sound.environment())
             self._env = (key, env)
         return dict(self._env[1])
+
+    def _with_bus(self, env: dict[str, str]) -> dict[str, str]:
+        if self.bus_address:
+            env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+        return env
 
     async def start(self, exact_display: bool) -> None:
         """Bring up the session bus, Xvfb and openbox; returns once the window manager is ready."""
@@ -113,9 +116,11 @@ class Supervisor:
             await self._start_xvfb(self.options.display_num, exact_display)
             # Once per session: the sockets in it (accessibility bus, sound server) outlive each other's restarts.
             await asyncio.to_thread(prepare_runtime_dir, self.display)
+            # The bus before the sound server: a PulseAudio that finds none autolaunches one of its own through
+            # X11 (a stray `dbus-launch`, which ignores SIGTERM and so costs the first reset its grace period).
+            await bus
             sound = asyncio.create_task(self._start_sound())
             try:
-                await bus
                 await self._start_accessibility_bus()  # before any app: Chromium decides at its start
             finally:
                 await sound  # before openbox: its autostart apps must find the sound server
@@ -183,8 +188,8 @@ class Supervisor:
         server.socket.unlink(missing_ok=True)  # a crashed predecessor's: readiness is the socket appearing
         try:
             proc = await self.processes.spawn(
-                binary, server.arguments(), env=self._environment(self.display), owner=ProcessOwner.DESKTOP,
-                protected=True, log_path=self.layout.logs / "pulseaudio.log",
+                binary, server.arguments(), env=self._with_bus(self._environment(self.display)),
+                owner=ProcessOwner.DESKTOP, protected=True, log_path=self.layout.logs / "pulseaudio.log",
             )
         except DomainError as exc:  # optional: the desktop goes on without sound
             self.sound_state = SoundState.FAILED
@@ -204,7 +209,7 @@ class Supervisor:
 
     def bus_daemons(self) -> set[int]:
         """Pids of the supervised children whose own children are part of the session, not apps: the
-        accessibility launcher starts its bus daemon and the registry (a reset keeps them)."""
+        accessibility launcher starts its bus daemon (a reset keeps it, and the registry that bus started)."""
         launcher = self.children.get("at-spi")
         return {launcher.pid} if launcher is not None and launcher.pid is not None and launcher.running else set()
 

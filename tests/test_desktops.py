@@ -60,6 +60,20 @@ def process_states(pids: list[int]) -> list[str]:
     return states
 
 
+def desktop_processes(member: int) -> dict[int, str]:
+    """Every process carrying the marker of the desktop `member` belongs to: pid -> command name."""
+    marker = next(e for e in Path(f"/proc/{member}/environ").read_bytes().split(b"\0")
+                  if e.startswith(b"SANDBOX_DESKTOP_INSTANCE="))
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+    return found
+
+
 def test_a_desktop_is_created_active_with_its_lifecycle(api: httpx.Client, created: list[str]) -> None:
     desktop = create(api, created, tags={"agent": "a1", "run": "7"}, ttlSeconds=600, idleTimeoutSeconds=300)
     assert desktop["state"] == "active" and desktop["display"].startswith(":")
@@ -208,11 +222,15 @@ def test_reset_brings_back_a_fresh_desktop_on_the_same_display(api: httpx.Client
     try:
         api.post(f"{base}/clipboard", json={"text": "secret", "selection": "both"})
         supervised = {p["name"]: p["pid"] for p in api.get(f"{base}/status").json()["processes"]}
+        before = desktop_processes(supervised["Xvfb"])
+        assert "dbus-launch" not in before.values(), "the sound server found the session bus, made none of its own"
+        registry = {pid for pid, name in before.items() if name.startswith("at-spi2-regist")}
         reset = api.post(f"{base}/reset")
         assert reset.status_code == 200, reset.text
         assert reset.json()["id"] == desktop["id"] and reset.json()["display"] == desktop["display"]
         status = api.get(f"{base}/status").json()
         assert {p["name"]: p["pid"] for p in status["processes"]} == supervised, "X, WM and bus kept"
+        assert registry <= set(desktop_processes(supervised["Xvfb"])), "the accessibility registry kept"
         assert not status.get("windows"), status.get("windows")
         assert outsider.proc.wait(10) is not None, "another X client's windows were closed"
         assert api.get(f"{base}/clipboard").json()["text"] == ""
