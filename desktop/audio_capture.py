@@ -3,7 +3,9 @@
 A long-lived `parec --latency-msec=40` on the null sink's monitor gets 40 ms chunks (CHUNK_MS) 40-80 ms after
 they played; a new `parec` would wait 1.3-1.5 s for its first chunk (the idle null sink renders in
 2 s blocks), so one reader runs while anyone listens and fans its chunks out. Each listener has a
-short queue: a slow one loses its oldest chunks, nobody waits for it.
+short queue: a slow one loses its oldest chunks, nobody waits for it. The reader outlives its last listener
+by LINGER_S: a recording stopped and the next one started at once (a test harness between two tests) keeps
+it, instead of starting `pactl` and `parec` six times again (~50 ms of CPU, bench/pytest_plugin.py).
 
 Silence costs nothing: while no app plays (no sink input, watched through `pactl subscribe`), the
 sink is suspended, so PulseAudio, `parec` and this module all sleep (measured: 2.4 % of a core
@@ -42,6 +44,8 @@ RETRY_S = 0.5
 RELIST_PAUSES_S = (0.1, 0.3, 0.6, 1.0)
 """Pauses before the players are listed again after a capture starts (`_list_again`): by 2 s the
 subscription reporting them is live however loaded the machine is."""
+LINGER_S = 5.0
+"""How long the reader runs on after its last listener left (suspended while nothing plays: no cost)."""
 _SILENT_CHUNK = bytes(CHUNK_BYTES)
 SINK_INPUT_EVENT = re.compile(r"Event '(new|remove)' on sink-input #(\d+)")
 
@@ -114,8 +118,12 @@ class AudioSubscription:
 class AudioCapture:
     """The desktop's sound for whoever listens; `locate()` gives the running sound server and its env."""
 
-    def __init__(self, locate: Callable[[], tuple[SoundServer, dict[str, str]] | None]) -> None:
+    def __init__(self, locate: Callable[[], tuple[SoundServer, dict[str, str]] | None], *,
+                 linger_s: float = LINGER_S) -> None:
         self._locate = locate
+        self._linger_s = linger_s
+        self._linger: asyncio.TimerHandle | None = None
+        """Stops the reader LINGER_S after its last listener left, unless another came meanwhile."""
         self.epoch = time.monotonic()
         self.state = CaptureState.IDLE
         self.chunks = 0
@@ -144,6 +152,11 @@ class AudioCapture:
         async with self._lock:
             subscription = AudioSubscription(self)
             self._subscribers.add(subscription)
+            if self._linger is not None:
+                self._linger.cancel()
+                self._linger = None
+            if self._task is not None and self._task.cancelling():  # stopped after a linger, cleaning up:
+                await asyncio.wait({self._task})  # its `finally` resumes the sink, which a new reader may suspend
             if self._task is None or self._task.done():
                 self._task = asyncio.create_task(self._run(), name="audio-capture")
             return subscription
@@ -153,16 +166,30 @@ class AudioCapture:
             self._subscribers.discard(subscription)
             if self._subscribers or self._task is None:
                 return
+            if self._linger_s > 0:
+                if self._linger is None:
+                    self._linger = asyncio.get_running_loop().call_later(self._linger_s, self._stop_unheard)
+                return
             task, self._task = self._task, None
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+    def _stop_unheard(self) -> None:
+        """LINGER_S after the last listener left with no other since: stop the reader (its own `finally`
+        kills `parec` and `pactl subscribe` and resumes the sink)."""
+        self._linger = None
+        if not self._subscribers and self._task is not None:
+            self._task.cancel()
 
     async def close(self) -> None:
         """Stop reading (the desktop stops); listeners see their subscription end."""
         for subscription in list(self._subscribers):
             subscription.end()
         self._subscribers.clear()
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -176,7 +203,7 @@ class AudioCapture:
 
     async def _run(self) -> None:
         try:
-            while self._subscribers:
+            while self._subscribers or self._linger is not None:
                 found = self._locate()
                 if found is not None:
                     try:

@@ -4,7 +4,9 @@ A dedicated thread owns an mss connection (XShm grabs) and a python-xlib connect
 XDamage on the root window. It ticks at the highest rate any subscriber asked for, grabs only
 when something was drawn since the last grab (an idle screen costs a damage-event check per
 tick), and publishes the newest frame; subscribers that fall behind skip frames, nothing queues.
-Capture runs only while someone subscribes (docs/architecture.md). The screen may change size at runtime
+Capture runs only while someone subscribes (docs/architecture.md), and for LINGER_S after the last one left,
+grabbing nothing: the next subscriber (an agent's next settle, a test's next recording) finds the thread and its
+connections open instead of paying ~15 ms to open them again. The screen may change size at runtime
 (docs/display.md): the watcher hears RandR's ScreenChangeNotify and the grabber is re-opened at the new
 size, so the next frame has it.
 """
@@ -34,6 +36,10 @@ logger = logging.getLogger("sandbox_desktop.frames")
 MAX_FPS = 60
 # After this many ticks without damage, grab anyway: a safety net for drawing XDamage misses.
 REFRESH_TICKS = 300
+LINGER_S = 5.0
+"""How long a desktop's capture thread waits, idle, for a new subscriber after the last one left."""
+IDLE_TICK_S = 1.0
+"""While nobody subscribes, the thread wakes this often to drain its X events (a new subscriber wakes it at once)."""
 
 
 @dataclass(frozen=True)
@@ -147,11 +153,21 @@ class _CaptureThread(threading.Thread):
         self._fps = fps
         self._on_exit = on_exit
         self._stopping = threading.Event()
+        self._wake = threading.Event()
+        """Set to end a sleep early: to stop, or because a subscriber came after a time without any."""
+        self._grab_now = False
+        """A subscriber came after a time without any: grab at the next tick, drawn or not."""
         self.seq = first_seq
         self.error: Exception | None = None
 
     def stop(self) -> None:
         self._stopping.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """A subscriber came after a time without any: grab at once."""
+        self._grab_now = True
+        self._wake.set()
 
     def run(self) -> None:
         try:
@@ -180,7 +196,14 @@ class _CaptureThread(threading.Thread):
                 damaged, resized = self._drain(watcher)
                 if resized and grabber.refresh():
                     damaged = True
-                if damaged or idle_ticks >= REFRESH_TICKS:
+                fps = self._fps()
+                if fps == 0:  # nobody subscribes (a linger): grab nothing; the next subscriber wakes us
+                    self._wake.wait(IDLE_TICK_S)
+                    self._wake.clear()
+                    next_tick = time.monotonic()
+                    continue
+                if damaged or idle_ticks >= REFRESH_TICKS or self._grab_now:
+                    self._grab_now = False
                     captured_at = time.monotonic()
                     raw = grabber.grab()
                     self.seq += 1
@@ -188,11 +211,12 @@ class _CaptureThread(threading.Thread):
                     self._publish(Frame(self.seq, captured_at, grabber.width, grabber.height, raw))
                 else:
                     idle_ticks += 1
-                next_tick += 1.0 / max(1, min(MAX_FPS, self._fps()))
+                next_tick += 1.0 / min(MAX_FPS, fps)
                 now = time.monotonic()
                 if next_tick < now:  # fell behind: skip ticks rather than catch up in a burst
                     next_tick = now
-                self._stopping.wait(next_tick - now)
+                self._wake.wait(next_tick - now)
+                self._wake.clear()
         finally:
             if grabber is not None:
                 grabber.close()
@@ -223,9 +247,12 @@ class FrameSource:
     sequence numbers keep increasing across restarts.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, linger_s: float = 0.0) -> None:
         self.latest: Frame | None = None
         self.restarts = 0
+        self._linger_s = linger_s
+        """How long the thread outlives its last subscriber (a desktop's source: LINGER_S)."""
+        self._linger: asyncio.TimerHandle | None = None
         self._subscribers: list[Subscription] = []
         self._thread: _CaptureThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -247,12 +274,17 @@ class FrameSource:
         self._loop = asyncio.get_running_loop()
         subscription = Subscription(self, fps)
         self._subscribers.append(subscription)
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
         thread = self._thread
         if thread is None or not thread.is_alive() or thread.display_name != display_name:
             if thread is not None:
                 thread.stop()
             self.latest = None
             self._start_thread(display_name)
+        elif len(self._subscribers) == 1:
+            thread.wake()  # it lingered without subscribers: its next tick grabs
         return subscription
 
     def _start_thread(self, display_name: str) -> None:
@@ -298,10 +330,27 @@ class FrameSource:
     async def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscribers:
             self._subscribers.remove(subscription)
-        if not self._subscribers:
+        if self._subscribers:
+            return
+        if self._linger_s > 0 and self.running:
+            self.latest = None  # the screen goes on changing unwatched: a later subscriber waits for a new grab
+            if self._linger is None:
+                self._linger = asyncio.get_running_loop().call_later(self._linger_s, self._stop_unwatched)
+        else:
             await self._stop_thread()
 
+    def _stop_unwatched(self) -> None:
+        """LINGER_S after the last subscriber left with no other since: let the thread end."""
+        self._linger = None
+        thread = self._thread
+        if not self._subscribers and thread is not None:
+            self._thread = None
+            thread.stop()  # it ends within a tick; `_exited` keeps its sequence number
+
     async def _stop_thread(self) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.stop()

@@ -27,6 +27,7 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from av.audio.frame import AudioFrame
 from av.video.frame import VideoFrame
 
+from desktop.audio_capture import LINGER_S
 from streaming.viewer import Viewer
 from tests import inspector_fixtures as shared
 from tests.browser import Browser, Page, chromium_path
@@ -253,6 +254,29 @@ def test_recording_audio_defaults_to_on_and_can_be_off(api: httpx.Client, tmp_pa
         path.write_bytes(api.get(f"/v1/desktop/recordings/{stopped['id']}/download").content)
         with av.open(str(path)) as container:
             assert bool(container.streams.audio) is expected
+
+
+def readers(server: ServerProcess) -> set[int]:
+    """The server's `parec` processes."""
+    found = subprocess.run(["pgrep", "-P", str(server.proc.pid), "-x", "parec"], capture_output=True, text=True)
+    return {int(pid) for pid in found.stdout.split()}
+
+
+def test_recordings_one_after_another_share_one_reader_which_ends_when_unheard(
+        api: httpx.Client, audio_srv: ServerProcess) -> None:
+    wait_for(lambda: not readers(audio_srv), "earlier listeners' reader to end", timeout=LINGER_S + 5)
+    seen: list[set[int]] = []
+    for _ in range(2):
+        started = api.post("/v1/desktop/recording/start", json={})
+        assert started.status_code == 200, started.text
+        seen.append(wait_for(lambda: readers(audio_srv), "the sound reader to start"))
+        stopped = api.post("/v1/desktop/recording/stop")
+        assert stopped.status_code == 200, stopped.text
+        api.delete(f"/v1/desktop/recordings/{stopped.json()['id']}")
+    assert seen[0] == seen[1] and len(seen[0]) == 1, "the second recording reads through the first one's parec"
+    assert readers(audio_srv) == seen[0], "it outlives its listener for a while"
+    wait_for(lambda: not readers(audio_srv), "the reader to end once nobody listened for LINGER_S",
+             timeout=LINGER_S + 5)
 
 
 # -- the live view ---------------------------------------------------------------------------------

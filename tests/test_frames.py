@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -99,6 +100,40 @@ def test_a_slow_consumer_gets_the_latest_frame_not_a_queue(xvfb: subprocess.Pope
         assert latest is not None and pixel(latest.data, 640, 50, 50) == (200, 200, 200)
         assert await sub.next(timeout=0.3) is None  # nothing older left over
         await source.close()
+    asyncio.run(scenario())
+
+
+def test_a_lingering_thread_serves_the_next_subscriber_with_a_new_grab_then_ends(
+        xvfb: subprocess.Popen[bytes]) -> None:
+    async def scenario() -> None:
+        source = FrameSource(linger_s=1.0)
+        sub = source.subscribe(DISPLAY, 30)
+        first = await sub.next(timeout=5)
+        assert first is not None
+        threads = {t for t in threading.enumerate() if t.name.startswith("frames-")}
+        await sub.close()
+        assert source.running and source.latest is None, "the thread lingers; its last frame is not handed out"
+        await asyncio.to_thread(paint, 0x0000FF)  # drawn while nobody watched
+        again = source.subscribe(DISPLAY, 30)
+        frame = await again.next(timeout=2)
+        assert frame is not None and frame.seq > first.seq and pixel(frame.data, 640, 50, 50) == (0, 0, 255)
+        assert {t for t in threading.enumerate() if t.name.startswith("frames-")} == threads, \
+            "the same thread, not a new one"
+        await again.close()
+        at_once = source.subscribe(DISPLAY, 30)  # back at once, nothing drawn: still a frame, not a wait for damage
+        assert (unchanged := await at_once.next(timeout=1)) is not None and unchanged.seq > frame.seq
+        await at_once.close()
+        await asyncio.sleep(0.5)
+        assert source.running, "a new linger began when the second subscriber left"
+        deadline = time.monotonic() + 5
+        while source.running and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not source.running, "the thread ends after its linger"
+        third = source.subscribe(DISPLAY, 30)  # a new thread, sequence numbers going on
+        later = await third.next(timeout=5)
+        assert later is not None and later.seq > unchanged.seq
+        await source.close()
+        assert not source.running
     asyncio.run(scenario())
 
 
