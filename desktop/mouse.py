@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from Xlib import X
 from Xlib import error as xerror
 from Xlib.display import Display
-from Xlib.ext import xtest
 
+from desktop import xraw
 from desktop.action_log import ActionLog
 from desktop.errors import invalid_action
 from desktop.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
@@ -64,7 +64,7 @@ def button_number(name: str) -> int:
 
 # -- in-thread primitives (take the Display) ---------------------------------------------------
 
-def _request_activation(d: Display) -> Look | int:
+def _request_activation(d: Display, first: Sequence[bytes]) -> Look | int:
     """Click-to-focus, done here rather than by a window manager binding.
 
     A WM's click-to-focus binding grabs the pointer synchronously: the pointer freezes until the
@@ -73,26 +73,26 @@ def _request_activation(d: Display) -> Look | int:
     keeps every event in order; keys typed next go to the window that was clicked.
 
     Returns the client window when the press must wait for the WM to make it active (see
-    `_await_active`), else what was under the pointer, for the answer.
+    `_await_active`), else what was under the pointer, for the answer. `first`: sent before the look.
     """
-    look = look_under_pointer(d, active=True)
+    look = look_under_pointer(d, active=True, first=first)
     if look.client is None or look.client == look.active:
         return look
     send_root_message(d, look.client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
     return look if active_window_id(d) == look.client else look.client
 
 
-def _move(d: Display, x: int, y: int) -> None:
-    xtest.fake_input(d, X.MotionNotify, x=x, y=y)
+def _motion(d: Display, x: int, y: int) -> bytes:
+    return xraw.fake_input(d, X.MotionNotify, x=x, y=y)
 
 
 def _move_sync(d: Display, x: int, y: int) -> None:
-    _move(d, x, y)
-    d.sync()
+    xraw.exchange(d, [_motion(d, x, y), xraw.round_trip()], [False, True])
 
 
-def _release(d: Display, button: int) -> None:
-    xtest.fake_input(d, X.ButtonRelease, button)
+def _buttons(d: Display, button: int, press: bool, release: bool) -> list[bytes]:
+    return ([xraw.fake_input(d, X.ButtonPress, button)] if press else []) + \
+        ([xraw.fake_input(d, X.ButtonRelease, button)] if release else [])
 
 
 @dataclass(frozen=True)
@@ -104,54 +104,44 @@ class _Activating:
 
 def _press_job(d: Display, at: tuple[int, int] | None, button: int, activate: bool, release: bool,
                finish: bool) -> _Activating | PointerState | None:
-    """Move to `at`, press `button` (and release it), then read the pointer if `finish`.
+    """Move to `at`, press `button` (and release it), then read the pointer if `finish`: in one write
+    and at most one round trip while the pointer stays over the active window (desktop/xraw.py).
 
     With `activate`, a focusing button first asks for click-to-focus; if the window manager has not
     applied it yet, nothing is pressed and the caller waits, then calls again without `activate`.
     """
-    if at is not None:
-        _move(d, *at)
-    before = None
+    motion = [_motion(d, *at)] if at is not None else []
     if activate and button in FOCUSING_BUTTONS:
-        activation = _request_activation(d)
+        activation = _request_activation(d, motion)
         if isinstance(activation, int):
             return _Activating(activation)
-        before = activation
-    xtest.fake_input(d, X.ButtonPress, button)
-    if release:
-        _release(d, button)
-    if before is not None:
         # Looked up after the motion, just before the press, which moves nothing: that is the answer, and
         # no round trip more is needed (any window the click opens appears later anyway).
-        d.flush()
-        return before.state
+        xraw.send(d, _buttons(d, button, True, release))
+        return activation.state
     if finish:
-        return pointer_state(d)
-    d.sync()
+        return look_under_pointer(d, first=[*motion, *_buttons(d, button, True, release)]).state
+    xraw.exchange(d, [*motion, *_buttons(d, button, True, release), xraw.round_trip()],
+                  [False] * (len(motion) + 1 + release) + [True])
     return None
 
 
 def _button_job(d: Display, at: tuple[int, int] | None, button: int) -> PointerState:
     """Move to `at` (if given) and release `button`; the pointer afterwards."""
-    if at is not None:
-        _move(d, *at)
-    _release(d, button)
-    return pointer_state(d)
+    motion = [_motion(d, *at)] if at is not None else []
+    return look_under_pointer(d, first=[*motion, *_buttons(d, button, False, True)]).state
 
 
 def _move_job(d: Display, x: int, y: int) -> PointerState:
-    _move(d, x, y)
-    return pointer_state(d)
+    return look_under_pointer(d, first=[_motion(d, x, y)]).state
 
 
 def _scroll_job(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
-    _move(d, x, y)
+    wheel = [_motion(d, x, y)]
     for count, positive, negative in ((delta_y, WHEEL_DOWN, WHEEL_UP), (delta_x, WHEEL_RIGHT, WHEEL_LEFT)):
         button = positive if count > 0 else negative
-        for _ in range(abs(count)):  # wheel buttons do not focus: no activation to wait for
-            xtest.fake_input(d, X.ButtonPress, button)
-            _release(d, button)
-    return pointer_state(d)
+        wheel += _buttons(d, button, True, True) * abs(count)  # wheel buttons do not focus: no activation
+    return look_under_pointer(d, first=wheel).state
 
 
 def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Iterator[tuple[int, int]]:
@@ -191,11 +181,10 @@ def pointer_grabbed(d: Display) -> bool:
 def release_buttons(d: Display) -> None:
     """Release every pointer button that is down (after an error, or a viewer leaving)."""
     mask = int(d.screen().root.query_pointer().mask)
-    for button, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask), (4, X.Button4Mask),
-                        (5, X.Button5Mask)):
-        if mask & bit:
-            _release(d, button)
-    d.sync()
+    held = [button for button, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask),
+                                       (4, X.Button4Mask), (5, X.Button5Mask)) if mask & bit]
+    xraw.exchange(d, [*(xraw.fake_input(d, X.ButtonRelease, b) for b in held), xraw.round_trip()],
+                  [False] * len(held) + [True])
 
 
 # -- waiting, on the event loop between jobs (desktop/xthread.py: jobs never sleep) -----------------

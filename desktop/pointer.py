@@ -4,13 +4,13 @@ thread that owns the connection it is given (desktop/xthread.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
-from Xlib import X
-from Xlib import error as xerror
 from Xlib.display import Display
-from Xlib.protocol import request
+
+from desktop import xraw
 
 
 @dataclass(frozen=True)
@@ -53,38 +53,37 @@ stays over the same window, so the next look asks about these windows in its fir
 descends level by level only when they no longer hold."""
 
 
-def look_under_pointer(d: Display, active: bool = False) -> Look:
+def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[bytes] = ()) -> Look:
     """Pointer position, the managed client window under it (or None) and the top-level under it; with
-    `active`, `_NET_ACTIVE_WINDOW` as well. One round trip while the pointer stays over the same client."""
-    root = d.screen().root
+    `active`, `_NET_ACTIVE_WINDOW` as well. One round trip while the pointer stays over the same client.
+    `first`: requests without a reply (desktop/xraw.py) sent in the same write, before the look (a motion)."""
+    root = d.screen().root.id
     wm_state = d.get_atom("WM_STATE")
-    pointer = request.QueryPointer(display=d.display, defer=True, window=root)
-    focus = _property(d, root.id, d.get_atom("_NET_ACTIVE_WINDOW"), 1) if active else None
     path = _paths.get(d, ())
-    below = [request.QueryPointer(display=d.display, defer=True, window=w) for w in path[:-1]]
-    managed = _property(d, path[-1], wm_state, 0) if path else None
-    pointer.reply()
-    top = xid(pointer.child)
+    asked = [xraw.query_pointer(root)]
+    if active:
+        asked.append(xraw.get_property(root, d.get_atom("_NET_ACTIVE_WINDOW"), 1))
+    asked += [xraw.query_pointer(w) for w in path[:-1]]
+    if path:
+        asked.append(xraw.get_property(path[-1], wm_state, 0))
+    answers = xraw.exchange(d, [*first, *asked], [False] * len(first) + [True] * len(asked))
+    pointer = answers.pop(0)
+    assert isinstance(pointer, bytes), "the root always answers QueryPointer"
+    top, x, y = xraw.pointer_reply(pointer)
     active_id = None
-    if focus is not None:
-        focus.reply()
-        active_id = int(focus.value[1][0]) or None if focus.property_type and focus.value[1] else None
-    try:
-        for query in [*below, *([managed] if managed is not None else [])]:
-            query.reply()
-        holds = managed is not None and bool(managed.property_type)  # still managed: it has WM_STATE
-        holds = holds and [top, *(xid(q.child) for q in below)] == list(path)  # and still under the pointer
-    except (xerror.BadWindow, xerror.BadMatch):  # a window of the path is gone
-        holds = False
+    if active:
+        focus = answers.pop(0)
+        values = xraw.property_reply(focus)[1] if isinstance(focus, bytes) else []
+        active_id = values[0] or None if values else None
+    # Still managed (it has WM_STATE) and still under the pointer, level by level; an error: a window is gone.
+    holds = bool(path) and all(isinstance(a, bytes) for a in answers)
+    if holds:
+        *below, managed = answers
+        children = [top, *(xraw.pointer_reply(a)[0] for a in below if isinstance(a, bytes))]
+        holds = bool(xraw.property_reply(managed)[0]) and children == list(path)  # type: ignore[arg-type]
     client = path[-1] if holds else _descend(d, top, wm_state)
     # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
-    return Look(PointerState(int(pointer.root_x), int(pointer.root_y), 0, client or top or None), top, client,
-                 active_id)
-
-
-def _property(d: Display, window: int, atom: int, length: int) -> request.GetProperty:
-    return request.GetProperty(display=d.display, defer=True, delete=False, window=window, property=atom,
-                               type=X.AnyPropertyType, long_offset=0, long_length=length)
+    return Look(PointerState(x, y, 0, client or top or None), top, client, active_id)
 
 
 def _descend(d: Display, top: int, wm_state: int) -> int | None:
@@ -95,18 +94,14 @@ def _descend(d: Display, top: int, wm_state: int) -> int | None:
     for _ in range(8):  # from the top-level (openbox's frame) down to the client window
         if not candidate:
             break
-        state = _property(d, candidate, wm_state, 0)
-        below = request.QueryPointer(display=d.display, defer=True, window=candidate)
-        try:
-            state.reply()
-            below.reply()
-            found, child = bool(state.property_type), xid(below.child)
-        except (xerror.BadWindow, xerror.BadMatch):
+        state, below = xraw.exchange(d, [xraw.get_property(candidate, wm_state, 0), xraw.query_pointer(candidate)],
+                                     [True, True])
+        if not isinstance(state, bytes) or not isinstance(below, bytes):  # the window is gone
             break
         path.append(candidate)
-        if found:
+        if xraw.property_reply(state)[0]:
             _paths[d] = tuple(path)
             return candidate
-        candidate = child
+        candidate = xraw.pointer_reply(below)[0]
     _paths.pop(d, None)
     return None
