@@ -10,6 +10,10 @@ Viewers share control (streaming/control.py, docs/control.md): each change is br
 written to the action log, and handed to the takeover gate (desktop/takeover.py) that holds agent
 input off while a person holds the desktop. The controller's browser and the desktop share the
 clipboard over the signalling socket (`clipboard/updated` out, `clipboard/set` in).
+
+The WebRTC stack (aiortc, aioice, PyAV's encoders: ~0.3 s of a server's start, per server of a pytest-xdist
+run) is imported when the live view is first started, not with the server; so are the hooks installed
+into it, whose version check then decides whether the live view can run.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 import re
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desktop.action_log import acting_as
 from desktop.audio_capture import AudioCapture
@@ -30,15 +34,13 @@ from desktop.events import Event
 from desktop.runtime import Desktop
 from desktop.takeover import LIVE_VIEW_SOURCE
 from sandbox_desktop_wire.events import EventType
-from streaming import ports
-from streaming.audio import DesktopAudioTrack, OpusFeed
 from streaming.control import Access, Control, ControlChange, ControlRefused
-from streaming.encoders import CODECS
-from streaming.peer import ViewerPeer
-from streaming.pipeline import VideoPipeline
-from streaming.ports import HostPolicy
-from streaming.signaling import Link, SignalingSession
-from streaming.track import install_keyframe_hook
+
+if TYPE_CHECKING:  # the WebRTC stack, imported once the live view starts (module doc)
+    from streaming.audio import OpusFeed
+    from streaming.peer import ViewerPeer
+    from streaming.pipeline import VideoPipeline
+    from streaming.signaling import Link, SignalingSession
 
 logger = logging.getLogger("sandbox_desktop.stream")
 
@@ -96,8 +98,10 @@ class StreamManager:
     def __init__(self, desktop: Desktop, public_addresses: tuple[str, ...] = (),
                  audio: AudioCapture | None = None) -> None:
         self.desktop = desktop
-        self.audio = OpusFeed(audio) if audio is not None else None
-        """The desktop's sound, encoded once for every viewer (streaming/audio.py); None: video only."""
+        self.sound = audio
+        """The desktop's sound (None: video only), encoded once for every viewer by `audio`."""
+        self.audio: OpusFeed | None = None
+        """That encoder (streaming/audio.py), made for the first viewer."""
         self.public_addresses = public_addresses
         """Where viewers reach our UDP ports through a 1:1 NAT (`--webrtc-public-address`)."""
         self.takeover = desktop.takeover
@@ -116,22 +120,32 @@ class StreamManager:
         self._lock = asyncio.Lock()
         self._unavailable: str | None = None
         """Why the live view cannot run here (unsupported aiortc/aioice version), if it cannot."""
+        self._prepared = False
 
     # -- server lifecycle (api/app.py) -----------------------------------------------------------
 
     async def start(self) -> None:
-        """Server start: install the aiortc/aioice hooks; unknown versions disable the live view only."""
+        """Server start; the WebRTC stack waits for the first `start_stream` (module doc)."""
+        if self.public_addresses:
+            logger.info("live view: host candidates also offered at %s (1:1 NAT)", ", ".join(self.public_addresses))
+        for name in ("aioice", "aiortc"):  # one INFO line per ICE check otherwise
+            if logging.getLogger(name).level == logging.NOTSET:
+                logging.getLogger(name).setLevel(logging.WARNING)
+
+    def _prepare(self) -> None:
+        """Import the WebRTC stack and install the aiortc/aioice hooks; unknown versions disable the live view
+        only (with the reason logged once and given to every `start_stream`)."""
+        if self._prepared:
+            return
+        self._prepared = True
+        from streaming import ports
+        from streaming.track import install_keyframe_hook
         try:
             install_keyframe_hook()
             ports.install()
         except RuntimeError as exc:
             self._unavailable = str(exc)
             logger.error("live view disabled: %s", exc)
-        if self.public_addresses:
-            logger.info("live view: host candidates also offered at %s (1:1 NAT)", ", ".join(self.public_addresses))
-        for name in ("aioice", "aiortc"):  # one INFO line per ICE check otherwise
-            if logging.getLogger(name).level == logging.NOTSET:
-                logging.getLogger(name).setLevel(logging.WARNING)
 
     async def on_desktop_stop(self) -> None:
         await self.stop_stream("the desktop stopped")
@@ -151,10 +165,12 @@ class StreamManager:
     async def start_stream(self) -> StreamStatus:
         """Arm the stream with the desktop's options (idempotent while active)."""
         async with self._lock:
+            self._prepare()
             if self._unavailable is not None:
                 raise StreamError(f"the live view is unavailable on this server: {self._unavailable}")
             session = self.desktop.session()
             if self._config is None:
+                from streaming.encoders import CODECS
                 options = self.desktop.options
                 assert options is not None
                 if options.stream_video_codec not in CODECS:
@@ -221,6 +237,7 @@ class StreamManager:
         """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted). `access`
         comes from its credential (a view-only token watches only); `name` (checked by `viewer_name`) is
         made unique and is the viewer's id."""
+        from streaming.signaling import SignalingSession
         viewer = SignalingSession(self._unique_name(name), link, self, access)
         if self._config is None:  # stopped between the handshake and now
             await viewer.disconnect("desktop streaming is not active")
@@ -281,12 +298,17 @@ class StreamManager:
         return set(self._peers.values())
 
     def open_peer(self, on_message: Callable[[bytes | str], None], on_state: Callable[[str], None]) -> ViewerPeer:
+        from streaming.audio import DesktopAudioTrack, OpusFeed
+        from streaming.peer import ViewerPeer
+        from streaming.ports import HostPolicy
         config = self.require_config()
         # Host candidates on every interface plus 127.0.0.1 (as neko's nat1to1 127.0.0.1), in the range,
         # and the public addresses a NAT forwards the range from.
         policy = HostPolicy(ports=config.ports, loopback=True, public_addresses=self.public_addresses)
         peer = ViewerPeer(config.codec, policy, on_message, on_state)
-        if self.audio is not None and self.audio.capture.available:
+        if self.sound is not None and self.sound.available:
+            if self.audio is None:
+                self.audio = OpusFeed(self.sound)
             peer.add_audio(DesktopAudioTrack(self.audio))
         return peer
 
@@ -296,6 +318,7 @@ class StreamManager:
         codec = peer.codec or config.codec
         pipeline = self._pipelines.get(codec)
         if pipeline is None:
+            from streaming.pipeline import VideoPipeline
             pipeline = VideoPipeline(self.desktop.frames, config.display, codec, config.fps)
             self._pipelines[codec] = pipeline
         pipeline.attach(peer.track)
