@@ -67,14 +67,26 @@ def click(page: Page, element_id: str) -> None:
     click_at(page, f"document.getElementById({element_id!r})")
 
 
+CLICK_ATTEMPTS = 3
+
+
 def click_at(page: Page, element: str) -> None:
     """A real click on the centre of the element a JS expression finds (it must find one), once it is enabled:
-    a button stays disabled while its previous action runs, and a click on it then would be lost."""
+    a button stays disabled while its previous action runs, and a click on it then would be lost.
+
+    The page may move between finding the centre and the click landing (the desktop panel above the live
+    view re-renders every 2 s, and a longer process list pushes everything below it down): a click the element
+    did not get, because only the page around it was there, is sent again at its new place."""
     page.wait_for(f"!({element}).disabled", "the element to be enabled")
-    box = page.evaluate(f"(() => {{ const e = {element};"
-                        " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
-                        " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
-    page.click(*box)
+    for _ in range(CLICK_ATTEMPTS):
+        box = page.evaluate(f"(() => {{ const e = {element}; window.__clicked = false;"
+                            " e.addEventListener('click', () => { window.__clicked = true; }, {once: true});"
+                            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
+                            " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        page.click(*box)
+        if page.evaluate("window.__clicked"):
+            return
+    raise AssertionError(f"{element} got none of {CLICK_ATTEMPTS} clicks at its centre")
 
 
 def fill(page: Page, element_id: str, value: str) -> None:
