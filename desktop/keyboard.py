@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from Xlib import X
 from Xlib.display import Display
-from Xlib.ext import xtest
 
+from desktop import xraw
 from desktop.action_log import MAX_TEXT_CHARS, ActionLog, chord_name, keysym_text
 from desktop.errors import DesktopInactive, InputFailed
 from desktop.keymap import Keymap, Stroke
@@ -64,7 +64,12 @@ def check_delay(delay_ms: int) -> None:
 
 
 def _key(display: Display, event: int, keycode: int) -> None:
-    xtest.fake_input(display, event, keycode)
+    xraw.send(display, [xraw.fake_input(display, event, keycode)])
+
+
+def _sync(display: Display) -> None:
+    """Until the server has handled everything sent before: one round trip (desktop/xraw.py)."""
+    xraw.exchange(display, [xraw.round_trip()], [True])
 
 
 def pressed_keycodes(display: Display) -> list[int]:
@@ -229,7 +234,7 @@ class Keyboard:
         if job.caps_lock is not None:
             _key(display, X.KeyPress, job.caps_lock)
             _key(display, X.KeyRelease, job.caps_lock)
-        display.sync()
+        _sync(display)
 
     def _type_some(self, display: Display, keymap: Keymap, job: _Typing) -> float:
         """Type up to `job.step` characters whose unmapped keysyms fit the spare keycodes at once."""
@@ -276,7 +281,7 @@ class Keyboard:
         finally:
             for code in reversed(held):
                 _key(display, X.KeyRelease, code)
-            display.sync()
+            _sync(display)
 
     def _resolve(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke] | float]:
         """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
@@ -307,7 +312,7 @@ class Keyboard:
                 for code in reversed(pressed):
                     _key(display, X.KeyRelease, code)
             position += len(chord)
-        display.sync()
+        _sync(display)
         return 0.0
 
     def _down_step(self, display: Display, keysyms: list[int], with_levels: bool) -> float:
@@ -323,11 +328,11 @@ class Keyboard:
                     if code not in held_by_us and code not in pressed:
                         _key(display, X.KeyPress, code)
                         pressed.append(code)
-            display.sync()
+            _sync(display)
         except BaseException:
             for code in reversed(pressed):  # never leave half a chord held
                 _key(display, X.KeyRelease, code)
-            display.sync()
+            _sync(display)
             raise
         for keysym, stroke in zip(keysyms, strokes, strict=True):
             codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
@@ -347,7 +352,7 @@ class Keyboard:
                 _key(display, X.KeyRelease, code)
                 keymap.pinned.discard(code)
                 keymap.use(code, now)
-        display.sync()
+        _sync(display)
 
     def _release_all(self, display: Display) -> None:
         for code in pressed_keycodes(display):
@@ -355,13 +360,13 @@ class Keyboard:
         self._held.clear()
         if self._keymap is not None:
             self._keymap.pinned.clear()
-        display.sync()
+        _sync(display)
 
     def _shutdown(self, display: Display) -> None:
         self._release_all(display)
         if self._keymap is not None and self._keymap.display is display:
             self._keymap.restore_all()
-            display.sync()
+            _sync(display)
         self._keymap = None
 
     def _restore_idle(self, display: Display) -> float | None:
@@ -370,7 +375,7 @@ class Keyboard:
             return None
         keymap.refresh()
         due = keymap.restore_idle(time.monotonic(), self.idle_restore)
-        display.sync()
+        _sync(display)
         return due
 
     # -- helpers (event loop) -------------------------------------------------------------------
