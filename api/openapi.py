@@ -41,7 +41,8 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 _STATUS_TEXT = {200: "OK", 204: "No Content", 206: "Partial content (the requested Range)", 400: "Bad request",
                 401: "Missing or wrong token", 403: "Forbidden", 404: "Not found",
                 409: "Conflict with the current state", 413: "Payload too large", 415: "Wrong content type",
-                416: "Range not satisfiable", 429: "Too many (desktops)",
+                416: "Range not satisfiable", 421: "A Host this server does not answer to (--allowed-host)",
+                429: "Too many (desktops)",
                 422: "Body of the wrong shape, or naming what cannot be used (a missing command, directory or file)",
                 426: "A WebSocket endpoint asked without the upgrade",
                 500: "Internal error", 501: "Not supported on this platform", 502: "Upstream failure",
@@ -126,7 +127,9 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
                                 "headers": {"Content-Range": {"schema": {"type": "string"},
                                                               "description": "e.g. `bytes 0-1023/4096`"}}}
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
-    statuses = set(op.errors) | ({426} if op.upgrade else set())
+    # The browser guard answers before any route (api/browser_guard.py, docs/security.md): a Host this server
+    # does not answer to, an Origin it does not serve.
+    statuses = set(op.errors) | {403, 421} | ({426} if op.upgrade else set())
     if op.body is not None:
         statuses |= {400, 413, 415, 422}
     if op.query is not None:
