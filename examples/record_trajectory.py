@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from sandbox_desktop_client import Client, Screenshot
+from sandbox_desktop_client import Client, DesktopClient, Screenshot
 
 COMMANDS = ["echo hello from the agent", "ls /", "date"]
 
@@ -33,11 +34,23 @@ def decide(step: int, shot: Screenshot, window: dict[str, int]) -> list[dict[str
     return None
 
 
+def window_box(desktop: DesktopClient, window_id: str | None, timeout: float = 10.0) -> dict[str, int]:
+    """Where the launched window is. A window the window manager is still placing (unmapped and mapped again
+    into its frame) is left out of the listing for a moment: ask again until it is back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for window in desktop.windows():
+            if window.id == window_id:
+                return {"x": window.x, "y": window.y, "width": window.width, "height": window.height}
+        if time.monotonic() > deadline:
+            raise SystemExit(f"window {window_id} is not listed {timeout:.0f} s after its launch")
+        time.sleep(0.05)
+
+
 def run(client: Client, out: Path, max_steps: int = 10) -> Path:
     with client.desktops.create(width=1024, height=700, tags={"example": "record_trajectory"}) as desktop:
         launched = desktop.launch("xterm", ["-geometry", "80x20+100+100"], wait=True)
-        [window] = [w for w in desktop.windows() if w.id == launched.window_id]
-        box = {"x": window.x, "y": window.y, "width": window.width, "height": window.height}
+        box = window_box(desktop, launched.window_id)
         recording = desktop.start_recording(fps=10)
         for step in range(max_steps):
             shot = desktop.screenshot(scale=0.5)
