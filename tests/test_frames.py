@@ -17,14 +17,14 @@ from tests.conftest import wait_for
 DISPLAY = ":250"
 
 
-def start_xvfb(display: str = DISPLAY) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+def start_xvfb() -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
                             stderr=subprocess.DEVNULL)
 
     def answers() -> bool:
-        return subprocess.run(["xdpyinfo", "-display", display], capture_output=True).returncode == 0
+        return subprocess.run(["xdpyinfo", "-display", DISPLAY], capture_output=True).returncode == 0
 
-    wait_for(answers, f"Xvfb on {display}")
+    wait_for(answers, f"Xvfb on {DISPLAY}")
     return proc
 
 

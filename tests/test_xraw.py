@@ -3,6 +3,8 @@ same answers, errors come back as codes, and events read on the way reach python
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -10,26 +12,31 @@ from Xlib import X, Xatom
 from Xlib.display import Display
 
 from desktop import xraw
-from tests.test_frames import start_xvfb
-
-DISPLAY = ":251"
 
 
 @pytest.fixture(scope="module")
-def xvfb() -> Iterator[None]:
-    proc = start_xvfb(DISPLAY)
-    yield
+def display() -> Iterator[str]:
+    """An Xvfb of this module's on whatever display is free (`-displayfd`): a fixed number may belong to a
+    desktop another test worker's server just started, and would then answer for this one."""
+    read, write = os.pipe()
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+                            pass_fds=(write,), stderr=subprocess.DEVNULL)
+    os.close(write)
+    with os.fdopen(read) as announced:
+        number = announced.readline().strip()
+    assert number, "Xvfb did not start"
+    yield f":{number}"
     proc.kill()
     proc.wait()
 
 
 @pytest.fixture(params=["socket", "queue"])
-def conn(request: pytest.FixtureRequest, xvfb: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Display]:
+def conn(request: pytest.FixtureRequest, display: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Display]:
     if request.param == "queue":
         monkeypatch.setattr(xraw, "FAST", False)
     else:
         assert xraw.FAST, "this python-xlib is the pinned one: the socket path is the one that runs"
-    d = Display(DISPLAY)
+    d = Display(display)
     yield d
     d.close()
 
@@ -63,7 +70,7 @@ def test_events_read_on_the_way_reach_python_xlib_in_order(conn: Display) -> Non
     root = conn.screen().root
     root.change_attributes(event_mask=X.PropertyChangeMask)
     conn.sync()
-    other = Display(DISPLAY)
+    other = Display(conn.get_display_name())
     names = [other.intern_atom(f"SANDBOX_DESKTOP_EVENT_{i}") for i in range(3)]
     for atom in names:
         other.screen().root.change_property(atom, Xatom.CARDINAL, 32, [1])
