@@ -95,13 +95,13 @@ def _zlib_stream(rows: memoryview) -> list[bytes | memoryview]:
     if not _incompressible(rows):  # screen content: one deflate stream
         deflate = _deflate.compressobj(PNG_ZLIB_LEVEL)
         return [deflate.compress(b"\0"), deflate.compress(rows), deflate.flush()]
-    pieces: list[bytes | memoryview] = [b"\x78\x01", b"\x00\x01\x00\xfe\xff\x00"]  # header; the filter byte, stored
+    pieces: list[bytes | memoryview] = [b"\x78\x01", *_stored(b"\0")]  # the zlib header; the first filter byte
     deflate = None
     stored = 1  # slices stored since deflating last paid: the samples stand for a first probe
     for start in range(0, len(rows), SLICE_BYTES):
         piece = rows[start:start + SLICE_BYTES]
         if deflate is None and stored % PROBE_EVERY:
-            pieces += (struct.pack("<BHH", 0, len(piece), len(piece) ^ 0xFFFF), piece)  # a stored, non-final block
+            pieces += _stored(piece)
             stored += 1
             continue
         if deflate is None:  # a new compressor knows nothing before `start`, so it never refers back past it
@@ -112,10 +112,15 @@ def _zlib_stream(rows: memoryview) -> list[bytes | memoryview]:
             pieces.append(out)
             stored = 0
         else:  # not worth it: this slice stored, the next ones too
-            pieces += (struct.pack("<BHH", 0, len(piece), len(piece) ^ 0xFFFF), piece)
+            pieces += _stored(piece)
             deflate, stored = None, 1
     pieces += (b"\x01\x00\x00\xff\xff", struct.pack(">I", _deflate.adler32(rows, _deflate.adler32(b"\0"))))
     return pieces
+
+
+def _stored(data: bytes | memoryview) -> tuple[bytes, bytes | memoryview]:
+    """`data` (at most 65535 bytes) as a stored, non-final deflate block: its header, then itself."""
+    return struct.pack("<BHH", 0, len(data), len(data) ^ 0xFFFF), data
 
 
 def _incompressible(rows: memoryview) -> bool:

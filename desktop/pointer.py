@@ -76,11 +76,12 @@ def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[byte
         values = xraw.property_reply(focus)[1] if isinstance(focus, bytes) else []
         active_id = values[0] or None if values else None
     # Still managed (it has WM_STATE) and still under the pointer, level by level; an error: a window is gone.
-    holds = bool(path) and all(isinstance(a, bytes) for a in answers)
+    replies = [a for a in answers if isinstance(a, bytes)]
+    holds = bool(path) and len(replies) == len(answers)
     if holds:
-        *below, managed = answers
-        children = [top, *(xraw.pointer_reply(a)[0] for a in below if isinstance(a, bytes))]
-        holds = bool(xraw.property_reply(managed)[0]) and children == list(path)  # type: ignore[arg-type]
+        *below, managed = replies
+        children = [top, *(xraw.pointer_reply(a)[0] for a in below)]
+        holds = bool(xraw.property_reply(managed)[0]) and children == list(path)
     client = path[-1] if holds else _descend(d, top, wm_state)
     # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
     return Look(PointerState(x, y, 0, client or top or None), top, client, active_id)
