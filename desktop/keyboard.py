@@ -266,24 +266,23 @@ class Keyboard:
         return 0.0
 
     def _tap(self, display: Display, keymap: Keymap, strokes: list[Stroke], now: float) -> None:
-        """Press and release each stroke, holding its Shift/AltGr only as long as needed."""
+        """Press and release each stroke, holding its Shift/AltGr only as long as needed: all in one write,
+        with the round trip that waits for the server after them."""
+        events: list[bytes] = []
         held: list[int] = []
-        try:
-            for stroke in strokes:
-                for code in [c for c in held if c not in stroke.modifiers]:
-                    _key(display, X.KeyRelease, code)
-                    held.remove(code)
-                for code in stroke.modifiers:
-                    if code not in held:
-                        _key(display, X.KeyPress, code)
-                        held.append(code)
-                _key(display, X.KeyPress, stroke.keycode)
-                _key(display, X.KeyRelease, stroke.keycode)
-                keymap.use(stroke.keycode, now)
-        finally:
-            for code in reversed(held):
-                _key(display, X.KeyRelease, code)
-            _sync(display)
+        for stroke in strokes:
+            for code in [c for c in held if c not in stroke.modifiers]:
+                events.append(xraw.fake_input(display, X.KeyRelease, code))
+                held.remove(code)
+            for code in stroke.modifiers:
+                if code not in held:
+                    events.append(xraw.fake_input(display, X.KeyPress, code))
+                    held.append(code)
+            events += (xraw.fake_input(display, X.KeyPress, stroke.keycode),
+                       xraw.fake_input(display, X.KeyRelease, stroke.keycode))
+            keymap.use(stroke.keycode, now)
+        events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(held))
+        xraw.exchange(display, [*events, xraw.round_trip()], [False] * len(events) + [True])
 
     def _resolve(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke] | float]:
         """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
