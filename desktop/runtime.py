@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from desktop import reaper
 from desktop.accessibility.service import Accessibility
 from desktop.action_log import ActionLog
 from desktop.apps import Apps
@@ -41,16 +42,6 @@ from desktop.keyboard import Keyboard
 from desktop.mouse import Mouse
 from desktop.options import StartOptions, StateLayout, default_state_dir
 from desktop.processes import ProcessManager
-from desktop.reaper import (
-    alive,
-    bus_activated,
-    descendants,
-    kill_marked,
-    kill_pids,
-    marked_pids,
-    signal_marked,
-    stop_marked,
-)
 from desktop.screen import Screen
 from desktop.session import Session
 from desktop.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
@@ -284,7 +275,7 @@ class Desktop:
         self.require_active()
         self.paused_reason = reason
         # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
-        await asyncio.to_thread(stop_marked, self._marker)
+        await asyncio.to_thread(reaper.stop_marked, self._marker)
         self.events.state_changed(State.ACTIVE, State.PAUSED)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
@@ -299,22 +290,22 @@ class Desktop:
         async with session.x.input:
             await self.mouse.release_all(session)
             keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
-            keep |= await asyncio.to_thread(descendants, supervisor.bus_daemons())  # the accessibility bus's
-            ours = set(await asyncio.to_thread(marked_pids, self._marker))
-            keep |= await asyncio.to_thread(bus_activated, ours, "accessibility")  # its registry
+            keep |= await asyncio.to_thread(reaper.descendants, supervisor.bus_daemons())  # the accessibility bus's
+            ours = set(await asyncio.to_thread(reaper.marked_pids, self._marker))
+            keep |= await asyncio.to_thread(reaper.bus_activated, ours, "accessibility")  # its registry
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
                     if p.running and not p.protected and p.pid in ours]
             # Their children too, marked or not (a browser's zygote may clear its environment), found before
             # the apps end and their children are handed to init.
-            children = await asyncio.to_thread(descendants, {p.pid for p in apps if p.pid is not None})
+            children = await asyncio.to_thread(reaper.descendants, {p.pid for p in apps if p.pid is not None})
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
             # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
             for _ in range(RESET_SCANS):
-                found = await asyncio.to_thread(marked_pids, self._marker)
-                rest = [pid for pid in {*found, *children} if pid not in keep and alive(pid)]
+                found = await asyncio.to_thread(reaper.marked_pids, self._marker)
+                rest = [pid for pid in {*found, *children} if pid not in keep and reaper.alive(pid)]
                 if not rest:
                     break
-                await asyncio.to_thread(kill_pids, rest, 0.5)
+                await asyncio.to_thread(reaper.kill_pids, rest, 0.5)
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", "both")
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
@@ -325,7 +316,7 @@ class Desktop:
         """Thaw what `pause` froze; a desktop that is not paused is left as it is."""
         if self.paused_reason is None:
             return
-        await asyncio.to_thread(signal_marked, self._marker, signal.SIGCONT)
+        await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
         self.paused_reason = None
         self.events.state_changed(State.PAUSED, self.current_state())
         logger.info("desktop %s resumed", self.id)
@@ -428,13 +419,13 @@ class Desktop:
             self.x = None
         # Launched apps first, while the X server is still there for them to exit cleanly.
         # This desktop's apps only: the registry may be shared with other desktops (the marker tells them apart).
-        ours = set(await asyncio.to_thread(marked_pids, self._marker)) if self._marker else set()
+        ours = set(await asyncio.to_thread(reaper.marked_pids, self._marker)) if self._marker else set()
         apps = [p for p in self.processes.list(ProcessOwner.DESKTOP) if p.running and not p.protected and p.pid in ours]
         await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
         if self.supervisor is not None:
             await self.supervisor.stop()
         if self._marker:
-            await asyncio.to_thread(kill_marked, self._marker)
+            await asyncio.to_thread(reaper.kill_marked, self._marker)
         self.supervisor = None
         self.options = None
         self._started_ns = None
