@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -194,7 +195,8 @@ def test_repeated_crashes_end_in_failed_with_last_error(api: httpx.Client) -> No
             break
         wm = next((p for p in status["processes"] if p["name"] == "openbox" and p["running"]), None)
         if wm:
-            os.kill(wm["pid"], signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it crashed (was killed) after the status was read
+                os.kill(wm["pid"], signal.SIGKILL)
         time.sleep(0.05)
     assert status["state"] == "failed", status
     assert status["lastError"]["code"] == "desktop_runtime_failed"
