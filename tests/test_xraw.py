@@ -19,8 +19,10 @@ def display() -> Iterator[str]:
     """An Xvfb of this module's on whatever display is free (`-displayfd`): a fixed number may belong to a
     desktop another test worker's server just started, and would then answer for this one."""
     read, write = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-                            pass_fds=(write,), stderr=subprocess.DEVNULL)
+    # -noreset: without it the server regenerates when a test's last connection closes, and drops a
+    # connection that comes in meanwhile (the next test's).
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp",
+                             "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
     os.close(write)
     with os.fdopen(read) as announced:
         number = announced.readline().strip()
