@@ -11,8 +11,8 @@ import asyncio
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
+from desktop import reaper
 from desktop.accessibility.browsers import with_accessibility
 from desktop.errors import (
     AppExited,
@@ -62,26 +62,6 @@ def find_app(app: str, env: dict[str, str]) -> str:
     found = shutil.which(app, path=env.get("PATH", os.defpath))
     if found is None:
         raise AppNotFound(f"Application '{app}' not found in PATH")
-    return found
-
-
-def descendants(pid: int, proc_root: Path = Path("/proc")) -> set[int]:
-    """`pid` and every process below it, from /proc (apps often fork their real window owner)."""
-    children: dict[int, list[int]] = {}
-    for entry in proc_root.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = {pid}, [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
     return found
 
 
@@ -161,12 +141,21 @@ class Apps:
                                what: str) -> int | None:
         """Poll the managed windows for one owned by the app or its children."""
         deadline = asyncio.get_running_loop().time() + timeout
+        others: set[int | None] = set()  # owners of windows seen that are not the app's nor its children's
         while True:
-            pids = await asyncio.to_thread(descendants, process.pid) if process.running else {process.pid}
             windows = await session.x.call(list_windows)
             for window in windows:
-                if window.pid in pids:
+                if window.pid == process.pid:
                     return window.id
+            # A window of a pid not seen before may be a child's (apps often fork their window owner): only
+            # then is /proc read, which costs milliseconds a poll on a busy machine.
+            new_owners = {window.pid for window in windows} - others
+            if new_owners and process.running:
+                pids = (await asyncio.to_thread(reaper.scan, "")).descendants({process.pid})
+                for window in windows:
+                    if window.pid in pids:
+                        return window.id
+                others |= new_owners
             if not process.running and process.exit_code != 0:
                 raise exited_error(process, what)
             if asyncio.get_running_loop().time() > deadline:

@@ -10,52 +10,93 @@ import contextlib
 import os
 import signal
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
 
-def marked_pids(marker: str, proc_root: Path = Path("/proc")) -> list[int]:
+def marked_pids(marker: str, proc_root: str = "/proc") -> list[int]:
     """Pids of live processes whose environment carries this desktop's marker."""
-    needle = f"SANDBOX_DESKTOP_INSTANCE={marker}".encode()
+    return sorted(scan(marker, proc_root, parents=False).starter_bus)
+
+
+@dataclass(frozen=True)
+class ProcessTable:
+    """One pass over /proc (`scan`): what a reset needs to tell a desktop's processes apart."""
+
+    parent_of: dict[int, int]
+    """Each live process's parent (empty when scanned with `parents=False`)."""
+    starter_bus: dict[int, str | None]
+    """The marked processes (their environment carries the desktop's marker), each with the bus type a D-Bus
+    daemon started it for (DBUS_STARTER_BUS_TYPE: `accessibility`, `session`), None when none did."""
+
+    @property
+    def marked(self) -> set[int]:
+        return set(self.starter_bus)
+
+    def bus_activated(self, bus_type: str) -> set[int]:
+        """The marked processes a D-Bus daemon started on demand for a bus of `bus_type`. The daemon
+        double-forks them, so they belong to init, not to it."""
+        return {pid for pid, started_for in self.starter_bus.items() if started_for == bus_type}
+
+    def descendants(self, pids: set[int]) -> set[int]:
+        """Every descendant of `pids` (not the pids themselves), from the parent links."""
+        children: dict[int, list[int]] = {}
+        for pid, parent in self.parent_of.items():
+            children.setdefault(parent, []).append(pid)
+        found: set[int] = set()
+        stack = list(pids)
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+        return found
+
+
+def scan(marker: str, proc_root: str = "/proc", *, parents: bool = True) -> ProcessTable:
+    """Read /proc once: every process's parent (unless `parents` is false) and which ones carry `marker`
+    (none when it is empty). This server's own process is never marked. Plain os calls on bytes: a reset
+    scans a few hundred processes, and pathlib and text decoding were most of its cost."""
+    needle = f"SANDBOX_DESKTOP_INSTANCE={marker}".encode() if marker else None
     own = os.getpid()
-    found = []
-    for entry in proc_root.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue  # gone, or not ours to read
-        if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
-
-
-def bus_activated(pids: set[int], bus_type: str, proc_root: Path = Path("/proc")) -> set[int]:
-    """Those of `pids` that a D-Bus daemon started on demand for a bus of `bus_type` (`accessibility`,
-    `session`: their DBUS_STARTER_BUS_TYPE). The daemon double-forks them, so they belong to init, not to it."""
-    needle = f"DBUS_STARTER_BUS_TYPE={bus_type}".encode()
-    found = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            if needle in (proc_root / str(pid) / "environ").read_bytes().split(b"\0"):
-                found.add(pid)
-    return found
-
-
-def descendants(pids: set[int], proc_root: Path = Path("/proc")) -> set[int]:
-    """Every live descendant of `pids` (not the pids themselves), from the parent links in /proc/*/stat."""
     parent_of: dict[int, int] = {}
-    for entry in proc_root.iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
+    starter_bus: dict[int, str | None] = {}
+    for name in os.listdir(proc_root):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if parents and (stat := _read(f"{proc_root}/{name}/stat")):
+            with contextlib.suppress(IndexError, ValueError):
                 # The command name in parentheses may hold spaces: the parent pid is the 2nd field after it.
-                parent_of[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-    found: set[int] = set()
-    frontier = set(pids)
-    while frontier:
-        frontier = {pid for pid, parent in parent_of.items() if parent in frontier and pid not in found}
-        found |= frontier
-    return found
+                parent_of[pid] = int(stat.rsplit(b")", 1)[1].split()[1])
+        if needle is None or pid == own:
+            continue
+        environ = _read(f"{proc_root}/{name}/environ")
+        if environ and needle in environ:  # a cheap test first; most processes are not the desktop's
+            variables = environ.split(b"\0")
+            if needle in variables:
+                starter_bus[pid] = next((v[len(STARTER_BUS):].decode(errors="replace") for v in variables
+                                         if v.startswith(STARTER_BUS)), None)
+    return ProcessTable(parent_of, starter_bus)
+
+
+STARTER_BUS = b"DBUS_STARTER_BUS_TYPE="
+
+
+def _read(path: str) -> bytes | None:
+    """A /proc file's whole content, None when the process is gone or not ours to read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def kill_marked(marker: str, grace_s: float = 1.0) -> list[int]:
@@ -123,8 +164,8 @@ def _signal(pid: int, sig: int) -> None:
 def _state(pid: int) -> str | None:
     """The process's state letter from /proc (R, S, T, Z...), None when it is gone."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return (_read(f"/proc/{pid}/stat") or b"").rsplit(b")", 1)[1].split()[0].decode()
+    except IndexError:
         return None
 
 

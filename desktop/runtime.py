@@ -290,14 +290,14 @@ class Desktop:
         async with session.x.input:
             await self.mouse.release_all(session)
             keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
-            keep |= await asyncio.to_thread(reaper.descendants, supervisor.bus_daemons())  # the accessibility bus's
-            ours = set(await asyncio.to_thread(reaper.marked_pids, self._marker))
-            keep |= await asyncio.to_thread(reaper.bus_activated, ours, "accessibility")  # its registry
+            table = await asyncio.to_thread(reaper.scan, self._marker)
+            keep |= table.descendants(supervisor.bus_daemons())  # the accessibility bus's
+            keep |= table.bus_activated("accessibility")  # its registry
             apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
-                    if p.running and not p.protected and p.pid in ours]
+                    if p.running and not p.protected and p.pid in table.starter_bus]
             # Their children too, marked or not (a browser's zygote may clear its environment), found before
             # the apps end and their children are handed to init.
-            children = await asyncio.to_thread(reaper.descendants, {p.pid for p in apps if p.pid is not None})
+            children = table.descendants({p.pid for p in apps if p.pid is not None})
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
             # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
             for _ in range(RESET_SCANS):

@@ -41,9 +41,11 @@ def test_launch_with_wait_returns_the_apps_window(api: httpx.Client) -> None:
 
 def test_wait_finds_a_window_mapped_by_a_child_process(api: httpx.Client) -> None:
     launched = api.post("/v1/desktop/launch", json={
-        "app": "sh", "args": ["-c", "xterm -T child-term"], "wait": True, "waitTimeoutMs": 10000}).json()
+        # `; true`: the shell stays the xterm's parent (a lone command would be exec'd in its place).
+        "app": "sh", "args": ["-c", "xterm -T child-term; true"], "wait": True, "waitTimeoutMs": 10000}).json()
     windows = api.get("/v1/desktop/windows").json()["windows"]
-    assert next(w for w in windows if w["id"] == launched["windowId"])["title"] == "child-term"
+    window = next(w for w in windows if w["id"] == launched["windowId"])
+    assert window["title"] == "child-term" and window["pid"] != launched["pid"]
     api.post(f"/v1/processes/{launched['processId']}/kill")
 
 
