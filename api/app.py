@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import sys
@@ -196,16 +197,25 @@ def create_app(config: ServerConfig) -> Starlette:
     single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
     # The approval gate: a guard on each operation a policy may hold (api/approval_policy.py).
     operations = approval_policy.guarded([*single, *per_desktop(single)])
-    openapi = build_openapi(operations, VERSION)
     # MCP over HTTP (docs/mcp.md) is an ASGI app of its own rather than an Operation: it streams, and answers its
     # errors the way MCP clients expect (api/mcp_http.py). Its sessions live within the lifespan below.
     mcp = mcp_http.McpEndpoint(config.mcp, config.token, config.hosts.port)
     mcp_routes = [] if "mcp" in config.disabled_apis else mcp_http.routes(mcp)
-    if mcp_routes and mcp_http.sdk_installed():
-        openapi = mcp_http.document(openapi)
+
+    def document() -> bytes:
+        openapi = build_openapi(operations, VERSION)
+        return mcp_http.document(openapi) if mcp_routes and mcp_http.sdk_installed() else openapi
+
+    # Built when first asked for, off the event loop: the JSON schemas of every model are a third of the
+    # server's start otherwise (and most servers, a test run's for one, are never asked).
+    openapi: list[bytes] = []
+    building = asyncio.Lock()
 
     async def openapi_document(request: Request) -> Response:
-        return Response(openapi, media_type="application/json")
+        async with building:
+            if not openapi:
+                openapi.append(await asyncio.to_thread(document))
+        return Response(openapi[0], media_type="application/json")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -145,7 +145,7 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
 
 
 def build_openapi(operations: Sequence[Operation], version: str) -> bytes:
-    """Serialise the whole API description once, at app start."""
+    """Serialise the whole API description (once, when it is first asked for: api/app.py)."""
     models = _models(operations)
     keys = [(m, mode) for m in models for mode in ("validation", "serialization")]
     defs, components = models_json_schema(keys, by_alias=True, ref_template=REF_TEMPLATE)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ class WireModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         extra="ignore",
+        defer_build=True,
     )
 
     def to_json(self) -> bytes:
