@@ -6,10 +6,12 @@ projects, times read from the JUnit XML (`time` is setup + call + teardown of ea
    default (reset between tests, recording kept on failure only), `--desktop-record=off` and
    `--desktop-isolation=fresh`.
 2. A suite of 40 tests, each launching an xterm and waiting for its window and for it to be drawn: in one
-   process, on 2 and 4 xdist workers with a server each (the default), on 4 sharing one server, and
+   process, on 2 and 4 xdist workers (the default: one server for them all), on 4 with a server each, and
    without recording; wall clock and CPU seconds (the whole process tree), as the machine's load allows.
+   `--rounds N` runs every configuration N times, round after round, and reports medians: this machine's
+   speed drifts over minutes, and a ratio of two runs minutes apart measures the drift as much as xdist.
 
-    .venv/bin/python bench/pytest_plugin.py [--tests 30] [--suite 40] [--skip-suite] [--all-plugins]
+    .venv/bin/python bench/pytest_plugin.py [--tests 30] [--suite 40] [--rounds 1] [--skip-suite] [--all-plugins]
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class Run:
     """Seconds of the whole `python -m pytest`, start-up included."""
     cpu: float
     """CPU seconds of pytest and everything it started and waited for: its workers, a server of its own, the
-    server's X servers and apps. A shared server outlives the worker that started it: not counted."""
+    server's X servers and apps (a shared server is the controller's child, so counted)."""
     times: list[float]
     """Each test's JUnit time (setup + call + teardown), in order."""
 
@@ -99,27 +101,35 @@ def overhead(tmp: Path, count: int, lean: bool) -> None:
               f"first test (server + desktop) {run.times[0]:.2f} s   session {run.wall:.1f} s")
 
 
-def suite(tmp: Path, count: int, lean: bool) -> None:
-    print(f"-- a suite of {count} tests (xterm, its window, its prompt drawn), wall clock of `python -m pytest`")
+def suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
+    print(f"-- a suite of {count} tests (xterm, its window, its prompt drawn), wall clock of `python -m pytest`, "
+          f"median of {rounds} round(s), the runs of a round one after another")
     runs = {"1 process (no xdist)": (),
-            "2 workers, a server each (default)": ("-n", "2"),
-            "4 workers, a server each (default)": ("-n", "4"),
-            "4 workers, one shared server (--desktop-server=shared)": ("-n", "4", "--desktop-server=shared"),
+            "2 workers (default: one server, shared)": ("-n", "2"),
+            "4 workers (default: one server, shared)": ("-n", "4"),
+            "4 workers, a server each (--desktop-server=per-worker)": ("-n", "4", "--desktop-server=per-worker"),
             "1 process, --desktop-record=off": ("--desktop-record=off",),
-            "4 workers, a server each, --desktop-record=off": ("-n", "4", "--desktop-record=off")}
-    first: Run | None = None
-    for index, (name, options) in enumerate(runs.items()):
-        run = run_project(tmp / f"suite-{index}", SUITE, count, *options, "--desktop-size=1024x768", lean=lean)
-        first = first or run
-        print(f"{name:<56} wall {run.wall:6.1f} s   {first.wall / run.wall:4.2f}x the 1-process run   "
-              f"CPU {run.cpu:6.1f} s ({run.cpu / count:.2f} s a test)   "
-              f"median test {statistics.median(run.times):.2f} s")
+            "4 workers, --desktop-record=off": ("-n", "4", "--desktop-record=off")}
+    results: dict[str, list[Run]] = {name: [] for name in runs}
+    for round_ in range(rounds):
+        for index, (name, options) in enumerate(runs.items()):
+            results[name].append(run_project(tmp / f"suite-{round_}-{index}", SUITE, count, *options,
+                                             "--desktop-size=1024x768", lean=lean))
+    baseline = statistics.median(run.wall for run in results["1 process (no xdist)"])
+    for name, done in results.items():
+        wall, cpu = statistics.median(r.wall for r in done), statistics.median(r.cpu for r in done)
+        walls = ", ".join(f"{r.wall:.1f}" for r in done)
+        print(f"{name:<56} wall {wall:6.1f} s ({walls})   {baseline / wall:4.2f}x the 1-process run   "
+              f"CPU {cpu:6.1f} s ({cpu / count:.2f} s a test)   "
+              f"median test {statistics.median(t for r in done for t in r.times):.2f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tests", type=int, default=30, help="tests per session for the overhead (default 30)")
     parser.add_argument("--suite", type=int, default=40, help="tests in the xdist suite (default 40)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the suite's configurations this many times, alternating; medians (default 1)")
     parser.add_argument("--skip-suite", action="store_true", help="measure the per-test overhead only")
     parser.add_argument("--all-plugins", action="store_true",
                         help="let pytest load every plugin installed in this environment (default: only xdist and "
@@ -129,7 +139,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pytest-") as tmp:
         overhead(Path(tmp), args.tests, not args.all_plugins)
         if not args.skip_suite:
-            suite(Path(tmp), args.suite, not args.all_plugins)
+            suite(Path(tmp), args.suite, args.rounds, not args.all_plugins)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -25,14 +25,29 @@ class Isolation(enum.StrEnum):
 
 
 class ServerMode(enum.StrEnum):
-    """`--desktop-server`: under xdist, a server per worker (default) or one for all workers. One server
-    saves a server start per worker but runs every desktop's capture, encoding and HTTP in one Python
-    process; a server per worker spreads them over processes, as the workers themselves are, so it grows
-    with the cores. On 2 cores neither was steadily faster (bench/pytest_plugin.py, docs/pytest.md).
-    Without xdist (or with `--desktop-url`) there is one server either way."""
+    """`--desktop-server`: under xdist, one server for all workers (`shared`), a server per worker
+    (`per-worker`), or `auto` (default): shared up to `SHARED_UP_TO` workers, a server each beyond.
 
+    A shared server is started by the controller while the workers start, and saves a server start (about
+    a second of CPU) and a server's memory per worker; it runs every desktop's capture, encoding and HTTP
+    in one Python process, which keeps up with four workers (at four on 2 cores it used about half a core).
+    A server per worker spreads that work over processes, as the workers themselves are, so it grows with
+    the cores. Without xdist (or with `--desktop-url`) there is one server either way. Figures:
+    bench/pytest_plugin.py, docs/pytest.md."""
+
+    AUTO = "auto"
     PER_WORKER = "per-worker"
     SHARED = "shared"
+
+    def resolve(self, workers: int) -> ServerMode:
+        """What `auto` means for a run of `workers` xdist workers; the other modes as they are."""
+        if self is not ServerMode.AUTO:
+            return self
+        return ServerMode.SHARED if workers <= SHARED_UP_TO else ServerMode.PER_WORKER
+
+
+SHARED_UP_TO = 4
+"""`--desktop-server=auto` shares one server among at most this many workers (ServerMode)."""
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -1,20 +1,23 @@
 """The pytest plugin (entry point `pytest11: sandbox_desktop`; docs/pytest.md): options, the fixtures
 `desktop_server` and `desktop`, and the hooks that keep a failed test's files and name them in reports.
 
-Nothing happens in a session whose tests use neither fixture: no server starts, no directory is made.
+Nothing happens in a session whose tests use neither fixture: no server starts, no directory is made;
+except under xdist with a shared server (`--desktop-server`), which the controller starts as the workers
+start, before anyone can know whether a test will ask for it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import Isolation, RecordMode, ServerMode, parse_size
+from .options import SHARED_UP_TO, Isolation, RecordMode, ServerMode, parse_size
 
 if TYPE_CHECKING:  # loaded by the fixtures, when a test first asks for a desktop (options.py says why)
     from .artifacts import Artifact, Collected
@@ -34,6 +37,8 @@ COLLECTED = pytest.StashKey["Collected"]()
 """A test's files, for its teardown report (pytest-html extras)."""
 SHARED_DIR = pytest.StashKey[Path]()
 """The controller's directory for the run's shared server (shared.py), once a worker is configured."""
+SHARED_START = pytest.StashKey[threading.Thread]()
+"""The controller's thread starting the shared server (shared.start_early)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,8 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where a failed test's files go, one folder per test (default desktop-artifacts/)")
     group.addoption("--desktop-isolation", type=Isolation, choices=list(Isolation), default=Isolation.RESET,
                     help="reset (default: one desktop per worker, reset between tests) or fresh (one per test)")
-    group.addoption("--desktop-server", type=ServerMode, choices=list(ServerMode), default=ServerMode.PER_WORKER,
-                    help="under xdist: a server per worker (per-worker, default) or one for all workers (shared)")
+    group.addoption("--desktop-server", type=ServerMode, choices=list(ServerMode), default=ServerMode.AUTO,
+                    help="under xdist: one server for all workers (shared), a server per worker (per-worker), or "
+                         f"auto (default): shared up to {SHARED_UP_TO} workers")
 
 
 def _output(config: pytest.Config) -> Path:
@@ -66,22 +72,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    """xdist, on the controller, before the workers start: with a shared server, start it while the workers
+    start (shared.py)."""
+    mode: ServerMode = config.getoption("desktop_server")
+    if (config.getoption("desktop_url") or config.getoption("collectonly")
+            or mode.resolve(len(specs)) is not ServerMode.SHARED):
+        return
+    import tempfile
+
+    from .shared import start_early
+
+    config.stash[SHARED_DIR] = Path(tempfile.mkdtemp(prefix="sandbox-desktop-pytest-"))
+    config.stash[SHARED_START] = start_early(config.stash[SHARED_DIR])
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist, on the controller, for each worker: where the run's shared server is (shared.py)."""
-    config: pytest.Config = node.config
-    if config.getoption("desktop_url") or config.getoption("desktop_server") is not ServerMode.SHARED:
-        return
-    if SHARED_DIR not in config.stash:
-        import tempfile
-
-        config.stash[SHARED_DIR] = Path(tempfile.mkdtemp(prefix="sandbox-desktop-pytest-"))
-    node.workerinput[WORKERINPUT_KEY] = str(config.stash[SHARED_DIR])
+    if SHARED_DIR in node.config.stash:
+        node.workerinput[WORKERINPUT_KEY] = str(node.config.stash[SHARED_DIR])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if SHARED_DIR in config.stash:
         from .shared import stop_shared
 
+        config.stash[SHARED_START].join()  # a start still under way (bounded by its timeouts) ends first
         stop_shared(config.stash[SHARED_DIR])
 
 
@@ -93,8 +110,8 @@ def _worker(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def desktop_server(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopServer]:
     """The sandbox-desktop server: the one at `--desktop-url`, else one started on a free loopback port and
-    stopped at the end of the run (under xdist: one per worker, or one for all workers with
-    `--desktop-server=shared`)."""
+    stopped at the end of the run (under xdist: one for all workers, started by the controller, or one per
+    worker: `--desktop-server`)."""
     from .server import DesktopServer, start_server
 
     url: str | None = pytestconfig.getoption("desktop_url")

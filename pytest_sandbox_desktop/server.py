@@ -9,6 +9,8 @@ its desktops) and its own `$XDG_STATE_HOME`, so it never announces itself in the
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import secrets
 import signal
@@ -16,12 +18,13 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from sandbox_desktop_client import Client
+if TYPE_CHECKING:
+    from sandbox_desktop_client import Client
 
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
 START_TIMEOUT = 60.0
@@ -49,6 +52,8 @@ class DesktopServer:
 
     def client(self, *, timeout: float = 60.0) -> Client:
         """A new `Client` on this server (close it, or use it in a `with`)."""
+        from sandbox_desktop_client import Client
+
         return Client(self.url, token=self.token, timeout=timeout)
 
     def log(self) -> str:
@@ -116,17 +121,34 @@ def _spawn(directory: Path, extra_args: tuple[str, ...]) -> DesktopServer:
     return DesktopServer(f"http://127.0.0.1:{port}", token, state_dir, log_path, process)
 
 
+def request(url: str, method: str, path: str, *, body: dict[str, Any] | None = None, token: str | None = None,
+            timeout: float = 2.0) -> tuple[int, bytes]:
+    """One HTTP request to the server at `url`: (status, body). The standard library's: waiting for a server
+    and the controller's few requests load no HTTP client (the client loads with the first `desktop` fixture).
+    Raises OSError or http.client.HTTPException when no answer comes."""
+    where = urllib.parse.urlsplit(url)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=timeout)
+    try:
+        connection.request(method, path, json.dumps(body) if body is not None else None, headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
 def _wait_healthy(server: DesktopServer) -> None:
     assert server.process is not None
     deadline = time.monotonic() + START_TIMEOUT
-    with httpx.Client(timeout=2.0) as http:
-        while time.monotonic() < deadline:
-            if server.process.poll() is not None:
-                raise ServerStartError(f"sandbox-desktop server exited with {server.process.returncode}:\n"
-                                       f"{server.log_tail()}")
-            with contextlib.suppress(httpx.TransportError):
-                if http.get(server.url + "/v1/health").status_code == 200:
-                    return
-            time.sleep(0.02)
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise ServerStartError(f"sandbox-desktop server exited with {server.process.returncode}:\n"
+                                   f"{server.log_tail()}")
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            if request(server.url, "GET", "/v1/health")[0] == 200:
+                return
+        time.sleep(0.02)
     raise ServerStartError(f"sandbox-desktop server did not answer at {server.url} in {START_TIMEOUT:.0f} s:\n"
                            f"{server.log_tail()}")

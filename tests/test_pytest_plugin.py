@@ -221,11 +221,12 @@ XDIST_PROJECT = """
 """
 
 
-@pytest.mark.parametrize("servers", ["per-worker"])
-def test_xdist_workers_each_drive_their_own_desktop(tmp_path: Path, servers: str) -> None:
+@pytest.mark.parametrize("servers", ["per-worker", None])
+def test_xdist_workers_each_drive_their_own_desktop(tmp_path: Path, servers: str | None) -> None:
+    """A server each, or (the default at two workers) one that the controller started for both."""
     root = project(tmp_path, XDIST_PROJECT)
     result = run_pytest(root, "-n", "2", "--junitxml=junit.xml", "--desktop-size=640x480",
-                        f"--desktop-server={servers}")
+                        *([f"--desktop-server={servers}"] if servers else []))
     assert result.returncode == 1 and "1 failed, 6 passed" in result.stdout, result.stdout + result.stderr
     cases = junit_cases(root / "junit.xml")
     outcome, failed = cases.pop("test_fails_on_a_worker")
