@@ -42,13 +42,16 @@ class ServerStartError(RuntimeError):
 @dataclass(frozen=True)
 class DesktopServer:
     """A sandbox-desktop server: where it is and its token (None: the client finds it, docs/security.md).
-    `process` is set when this plugin started it."""
+    `process` is set in the process that started it."""
 
     url: str
     token: str | None
     state_dir: Path | None = None
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = None
+    started_by_plugin: bool = False
+    """This run started it (this process, another worker or the controller) and stops it at its end, which
+    deletes its desktops; a server at `--desktop-url` is someone else's."""
 
     def client(self, *, timeout: float = 60.0) -> Client:
         """A new `Client` on this server (close it, or use it in a `with`)."""
@@ -118,7 +121,7 @@ def _spawn(directory: Path, extra_args: tuple[str, ...]) -> DesktopServer:
         # politely, instead of killing it mid-way through finalising a recording.
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    env=env, start_new_session=True)
-    return DesktopServer(f"http://127.0.0.1:{port}", token, state_dir, log_path, process)
+    return DesktopServer(f"http://127.0.0.1:{port}", token, state_dir, log_path, process, started_by_plugin=True)
 
 
 def request(url: str, method: str, path: str, *, body: dict[str, Any] | None = None, token: str | None = None,

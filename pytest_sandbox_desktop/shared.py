@@ -53,7 +53,8 @@ def server_for_worker(directory: Path) -> DesktopServer:
         if not (directory / RECORD).exists():
             _start_and_record(directory)
         known = _read_record(directory)
-        return DesktopServer(known["url"], known["token"], Path(known["stateDir"]), Path(known["log"]))
+        return DesktopServer(known["url"], known["token"], Path(known["stateDir"]), Path(known["log"]),
+                             started_by_plugin=True)
 
 
 def _start_and_record(directory: Path) -> DesktopServer:
