@@ -39,6 +39,10 @@ SHARED_DIR = pytest.StashKey[Path]()
 """The controller's directory for the run's shared server (shared.py), once a worker is configured."""
 SHARED_START = pytest.StashKey[threading.Thread]()
 """The controller's thread starting the shared server (shared.start_early)."""
+SHARED_USERS = pytest.StashKey[set[str]]()
+"""The controller's workers that may still use the shared server (their gateway ids)."""
+SHARED_STOP_EARLY = pytest.StashKey[bool]()
+"""False once a worker died: its replacement may still need the shared server, so it stops at the very end."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,6 +96,25 @@ def pytest_configure_node(node: Any) -> None:
     """xdist, on the controller, for each worker: where the run's shared server is (shared.py)."""
     if SHARED_DIR in node.config.stash:
         node.workerinput[WORKERINPUT_KEY] = str(node.config.stash[SHARED_DIR])
+        node.config.stash.setdefault(SHARED_USERS, set()).add(node.gateway.id)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """xdist, on the controller: a worker finished its session (`error` None) or died. Once every worker
+    has finished, none will use the shared server again: its stop begins (a died worker may be replaced by
+    a new one, so then the stop waits for the end of the run)."""
+    config: pytest.Config = node.config
+    if SHARED_DIR not in config.stash:
+        return
+    users = config.stash.setdefault(SHARED_USERS, set())
+    users.discard(node.gateway.id)
+    if error is not None:
+        config.stash[SHARED_STOP_EARLY] = False
+    elif not users and config.stash.get(SHARED_STOP_EARLY, True):
+        from .shared import begin_stop
+
+        begin_stop(config.stash[SHARED_DIR])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

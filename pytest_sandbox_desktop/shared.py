@@ -77,6 +77,14 @@ def _write_record(directory: Path, record: dict[str, Any]) -> None:
     aside.replace(directory / RECORD)
 
 
+def begin_stop(directory: Path) -> None:
+    """Controller, once every worker has finished its session: SIGTERM the shared server now, so that it
+    shuts down while xdist ends its workers (`stop_shared` then waits for it)."""
+    if (directory / RECORD).exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(_read_record(directory)["pid"]), signal.SIGTERM)
+
+
 def stop_shared(directory: Path) -> None:
     """At the end of the run (controller): SIGTERM the shared server if one was started, SIGKILL it after
     `STOP_TIMEOUT`, and remove the directory (its desktops' state and recordings were copied out already)."""
@@ -86,7 +94,7 @@ def stop_shared(directory: Path) -> None:
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + STOP_TIMEOUT
             while time.monotonic() < deadline and _running(pid):
-                time.sleep(0.05)
+                time.sleep(0.01)
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
     shutil.rmtree(directory, ignore_errors=True)
