@@ -17,6 +17,7 @@ projects, times read from the JUnit XML (`time` is setup + call + teardown of ea
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import resource
 import statistics
@@ -44,8 +45,8 @@ class Run:
     wall: float
     """Seconds of the whole `python -m pytest`, start-up included."""
     cpu: float
-    """CPU seconds of pytest and everything it started and waited for: its workers, a server of its own, the
-    server's X servers and apps (a shared server is the controller's child, so counted)."""
+    """CPU seconds of pytest and every process it started: its workers, its servers, their X servers and apps
+    (all of them waited for by their parents or by this process, `adopt_orphans`)."""
     times: list[float]
     """Each test's JUnit time (setup + call + teardown), in order."""
 
@@ -67,7 +68,9 @@ def run_project(root: Path, body: str, count: int, *options: str, lean: bool) ->
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins,
                              "--junitxml=junit.xml", *options], cwd=root, env=env, capture_output=True, text=True,
                             timeout=1800)
-    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    wall = time.perf_counter() - started
+    reap_orphans()
+    cpu = _children_cpu() - cpu
     if result.returncode not in (0, 1):  # 1: some tests failed; the timings still count, the failures are shown
         raise SystemExit(f"pytest could not run in {root}:\n{result.stdout}\n{result.stderr}")
     if result.returncode == 1:
@@ -79,6 +82,28 @@ def run_project(root: Path, body: str, count: int, *options: str, lean: bool) ->
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Make this process the subreaper of what it starts: a process whose parent never waits for it (xdist's
+    workers, a server that the controller left to end) comes to us when its parent ends, and `reap_orphans`
+    waits for it, so RUSAGE_CHILDREN counts every process of a run."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans(timeout: float = 15.0) -> None:
+    """Wait for every process handed to us (see `adopt_orphans`), at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # none left
+        if pid == 0:
+            time.sleep(0.01)
 
 
 def ms(seconds: float) -> str:
@@ -135,6 +160,7 @@ def main() -> None:
                         help="let pytest load every plugin installed in this environment (default: only xdist and "
                              "this one, as in a project of its own)")
     args = parser.parse_args()
+    adopt_orphans()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-pytest-") as tmp:
         overhead(Path(tmp), args.tests, not args.all_plugins)
