@@ -1,13 +1,14 @@
-"""`--desktop-server=shared`: one server for all the xdist workers of a run (each still with desktops of
-its own), which saves a server start (about 2 s of CPU) and a server's memory per worker, at the price of
-running every desktop's capture, encoding and HTTP in one Python process (options.ServerMode).
+"""One server for all the xdist workers of a run (`--desktop-server=shared`, and `auto` up to four workers),
+each worker still with desktops of its own: it saves a server start (about a second of CPU) and a server's
+memory per worker, at the price of running every desktop's capture, encoding and HTTP in one Python
+process (options.ServerMode).
 
 The controller makes a private directory and hands it to every worker (`workerinput`), and starts the
 server there as the workers start (`start_early`): a server start (about a second) overlaps the workers'
 own, instead of coming after it. It leaves the server's address there for the workers under a lock, which
 a worker asking meanwhile waits for; if the controller's start failed, the first worker to ask starts one
-itself (and fails its test with the server's log if that fails too). The controller stops it when the
-run ends.
+itself (and fails its test with the server's log if that fails too). The controller stops it: SIGTERM
+once the last worker has finished (`begin_stop`), and waits for it at the end of the run (`stop_shared`).
 """
 
 from __future__ import annotations
