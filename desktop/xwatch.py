@@ -129,6 +129,8 @@ class _Watch:
         self.frames: dict[int, int] = {}  # top-level ancestor (the WM's frame) -> managed window
         self.active: int | None = None
         self.damage: int | None = None
+        self.initial_report = False
+        """The damage object was just made: its first report is the X server's, of the whole screen."""
         self.screen = _Screen(emit)
         self.dirty: set[int] = set()
         self.rearm = self.pending_active = False
@@ -225,6 +227,10 @@ class _Watch:
     def set_screen(self, on: bool) -> None:
         if on and self.damage is None and self.damage_event is not None:
             self.damage = self.root.damage_create(damage.DamageReportBoundingBox)
+            # The X server reports a new Damage object's whole drawable as damaged at once (damageext.c,
+            # DamageExtRegister): not a drawing, so it is taken away unseen. Taken as one, it made every
+            # `screen` wait that created the object answer "changed" at once, and the one after it too.
+            self.initial_report = True
         elif not on and self.damage is not None:
             self.d.damage_destroy(self.damage)
             self.damage = None
@@ -235,7 +241,10 @@ class _Watch:
     def handle(self, ev: Any) -> None:
         if self.damage_event is not None and ev.type == self.damage_event:
             a = ev.area
-            if ev.damage == self.damage and a.width and a.height:
+            if ev.damage == self.damage and self.initial_report:
+                self.initial_report = False  # the first report of a new object (set_screen): nothing drawn
+                self.rearm = True
+            elif ev.damage == self.damage and a.width and a.height:
                 self.screen.damaged((a.x, a.y, a.x + a.width, a.y + a.height), time.monotonic())
                 self.rearm = True
             return

@@ -80,6 +80,13 @@ def test_timeout_answers_with_the_last_state(api: httpx.Client, display: str) ->
         window.close()
 
 
+def test_a_still_screen_has_not_changed(api: httpx.Client, display: str) -> None:
+    # Each wait makes the X damage object anew, whose first report (the whole screen) is the X server's.
+    for _ in range(3):
+        answer = api.post("/v1/desktop/wait", json={"screen": {"until": "changed"}, "timeoutMs": 300}).json()
+        assert answer["matched"] is False and answer["lastState"]["changes"] == 0, answer
+
+
 def test_screen_and_clipboard_conditions(api: httpx.Client, display: str) -> None:
     result = pending(api, {"screen": {"until": "changed", "region": {"x": 600, "y": 400, "width": 100, "height": 100}},
                            "timeoutMs": 10_000})
@@ -89,6 +96,7 @@ def test_screen_and_clipboard_conditions(api: httpx.Client, display: str) -> Non
         assert changed["matched"] is True
         box = changed["match"]["changedRegion"]
         assert box["x"] <= 620 and box["x"] + box["width"] >= 660
+        assert box["width"] < DESKTOP["width"], "what was drawn, not the whole screen"
         settled = api.post("/v1/desktop/wait", json={"screen": {"quietMs": 100}, "timeoutMs": 5000}).json()
         assert settled["matched"] is True and settled["elapsedMs"] >= 100
     finally:
