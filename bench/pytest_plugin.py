@@ -10,6 +10,8 @@ projects, times read from the JUnit XML (`time` is setup + call + teardown of ea
    without recording; wall clock and CPU seconds (the whole process tree), as the machine's load allows.
    `--rounds N` runs every configuration N times, round after round, and reports medians: this machine's
    speed drifts over minutes, and a ratio of two runs minutes apart measures the drift as much as xdist.
+3. A suite of 40 tests that wait for their app as GUI tests do (an xterm whose command answers a second
+   after it starts; the test waits for the answer to be drawn), in one process and on 4 workers.
 
     .venv/bin/python bench/pytest_plugin.py [--tests 30] [--suite 40] [--rounds 1] [--skip-suite] [--all-plugins]
 """
@@ -37,6 +39,17 @@ def test_{n}(desktop):
     desktop.launch("xterm", ["-title", "suite {n}"], wait=True)
     window = desktop.expect_window(title="suite {n}")
     desktop.wait_settled(quiet_ms=200, region=(window["x"], window["y"], window["width"], window["height"]))
+"""
+
+WAITING = """
+def test_{n}(desktop):
+    desktop.launch("xterm", ["-title", "waiting {n}", "-e", "sh", "-c", "sleep 1; echo done {n}; exec sleep 60"],
+                   wait=True)
+    window = desktop.expect_window(title="waiting {n}")
+    region = (window["x"], window["y"], window["width"], window["height"])
+    desktop.wait_settled(quiet_ms=200, region=region)
+    with desktop.expect_screen_change(region=region, timeout=10):
+        pass  # the app's answer, a second after it started
 """
 
 
@@ -129,18 +142,27 @@ def overhead(tmp: Path, count: int, lean: bool) -> None:
 def suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
     print(f"-- a suite of {count} tests (xterm, its window, its prompt drawn), wall clock of `python -m pytest`, "
           f"median of {rounds} round(s), the runs of a round one after another")
-    runs = {"1 process (no xdist)": (),
-            "2 workers (default: one server, shared)": ("-n", "2"),
-            "4 workers (default: one server, shared)": ("-n", "4"),
-            "4 workers, a server each (--desktop-server=per-worker)": ("-n", "4", "--desktop-server=per-worker"),
-            "1 process, --desktop-record=off": ("--desktop-record=off",),
-            "4 workers, --desktop-record=off": ("-n", "4", "--desktop-record=off")}
+    compare(tmp / "suite", SUITE, count, rounds, lean, {
+        "1 process (no xdist)": (),
+        "2 workers (default: one server, shared)": ("-n", "2"),
+        "4 workers (default: one server, shared)": ("-n", "4"),
+        "4 workers, a server each (--desktop-server=per-worker)": ("-n", "4", "--desktop-server=per-worker"),
+        "1 process, --desktop-record=off": ("--desktop-record=off",),
+        "4 workers, --desktop-record=off": ("-n", "4", "--desktop-record=off")})
+    print(f"-- a suite of {count} tests that wait for their app (an xterm whose command answers after a second; "
+          "the test waits for that answer on the screen)")
+    compare(tmp / "waiting", WAITING, count, rounds, lean, {
+        "1 process (no xdist)": (), "4 workers (default: one server, shared)": ("-n", "4")})
+
+
+def compare(tmp: Path, body: str, count: int, rounds: int, lean: bool, runs: dict[str, tuple[str, ...]]) -> None:
+    """Run each configuration of `runs` `rounds` times, round after round; medians against the first."""
     results: dict[str, list[Run]] = {name: [] for name in runs}
     for round_ in range(rounds):
         for index, (name, options) in enumerate(runs.items()):
-            results[name].append(run_project(tmp / f"suite-{round_}-{index}", SUITE, count, *options,
+            results[name].append(run_project(tmp / f"{round_}-{index}", body, count, *options,
                                              "--desktop-size=1024x768", lean=lean))
-    baseline = statistics.median(run.wall for run in results["1 process (no xdist)"])
+    baseline = statistics.median(run.wall for run in results[next(iter(runs))])
     for name, done in results.items():
         wall, cpu = statistics.median(r.wall for r in done), statistics.median(r.cpu for r in done)
         walls = ", ".join(f"{r.wall:.1f}" for r in done)
