@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import importlib
 import json
 import os
@@ -178,12 +179,13 @@ TOOLS = [
         wait={"type": "boolean", "default": False, "description": "Wait for its window (up to 5 s)"}), launch),
     Tool("batch", "Run input actions in order, optionally wait until the screen settles, and return the "
          "results and a screenshot. The body of POST /v1/desktop/actions: give `settle` or `screenshot` "
-         "to get an image.", batch_schema(), batch),
+         "to get an image.", batch_schema, batch),
     Tool("wait", "Wait until one condition holds instead of polling with screenshots: a window appears, goes or "
          "is focused (`window`: title, titleRegex, class or pid, and until), the screen changes or settles "
          "(`screen`), the clipboard changes (`clipboard`), or an element appears, goes or gets a state "
          "(`element`: role, name..., and until: present, gone, or a state such as enabled or checked). Answers "
-         "as soon as it holds; matched false with the last state at timeoutMs.", batch_schema(WaitRequest), wait),
+         "as soon as it holds; matched false with the last state at timeoutMs.",
+         functools.partial(batch_schema, WaitRequest), wait),
 ]
 TOOLS += mcp_accessibility.TOOLS
 TOOLS += mcp_desktops.TOOLS

@@ -6,6 +6,7 @@ A module of its own so that the desktop tools (api/mcp_server.py) and the tools 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +42,17 @@ Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]
 class Tool:
     name: str
     description: str
-    schema: dict[str, Any]
+    input_schema: dict[str, Any] | Callable[[], dict[str, Any]]
+    """The arguments' JSON schema, or what makes it when first asked (`schema`): one derived from a wire model
+    costs tens of milliseconds of pydantic, which every server start and CLI command paid at import."""
     handler: Handler
     manages: bool = False
     """True for a tool on the server's desktops (create, list, delete) rather than on one desktop: it takes
     no `desktop_id` and is left out when `--desktop` fixes the server to one desktop (docs/mcp.md)."""
+
+    @functools.cached_property
+    def schema(self) -> dict[str, Any]:
+        return self.input_schema() if callable(self.input_schema) else self.input_schema
 
 
 # JSON schema helpers: every property carries a description the model reads.
