@@ -293,6 +293,9 @@ def test_a_hung_client_holding_grabs_hangs_nothing_and_can_be_killed(api: httpx.
             if pid_alive(grabber["pid"]):
                 os.kill(grabber["pid"], signal.SIGKILL)
         wait_for(lambda: not pointer_grabbed(x), "the grab to be released")
+        # That probe grabbed and let go again; a round trip makes sure the X server has seen it let go before
+        # the server's own probe asks (the two connections' requests are not ordered otherwise).
+        x.sync()
         assert "pointerGrabbed" not in status(api)
         before = len(probe.events("ButtonPress"))
         assert api.post("/v1/desktop/mouse/click", json=inside, timeout=PROMPT_S).status_code == 200

@@ -18,7 +18,9 @@ DISPLAY = ":250"
 
 
 def start_xvfb() -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+    # -noreset: without it the server regenerates whenever its last client leaves (the readiness probe, a
+    # paint), and a connection made meanwhile is closed; the desktops' Xvfb runs with it too.
+    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", "640x480x24", "-nolisten", "tcp", "-noreset"],
                             stderr=subprocess.DEVNULL)
 
     def answers() -> bool:
