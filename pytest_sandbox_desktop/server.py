@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import json
 import os
 import secrets
 import signal
@@ -21,7 +20,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sandbox_desktop_client import Client
@@ -124,20 +123,15 @@ def _spawn(directory: Path, extra_args: tuple[str, ...]) -> DesktopServer:
     return DesktopServer(f"http://127.0.0.1:{port}", token, state_dir, log_path, process, started_by_plugin=True)
 
 
-def request(url: str, method: str, path: str, *, body: dict[str, Any] | None = None, token: str | None = None,
-            timeout: float = 2.0) -> tuple[int, bytes]:
-    """One HTTP request to the server at `url`: (status, body). The standard library's: waiting for a server
-    and the controller's few requests load no HTTP client (the client loads with the first `desktop` fixture).
-    Raises OSError or http.client.HTTPException when no answer comes."""
+def _healthy(url: str) -> bool:
+    """Whether the server at `url` answers `GET /v1/health` with 200. The standard library's HTTP: waiting for
+    a server (the controller does, for a shared one) loads no HTTP client; the client loads with the first
+    `desktop` fixture. Raises OSError or http.client.HTTPException when no answer comes."""
     where = urllib.parse.urlsplit(url)
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=timeout)
+    connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=2.0)
     try:
-        connection.request(method, path, json.dumps(body) if body is not None else None, headers)
-        response = connection.getresponse()
-        return response.status, response.read()
+        connection.request("GET", "/v1/health")
+        return connection.getresponse().status == 200
     finally:
         connection.close()
 
@@ -150,7 +144,7 @@ def _wait_healthy(server: DesktopServer) -> None:
             raise ServerStartError(f"sandbox-desktop server exited with {server.process.returncode}:\n"
                                    f"{server.log_tail()}")
         with contextlib.suppress(OSError, http.client.HTTPException):
-            if request(server.url, "GET", "/v1/health")[0] == 200:
+            if _healthy(server.url):
                 return
         time.sleep(0.02)
     raise ServerStartError(f"sandbox-desktop server did not answer at {server.url} in {START_TIMEOUT:.0f} s:\n"

@@ -58,13 +58,12 @@ def server_for_worker(directory: Path) -> DesktopServer:
                              started_by_plugin=True)
 
 
-def _start_and_record(directory: Path) -> DesktopServer:
+def _start_and_record(directory: Path) -> None:
     """Start the server and leave where it is in the record (the caller holds the lock)."""
     started = start_server(directory / "server", extra_args=("--max-desktops", MAX_DESKTOPS))
     assert started.process is not None
     _write_record(directory, {"url": started.url, "token": started.token, "pid": started.process.pid,
                               "stateDir": str(started.state_dir), "log": str(started.log_path)})
-    return started
 
 
 def _read_record(directory: Path) -> dict[str, Any]:
