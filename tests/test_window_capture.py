@@ -188,6 +188,8 @@ def test_window_space_mistakes_name_the_field(api: httpx.Client, open_window: Op
     problem = assert_problem(batch(api, None, [{"type": "click", "x": 1, "y": 1}]), 400)
     assert problem["errors"][0]["field"] == "coordinates.windowId"  # type: ignore[index]
     problem = assert_problem(batch(api, "999999", [{"type": "click", "x": 1, "y": 1}]), 404, "window_not_found")
+    documented = api.get("/v1/openapi.json").json()["paths"]["/v1/desktop/actions"]["post"]["responses"]
+    assert "404" in documented, "the API document lists the 404 a batch answers"
     problem = assert_problem(api.post("/v1/desktop/actions", json={
         "actions": [{"type": "click", "x": 1, "y": 1}], "coordinates": {"space": "screen", "windowId": window["id"]}}),
         400)

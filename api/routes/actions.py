@@ -63,7 +63,8 @@ from sandbox_desktop_wire.enums import CoordinateSpaceKind
 from sandbox_desktop_wire.problems import ProblemCode
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
-ERRORS = (409, 502, 503)
+ERRORS = (404, 409, 502, 503)
+"""404: a window the batch names (its `window` coordinate space, a window action) does not exist."""
 ACTION_TYPES = frozenset(get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(Action)[0]))
 
 # One coordinator per Desktop, created on first use, so runtime.py need not know about batches.
