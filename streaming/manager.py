@@ -90,6 +90,8 @@ class StreamStatus:
     port_range: tuple[int, int] | None = None
     encoders: int | None = None
     """Running encoders: one per codec in use, however many viewers share it."""
+    keyframes: int | None = None
+    """Keyframes the first codec's encoder sent since it started (viewers joining, PLIs, the safety one)."""
 
 
 class StreamManager:
@@ -224,7 +226,7 @@ class StreamManager:
             fps=stats.fps if stats else 0.0, bitrate=stats.bitrate if stats else 0,
             viewers=len(self._sessions), controller=self.control.host, takeover=self.control.takeover,
             takeover_mode=str(self.takeover.mode), port_range=config.ports,
-            encoders=len(self._pipelines),
+            encoders=len(self._pipelines), keyframes=stats.keyframes if stats else 0,
         )
 
     def require_config(self) -> StreamConfig:

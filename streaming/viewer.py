@@ -98,6 +98,13 @@ def first_video_codec(sdp: str) -> str | None:
     return match.group(1) if match else None
 
 
+def video_ssrc(sdp: str) -> int | None:
+    """The SSRC the video section of an SDP announces for its media (the first `a=ssrc:` line)."""
+    video = re.search(r"^m=video [^\r\n]*(?:\r?\n(?!m=)[^\r\n]*)*", sdp, re.MULTILINE)
+    match = re.search(r"^a=ssrc:(\d+) ", video.group(0), re.MULTILINE) if video else None
+    return int(match.group(1)) if match else None
+
+
 @dataclass
 class Received:
     """What the viewer has received so far."""
@@ -194,11 +201,15 @@ class Viewer:
         self._send(OP_PING, struct.pack("!II", *divmod(now, 0xFFFFFFFF)))
 
     async def request_keyframe(self) -> None:
-        """Send a PLI as a browser does after losing packets (aiortc has no public call for it)."""
-        assert self._pc is not None
-        receiver = self._pc.getReceivers()[0]
-        for source in receiver.getSynchronizationSources():
-            await receiver._send_rtcp_pli(source.source)
+        """Send a PLI as a browser does after losing packets (aiortc has no public call for it).
+
+        It goes to the SSRC the offer announced: aiortc's `getSynchronizationSources()` lists only sources
+        heard from in the last 10 s by the wall clock, so a clock step would silently send nothing."""
+        assert self._pc is not None and self.offer_sdp is not None
+        ssrc = video_ssrc(self.offer_sdp)
+        if ssrc is None:
+            raise RuntimeError("the offer announces no video SSRC to ask a keyframe of")
+        await self._pc.getReceivers()[0]._send_rtcp_pli(ssrc)
 
     async def emit(self, event: str, payload: dict[str, Any]) -> None:
         assert self._ws is not None

@@ -31,6 +31,7 @@ def status_model(status: StreamStatus) -> DesktopStreamStatusResponse:
         bitrate=status.bitrate, viewers=status.viewers, controller=status.controller, takeover=status.takeover,
         takeover_mode=status.takeover_mode,
         webrtc_port_range=f"{ports[0]}-{ports[1]}" if ports else None, encoders=status.encoders,
+        keyframes=status.keyframes,
     )
 
 

@@ -28,3 +28,5 @@ class DesktopStreamStatusResponse(WireModel):
     webrtc_port_range: str | None = Field(default=None, description="UDP ports the viewers' connections use")
     encoders: int | None = Field(default=None, description="Running video encoders: one per codec in use, "
                                  "shared by all the viewers of that codec")
+    keyframes: int | None = Field(default=None, description="Keyframes sent since the encoder started: one per "
+                                  "viewer joining or asking (a PLI), at most two a second, and one every 30 s")
