@@ -11,14 +11,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from api import cli_desktops
-from sandbox_desktop_client import ApiError, Client
+from sandbox_desktop_client import ApiError
 from sandbox_desktop_client.local_servers import resolve_token
+
+if TYPE_CHECKING:
+    from sandbox_desktop_client import Client
 
 URL_ENV = "SANDBOX_DESKTOP_URL"
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
@@ -27,7 +27,7 @@ DEFAULT_URL = "http://127.0.0.1:2468"
 MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "shift": "shift", "alt": "alt",
              "cmd": "cmd", "super": "cmd", "meta": "cmd", "win": "cmd"}
 
-Handler = Callable[[Client, argparse.Namespace], None]
+Handler = Callable[["Client", argparse.Namespace], None]
 
 
 class UsageError(Exception):
@@ -40,6 +40,8 @@ def out(text: str = "") -> None:
 
 def server_url(text: str) -> str:
     """`--url` (and `$SANDBOX_DESKTOP_URL`): an http(s) address, else a usage error (exit 2)."""
+    import httpx
+
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, ValueError) as e:
@@ -297,6 +299,12 @@ def run_client_command(args: argparse.Namespace) -> int:
 
     Every failure is a non-zero exit with one `error:` line on stderr, never a traceback (docs/cli.md).
     """
+    # Imported here, not with the module: `sandbox-desktop server` builds this parser but never runs a client.
+    import httpx
+    from pydantic import ValidationError
+
+    from sandbox_desktop_client import Client
+
     handler: Handler | None = args.client_handler
     desktop: str | None = getattr(args, "desktop", None)  # `desktops ...` commands name theirs as an argument
     if handler is None and desktop is None:  # the default desktop's inspector: nothing to ask the server

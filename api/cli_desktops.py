@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sandbox_desktop_client import Client
-from sandbox_desktop_wire.desktops import DesktopResource
+if TYPE_CHECKING:  # `sandbox-desktop server` builds these parsers without loading the client
+    from sandbox_desktop_client import Client
+    from sandbox_desktop_wire.desktops import DesktopResource
 
-Handler = Callable[[Client, argparse.Namespace], None]
+Handler = Callable[["Client", argparse.Namespace], None]
 Command = Callable[[Any, str, Handler, str], argparse.ArgumentParser]
 """`cli_client`'s parser factory: a subcommand with `--url` and `--token` that runs `handler`."""
 

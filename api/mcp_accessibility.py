@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.mcp_tools import Reply, Tool, api_error_text, integer, obj, string
-from sandbox_desktop_client import AsyncClient, ConflictError
+from sandbox_desktop_client import ConflictError
 from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark
+
+if TYPE_CHECKING:
+    from sandbox_desktop_client import AsyncClient
 
 TEXT_CHARS = 200
 """A name or value is cut here: a paragraph's or a document's text would drown the structure."""

@@ -12,10 +12,12 @@ import argparse
 import copy
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.mcp_tools import Reply, Tool, integer, obj, string
-from sandbox_desktop_client import AsyncClient
+
+if TYPE_CHECKING:
+    from sandbox_desktop_client import AsyncClient
 
 INSTRUCTIONS = (" Without desktop_id the tools act on the default desktop; create_desktop gives you one of your "
                 "own: pass its id as desktop_id to every other tool, and delete_desktop it when you are done.")

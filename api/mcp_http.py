@@ -2,12 +2,13 @@
 transport, so an agent framework connects with a URL instead of starting a process (docs/mcp.md, "Over HTTP").
 
 The tools are the stdio server's own (api/mcp_server.py `build_server`: same list, allow-list, schemas and
-per-call timeout). They drive the server through its own HTTP API, in-process (`InProcess`): the request goes
-through the same middleware and routes as one from `sandbox-desktop mcp` over the network, so results and errors
-are the same, word for word; only the socket is skipped.
+per-call timeout). They drive the server through its own HTTP API, in-process (api/mcp_transport.py): the
+request goes through the same middleware and routes as one from `sandbox-desktop mcp` over the network, so
+results and errors are the same, word for word; only the socket is skipped.
 
-Importing this module does not import the `mcp` SDK (it is optional, and takes a third of a second to import):
-the session manager starts at the first request to /v1/mcp and stops with the app's lifespan.
+Importing this module imports neither the `mcp` SDK (it is optional, and takes a third of a second to import)
+nor httpx and the client: the session manager starts at the first request to /v1/mcp and stops with the app's
+lifespan.
 """
 
 from __future__ import annotations
@@ -24,14 +25,11 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp_server
 from api.problems import problem_body, problem_response
-from desktop.action_log import action_source
-from sandbox_desktop_client import AsyncClient
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -39,7 +37,6 @@ if TYPE_CHECKING:
 PATH = "/v1/mcp"
 METHODS = ["GET", "POST", "DELETE"]
 TIMEOUT_FLAG = "--mcp-timeout"
-MCP_SOURCE = "mcp"
 # What the endpoint needs of the SDK besides what the stdio server does; a partial install is as unusable as none.
 MODULES = ("mcp", "mcp.types", "mcp.server.lowlevel", "mcp.server.streamable_http_manager")
 
@@ -56,37 +53,6 @@ class McpOptions:
 def sdk_installed() -> bool:
     """Whether the `mcp` package is there, without importing it (the API document mentions /v1/mcp only then)."""
     return find_spec("mcp") is not None
-
-
-class InProcess(httpx.AsyncBaseTransport):
-    """The app as the tools' HTTP server. A request outlives the tool call that sent it: a call that times out
-    (--mcp-timeout) lets the action carry on to its end, as the server does when `sandbox-desktop mcp` stops
-    waiting for an answer over the network (docs/mcp.md: "look before retrying")."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        # A failing route is the 500 problem a network client gets, not an exception in the tool.
-        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        self._running: set[asyncio.Task[httpx.Response]] = set()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        # The tools' actions are the agent's, logged and held for approval as `mcp` (docs/action-log.md).
-        context = contextvars.copy_context()
-        context.run(action_source.set, MCP_SOURCE)
-        task = asyncio.get_running_loop().create_task(self._asgi.handle_async_request(request), context=context)
-        self._running.add(task)
-        task.add_done_callback(self._finished)
-        return await asyncio.shield(task)
-
-    def _finished(self, task: asyncio.Task[httpx.Response]) -> None:
-        self._running.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: nobody may be waiting for it any more
-
-    async def aclose(self) -> None:
-        """At shutdown: end the requests still running (the desktops are shut down next)."""
-        for task in self._running:
-            task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
 
 
 class McpEndpoint:
@@ -159,6 +125,9 @@ class McpEndpoint:
 
     async def _serve(self, app: ASGIApp, ready: asyncio.Future[None]) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from api.mcp_transport import InProcess  # httpx and the client: loaded with the first session
+        from sandbox_desktop_client import AsyncClient
 
         quiet_sdk_logs()
         try:

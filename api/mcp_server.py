@@ -16,13 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import BaseModel
 
 from api import mcp_accessibility, mcp_desktops
 from api.cli_client import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV, UsageError, parse_chord
 from api.mcp_tools import Image, Reply, Tool, api_error_text, integer, obj, string
-from sandbox_desktop_client import ApiError, AsyncClient
+from sandbox_desktop_client import ApiError
 from sandbox_desktop_wire.actions import ActionsRequest, ActionsResponse
 from sandbox_desktop_wire.actions import Image as WireImage
 from sandbox_desktop_wire.waits import WaitRequest
@@ -30,6 +29,8 @@ from sandbox_desktop_wire.waits import WaitRequest
 if TYPE_CHECKING:
     from mcp import types
     from mcp.server.lowlevel import Server
+
+    from sandbox_desktop_client import AsyncClient
 
 DEFAULT_TIMEOUT = 60.0
 INSTRUCTIONS = ("Controls a Linux desktop. Take a screenshot first; x/y of click, scroll and drag are screen "
@@ -196,6 +197,8 @@ async def run_tool(tool: Tool, client: AsyncClient, arguments: dict[str, Any], t
                    timeout_flag: str = "--timeout") -> Reply:
     """Run one tool call within `timeout` (set with `timeout_flag`); every failure becomes an error reply saying
     what happened."""
+    import httpx  # loaded with the client already
+
     try:
         async with asyncio.timeout(timeout):
             return await tool.handler(client, arguments)
@@ -253,6 +256,8 @@ def build_server(client: AsyncClient, tools: Sequence[Tool], timeout: float, url
 async def serve(url: str, token: str | None, tools: Sequence[Tool], timeout: float,
                 desktop: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
+
+    from sandbox_desktop_client import AsyncClient
 
     async with AsyncClient(url, token=token) as client:
         server = build_server(client, tools, timeout, url, desktop)

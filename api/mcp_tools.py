@@ -9,9 +9,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sandbox_desktop_client import ApiError, AsyncClient
+if TYPE_CHECKING:  # the server imports the tools at start; the client (httpx) loads with the first MCP session
+    from sandbox_desktop_client import ApiError, AsyncClient
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def api_error_text(error: ApiError) -> str:
     return f"{error.detail} (code: {error.code or 'error'}, HTTP {error.status})"
 
 
-Handler = Callable[[AsyncClient, dict[str, Any]], Awaitable[Reply]]
+Handler = Callable[["AsyncClient", dict[str, Any]], Awaitable[Reply]]
 
 
 @dataclass(frozen=True)

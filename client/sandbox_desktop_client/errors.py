@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # the errors are raised and caught where httpx is not loaded yet (the server's MCP tools)
+    import httpx
 
 
 class ApiError(Exception):
