@@ -6,6 +6,12 @@ speed whatever the frame rate was; the fragments are flushed to the file at leas
 `fragment_ms`, so a killed process leaves a file that plays up to about that long before the kill.
 A screen resized while recording is scaled into the recording's size, aspect kept, letterboxed.
 
+The x264 encoder is an `H264Encoder` of its own, muxed into the file as packets: a finished recording hands it
+back (`Mp4Writer.reusable_encoder`) and the desktop's next recording of the same size starts on it warm. Opening
+one and encoding two pictures costs 14-19 ms of CPU at 1024x768, mostly the opening (in the server, the kernel
+zeroing the memory x264 asks for), against ~4 ms for the same two pictures on a warm one; a test harness starts
+a recording for every test (docs/recording.md, "How a recording is made").
+
 The optional AAC track is stamped on the same clock, in samples (time base 1/48000): 40 ms chunks
 go in at their sample position and the silence between bursts is filled with zeros, so the track is
 continuous and every player keeps it in step with the video (docs/audio.md).
@@ -54,11 +60,71 @@ class EncoderSettings:
     """Fragment length: what a crash can lose, at most (plus the time since the last frame)."""
 
 
+class H264Encoder:
+    """One x264 encoder (yuv420p, BT.709 limited range) and its own clock, which outlives a recording.
+
+    Each picture out of zero-latency x264 comes out of the `encode` it went into (no B-frames, no lookahead,
+    one thread), so a recording ends without draining it and the next one goes on with it: its clock keeps
+    rising (x264 wants increasing timestamps), and each recording's packets are stamped from its own zero."""
+
+    def __init__(self, width: int, height: int, settings: EncoderSettings) -> None:
+        self.width, self.height, self.settings = width, height, settings
+        ctx = av.CodecContext.create("libx264", "w")
+        ctx.width, ctx.height, ctx.pix_fmt = width, height, "yuv420p"
+        ctx.time_base = TIME_BASE
+        # Keyframes come from `keyframe_s` (time), not from a frame count that an idle screen never reaches.
+        ctx.gop_size = 100_000
+        ctx.thread_count = settings.threads
+        ctx.options = {"preset": settings.preset, "tune": settings.tune, "crf": str(settings.crf)}
+        ctx.colorspace = ctx.color_primaries = ctx.color_trc = BT709
+        ctx.color_range = ColorRange.MPEG
+        # No global header: every keyframe carries its parameter sets, so the muxer of each new file finds them
+        # in its first packet (PyAV's extract_extradata), whichever recording the encoder served before.
+        self._context: av.VideoCodecContext = ctx
+        self._origin = 0
+        """The encoder's clock (ms) at the current recording's zero."""
+        self._last = -1
+        self.pending = 0
+        """Pictures in without their packet out: none, unless x264 was set to hold some back."""
+
+    def matches(self, width: int, height: int, settings: EncoderSettings) -> bool:
+        return (self.width, self.height, self.settings) == (width, height, settings)
+
+    def restart_clock(self) -> None:
+        """A new recording starts: its zero is just after the last picture encoded."""
+        self._origin = self._last + 1
+
+    def encode(self, image: VideoFrame, at_ms: int, key: bool) -> list[av.Packet]:
+        """Encode `image` at `at_ms` of the recording (a keyframe when `key`); packets stamped on that clock."""
+        image.pts = self._origin + at_ms
+        image.time_base = TIME_BASE
+        image.pict_type = PictureType.I if key else PictureType.NONE
+        packets = list(self._context.encode(image))
+        self._last = self._origin + at_ms
+        self.pending += 1 - len(packets)
+        for packet in packets:
+            assert packet.pts is not None and packet.dts is not None
+            packet.pts -= self._origin
+            packet.dts -= self._origin
+        return packets
+
+    def drain(self) -> list[av.Packet]:
+        """The pictures held back, if any (the encoder cannot be used again after this)."""
+        packets = list(self._context.encode(None))
+        for packet in packets:
+            assert packet.pts is not None and packet.dts is not None
+            packet.pts -= self._origin
+            packet.dts -= self._origin
+        return packets
+
+
 class Mp4Writer:
     """A fragmented MP4 (`frag_keyframe+empty_moov+default_base_moof`) with one H.264 yuv420p track."""
 
     def __init__(self, path: Path, width: int, height: int, fps: int,
-                 settings: EncoderSettings | None = None, audio: bool = False) -> None:
+                 settings: EncoderSettings | None = None, audio: bool = False,
+                 encoder: H264Encoder | None = None) -> None:
+        """`encoder`: a warm one from an earlier recording, used if it has this size and these settings."""
         self.settings = settings or EncoderSettings()
         # yuv420p needs even dimensions: an odd last row or column is left out.
         self.width = width - width % 2
@@ -85,16 +151,14 @@ class Mp4Writer:
         }
         self._container = av.open(str(path), "w", format="mp4", options=options)
         try:
-            self._stream = self._container.add_stream("libx264", rate=fps)
-            ctx = self._stream.codec_context
-            ctx.width, ctx.height, ctx.pix_fmt = self.width, self.height, "yuv420p"
-            ctx.time_base = TIME_BASE
-            # Keyframes come from `keyframe_s` (time), not from a frame count that an idle screen never reaches.
-            ctx.gop_size = 100_000
-            ctx.thread_count = self.settings.threads
-            ctx.options = {"preset": self.settings.preset, "tune": self.settings.tune, "crf": str(self.settings.crf)}
-            ctx.colorspace = ctx.color_primaries = ctx.color_trc = BT709
-            ctx.color_range = ColorRange.MPEG
+            if encoder is not None and encoder.matches(self.width, self.height, self.settings):
+                encoder.restart_clock()
+            else:
+                encoder = H264Encoder(self.width, self.height, self.settings)
+            self._video = encoder
+            self._finished = False
+            self._stream = self._container.add_mux_stream("h264", rate=fps, width=self.width, height=self.height)
+            self._stream.time_base = TIME_BASE
             if audio:
                 self._audio_stream = self._container.add_stream("aac", rate=SAMPLE_RATE)
                 actx = self._audio_stream.codec_context
@@ -172,13 +236,18 @@ class Mp4Writer:
             if self._image is not None and end_ms > self.last_ms + 1:
                 at = max(self.last_ms + 1, end_ms - max(1, round(1000 / self.fps)))
                 self._encode(self._image, at, False, duration=end_ms - at)
-            for packet in self._stream.encode(None):
-                self._container.mux(packet)
+            if self._video.pending:  # never with zero-latency x264; its last pictures then end the file
+                self._mux_video(self._video.drain())
             if self.has_audio:  # the sound lasts as long as the picture (silence since the last chunk)
                 self.fill_audio(end_ms * SAMPLE_RATE // 1000)
             self._flush_audio()
+            self._finished = True  # the encoder is whole, however closing the file goes
         finally:
             self._container.close()
+
+    def reusable_encoder(self) -> H264Encoder | None:
+        """After a clean `finish`, the x264 encoder, for the next recording of this size (None after a failure)."""
+        return self._video if self._finished and not self._video.pending else None
 
     def abort(self) -> None:
         """Close after a failure, ignoring further errors (the file keeps what was flushed)."""
@@ -222,17 +291,21 @@ class Mp4Writer:
 
     def _encode(self, image: VideoFrame, at_ms: int, key: bool, duration: int = 0) -> None:
         at_ms = max(at_ms, self.last_ms + 1)  # timestamps must strictly increase
-        image.pts = at_ms
-        image.time_base = TIME_BASE
-        image.pict_type = PictureType.I if key else PictureType.NONE
         if key:
             self._last_key_ms = at_ms
-        for packet in self._stream.encode(image):
-            if duration:
+        packets = self._video.encode(image, at_ms, key)
+        if duration:
+            for packet in packets:
                 packet.duration = duration
-            self._container.mux(packet)
+        self._mux_video(packets)
         self.last_ms = at_ms
         self.frames += 1
+
+    def _mux_video(self, packets: list[av.Packet]) -> None:
+        for packet in packets:
+            packet.stream = self._stream
+            packet.time_base = TIME_BASE
+            self._container.mux(packet)
 
 
 def _copy_rows(source: memoryview, source_stride: int, target_plane: av.video.plane.VideoPlane, x: int, y: int,

@@ -25,13 +25,16 @@ from desktop.runtime import Desktop
 from desktop.snapshot import rfc3339_ns
 from recording.action_track import ActionTrack, read_track
 from recording.catalog import Catalog, RecordingRecord
-from recording.encoder import EncoderSettings
+from recording.encoder import EncoderSettings, H264Encoder
 from recording.recorder import Recorder
 from sandbox_desktop_wire.enums import RecordingState
 
 logger = logging.getLogger("sandbox_desktop.recording")
 
 DEFAULT_FPS = 30
+SPARE_ENCODER_S = 10.0
+"""How long the x264 encoder of the last recording is kept for the next one (~30 MB at 1440x900): a test
+harness starts the next within a second; an agent recording its turns, within a few."""
 RESOURCE = "desktop_recording"
 ID_PATTERN = re.compile(r"^rec_([1-9][0-9]{0,17})$")
 
@@ -50,6 +53,9 @@ class RecordingManager:
         self._active: Recorder | None = None
         self._track: ActionTrack | None = None
         self._last_failure: RecordingRecord | None = None
+        self._spare: H264Encoder | None = None
+        """The last recording's encoder, warm for the next one (recording/encoder.py), until `_spare_expiry`."""
+        self._spare_expiry: asyncio.TimerHandle | None = None
         self.outcomes: collections.Counter[str] = collections.Counter()
         """Recordings `started`, and ended `completed` or `failed`, since the server started (for metrics)."""
 
@@ -68,6 +74,7 @@ class RecordingManager:
         async with self._lock:
             if self._active is not None:
                 await self._active.stop()
+            self._drop_spare()
 
     async def on_desktop_failure(self, reason: str) -> None:
         """The desktop failed for good: finalise what was recorded up to the failure."""
@@ -111,7 +118,8 @@ class RecordingManager:
             sound: AudioSubscription | None = None
             try:
                 await asyncio.to_thread(catalog.save, record)
-                recorder = await Recorder.open(record, claim, self.settings, partial(self._ended, catalog), audio)
+                recorder = await Recorder.open(record, claim, self.settings, partial(self._ended, catalog), audio,
+                                               self._take_spare())
                 if audio and self.audio is not None:
                     sound = await self.audio.subscribe()
             except Exception as exc:
@@ -222,6 +230,7 @@ class RecordingManager:
                 self._track.close()
                 self._track = None
         self._last_failure = record if record.status is RecordingState.FAILED else None
+        self._keep_spare(recorder.reusable_encoder())
         self.outcomes[record.status] += 1
         try:
             await asyncio.to_thread(catalog.save, record)
@@ -229,6 +238,23 @@ class RecordingManager:
             logger.warning("cannot write %s.json: %s", record.id, exc)
         logger.info("recording %s %s: %d frames, %d ms, %d bytes", record.id, record.status, record.frames,
                     record.duration_ms, record.size)
+
+
+    def _take_spare(self) -> H264Encoder | None:
+        spare, self._spare = self._spare, None
+        if self._spare_expiry is not None:
+            self._spare_expiry.cancel()
+            self._spare_expiry = None
+        return spare
+
+    def _keep_spare(self, encoder: H264Encoder | None) -> None:
+        self._take_spare()
+        if encoder is not None:
+            self._spare = encoder
+            self._spare_expiry = asyncio.get_running_loop().call_later(SPARE_ENCODER_S, self._drop_spare)
+
+    def _drop_spare(self) -> None:
+        self._take_spare()  # its memory goes with the last reference
 
 
 def _log_failure(task: asyncio.Task[Catalog]) -> None:

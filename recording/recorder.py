@@ -27,7 +27,7 @@ from desktop.audio_capture import AudioSubscription
 from desktop.frames import Frame, Subscription
 from desktop.snapshot import rfc3339_ns
 from recording.catalog import Claim, RecordingRecord
-from recording.encoder import EncoderSettings, Mp4Writer
+from recording.encoder import EncoderSettings, H264Encoder, Mp4Writer
 from sandbox_desktop_wire.enums import RecordingState
 
 logger = logging.getLogger("sandbox_desktop.recording")
@@ -64,13 +64,15 @@ class Recorder:
 
     @classmethod
     async def open(cls, record: RecordingRecord, claim: Claim, settings: EncoderSettings,
-                   on_end: Callable[[Recorder], Awaitable[None]], audio: bool = False) -> Recorder:
-        """Create the writer (opening the file; with an AAC track when `audio`) on a new encoder thread."""
+                   on_end: Callable[[Recorder], Awaitable[None]], audio: bool = False,
+                   encoder: H264Encoder | None = None) -> Recorder:
+        """Create the writer (opening the file; with an AAC track when `audio`) on a new encoder thread;
+        `encoder`: the warm x264 encoder of the desktop's last recording, if any."""
         assert record.width and record.height and record.fps
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rec-{record.number}")
         try:
             writer = await asyncio.get_running_loop().run_in_executor(
-                executor, Mp4Writer, claim.path, record.width, record.height, record.fps, settings, audio)
+                executor, Mp4Writer, claim.path, record.width, record.height, record.fps, settings, audio, encoder)
         except BaseException:
             executor.shutdown(wait=False)
             raise
@@ -89,6 +91,11 @@ class Recorder:
     @property
     def frames(self) -> int:
         return self._writer.frames
+
+    def reusable_encoder(self) -> H264Encoder | None:
+        """From `on_end` on: its x264 encoder, for the next recording, unless writing failed (the writer's thread
+        is done with it by then: `finish` has returned)."""
+        return self._writer.reusable_encoder()
 
     def size(self) -> int:
         """Bytes in the file so far."""

@@ -72,6 +72,47 @@ def test_a_picture_that_changes_inside_the_bars_keeps_them_black(tmp_path: Path)
     assert near(pixel(last, 20, H // 2), (0, 0, 0)) and near(pixel(last, W // 2, H // 2), (0, 0, 255))
 
 
+def test_a_warm_encoder_starts_each_recording_on_its_own_keyframe(tmp_path: Path) -> None:
+    """The desktop's next recording reuses the last one's x264 encoder: each file still starts at zero with a
+    keyframe carrying its parameter sets, so it plays alone, with the pictures it was given."""
+    first, second = tmp_path / "first.mp4", tmp_path / "second.mp4"
+    writer = Mp4Writer(first, W, H, 30)
+    writer.write(solid(W, H, RED), W, H, 0)
+    writer.write(solid(W, H, GREEN), W, H, 100)
+    writer.finish(300)
+    encoder = writer.reusable_encoder()
+    assert encoder is not None
+    again = Mp4Writer(second, W, H, 30, encoder=encoder)
+    again.write(solid(W, H, BLUE), W, H, 0)
+    again.write(solid(W, H, RED), W, H, 150)
+    again.finish(400)
+    assert again.reusable_encoder() is encoder
+    expected = ((first, [(255, 0, 0), (0, 255, 0)], 300), (second, [(0, 0, 255), (255, 0, 0)], 400))
+    for path, colours, duration in expected:
+        with av.open(str(path)) as container:
+            frames = list(container.decode(video=0))
+            assert container.duration is not None and abs(container.duration / 1000 - duration) <= 40
+        assert frames[0].key_frame and frames[0].pts == 0
+        assert [near(pixel(f, W // 2, H // 2), c) for f, c in zip(frames, colours, strict=False)] == [True, True]
+        assert probe(path).duration_ms == duration
+
+
+def test_an_encoder_of_another_size_is_not_reused_nor_one_whose_recording_failed(tmp_path: Path) -> None:
+    writer = Mp4Writer(tmp_path / "a.mp4", W, H, 30)
+    writer.write(solid(W, H, RED), W, H, 0)
+    writer.finish(100)
+    encoder = writer.reusable_encoder()
+    other = Mp4Writer(tmp_path / "b.mp4", 2 * W, H, 30, encoder=encoder)
+    other.write(solid(2 * W, H, GREEN), 2 * W, H, 0)
+    other.finish(100)
+    assert other.reusable_encoder() not in (None, encoder)
+    assert decoded(tmp_path / "b.mp4")[0].width == 2 * W
+    aborted = Mp4Writer(tmp_path / "c.mp4", W, H, 30, encoder=encoder)
+    aborted.write(solid(W, H, RED), W, H, 0)
+    aborted.abort()
+    assert aborted.reusable_encoder() is None
+
+
 def tone_chunk(first: int, samples: int = 960, hz: float = 440.0) -> bytes:
     return b"".join(struct.pack("<hh", v, v) for v in (int(10000 * math.sin(2 * math.pi * hz * (first + i) / 48000))
                                                         for i in range(samples)))
