@@ -102,15 +102,13 @@ class H264Encoder:
         packets = list(self._context.encode(image))
         self._last = self._origin + at_ms
         self.pending += 1 - len(packets)
-        for packet in packets:
-            assert packet.pts is not None and packet.dts is not None
-            packet.pts -= self._origin
-            packet.dts -= self._origin
-        return packets
+        return self._restamped(packets)
 
     def drain(self) -> list[av.Packet]:
-        """The pictures held back, if any (the encoder cannot be used again after this)."""
-        packets = list(self._context.encode(None))
+        """The pictures held back, if any (the encoder cannot be used again after this: `pending` stays)."""
+        return self._restamped(list(self._context.encode(None)))
+
+    def _restamped(self, packets: list[av.Packet]) -> list[av.Packet]:
         for packet in packets:
             assert packet.pts is not None and packet.dts is not None
             packet.pts -= self._origin

@@ -239,7 +239,6 @@ class RecordingManager:
         logger.info("recording %s %s: %d frames, %d ms, %d bytes", record.id, record.status, record.frames,
                     record.duration_ms, record.size)
 
-
     def _take_spare(self) -> H264Encoder | None:
         spare, self._spare = self._spare, None
         if self._spare_expiry is not None:

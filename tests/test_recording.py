@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import av
 import httpx
 import pytest
 from PIL import Image
@@ -196,6 +197,25 @@ def test_recording_matches_the_screen(api: httpx.Client, painter: Painter, srv: 
     assert close_to(red_seen, rgb(RED), 2) and close_to(green_seen, rgb(GREEN), 2)
     assert close_to(pixel_at(video, red_at, *PROBE), red_seen)
     assert close_to(pixel_at(video, green_at, *PROBE), green_seen)
+
+
+def test_back_to_back_recordings_each_play_alone(api: httpx.Client, painter: Painter, tmp_path: Path) -> None:
+    """The second recording starts on the first one's warm encoder (recording/encoder.py): it still begins at zero
+    with a keyframe of its own, shows its own screen, and plays without the first file."""
+    files = []
+    for colour in (RED, BLUE):
+        painter.fill(colour)
+        time.sleep(0.2)
+        rec = api.post("/v1/desktop/recording/start", json={}).json()
+        time.sleep(0.4)
+        assert stop_recording(api)["status"] == "completed"
+        files.append((download(api, rec["id"], tmp_path / f"{rec['id']}.mp4"), colour))
+    for video, colour in files:
+        with av.open(str(video)) as container:
+            first = next(container.decode(video=0))
+        assert first.key_frame and first.pts == 0
+        shown = first.to_image().convert("RGB").getpixel(PROBE)
+        assert isinstance(shown, tuple) and close_to((shown[0], shown[1], shown[2]), rgb(colour), 12), (shown, colour)
 
 
 def test_download_ranges(api: httpx.Client, painter: Painter, tmp_path: Path) -> None:
