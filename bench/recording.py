@@ -8,13 +8,17 @@ reference's way, ffmpeg x11grab with libx264 ultrafast, on both screens.
 Then, in this process, the shared capture loop: CPU of a do-nothing 30 fps subscriber alone, of a
 recording alone, and of a recording plus that subscriber (sharing means the last costs what the
 second does; the grab rate and the capture threads show it directly).
-Usage: .venv/bin/python bench/recording.py [--seconds 10] [--runs 3] [--display-num 296]
+Last, what a test harness does for every test: a recording of the scene started, given two pictures and
+finished at once, each on a new thread as in the server, with a new x264 encoder (the design before) and
+with the last recording's (now): CPU of each, alternating, medians.
+Usage: .venv/bin/python bench/recording.py [--seconds 10] [--runs 3] [--display-num 296] [--short 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import statistics
@@ -28,11 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import mss
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BenchDesktop, bench_desktop
 from desktop.frames import FrameSource
 from recording.catalog import Catalog, RecordingRecord
-from recording.encoder import EncoderSettings
+from recording.encoder import EncoderSettings, H264Encoder, Mp4Writer
 from recording.recorder import Recorder
 
 WARMUP_S = 1.0
@@ -187,11 +193,42 @@ def shared_capture(display: str, seconds: float, runs: int) -> None:
           f"(a capture loop of its own would add ~{medians[cases[0][0]] * 100:.1f} %)")
 
 
+def short_recordings(display: str, count: int) -> None:
+    with mss.MSS(display=display) as grabber:
+        shot = grabber.grab(grabber.monitors[0])
+    data, width, height = bytes(shot.raw), shot.width, shot.height
+    tmp = Path(tempfile.mkdtemp(prefix="bench-short-"))
+    spare: H264Encoder | None = None
+
+    def record(index: int, reuse: bool) -> float:
+        nonlocal spare
+        started = time.thread_time()
+        writer = Mp4Writer(tmp / f"rec_{index}.mp4", width, height, 30, encoder=spare if reuse else None)
+        writer.write(data, width, height, 0)
+        writer.write(data, width, height, 300)
+        writer.finish(400)
+        spare = writer.reusable_encoder()
+        return time.thread_time() - started
+
+    costs: dict[bool, list[float]] = {False: [], True: []}
+    for index in range(2 * count):  # alternating, so that load from elsewhere hits both alike
+        reuse = bool(index % 2)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:  # a new thread, as the server's
+            costs[reuse].append(thread.submit(record, index, reuse).result())
+        (tmp / f"rec_{index}.mp4").unlink()
+    tmp.rmdir()
+    cold, warm = (statistics.median(costs[r]) * 1000 for r in (False, True))
+    print(f"a short recording ({width}x{height}, 2 pictures), new encoder (before)   CPU {cold:6.1f} ms")
+    print(f"a short recording ({width}x{height}, 2 pictures), last one's encoder     CPU {warm:6.1f} ms   "
+          f"{cold / warm:.1f}x less")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--display-num", type=int, default=296)
     parser.add_argument("--runs", type=int, default=3, help="runs of each in-process case (medians)")
+    parser.add_argument("--short", type=int, default=20, help="short recordings of each kind (medians)")
     args = parser.parse_args()
 
     with bench_desktop("recording", args.display_num) as bench:
@@ -207,6 +244,8 @@ def main() -> None:
                 row.show()
             print()
             shared_capture(bench.display, args.seconds, args.runs)
+        print()
+        short_recordings(bench.display, args.short)
         busy, idle = rows[3], rows[1]
         print()
         checks = [("busy fps >= 29.5", (busy.fps or 0) >= 29.5, f"{busy.fps:.2f}"),

@@ -7,10 +7,10 @@ speed whatever the frame rate was; the fragments are flushed to the file at leas
 A screen resized while recording is scaled into the recording's size, aspect kept, letterboxed.
 
 The x264 encoder is an `H264Encoder` of its own, muxed into the file as packets: a finished recording hands it
-back (`Mp4Writer.reusable_encoder`) and the desktop's next recording of the same size starts on it warm. Opening
-one and encoding two pictures costs 14-19 ms of CPU at 1024x768, mostly the opening (in the server, the kernel
-zeroing the memory x264 asks for), against ~4 ms for the same two pictures on a warm one; a test harness starts
-a recording for every test (docs/recording.md, "How a recording is made").
+back (`Mp4Writer.reusable_encoder`) and the desktop's next recording of the same size and rate starts on it
+warm. Opening one and encoding two pictures costs 14-19 ms of CPU at 1024x768, mostly the opening (in the
+server, the kernel zeroing the memory x264 asks for), against ~4 ms for the same two pictures on a warm one; a
+test harness starts a recording for every test (docs/recording.md, "How a recording is made").
 
 The optional AAC track is stamped on the same clock, in samples (time base 1/48000): 40 ms chunks
 go in at their sample position and the silence between bursts is filled with zeros, so the track is
@@ -67,11 +67,12 @@ class H264Encoder:
     one thread), so a recording ends without draining it and the next one goes on with it: its clock keeps
     rising (x264 wants increasing timestamps), and each recording's packets are stamped from its own zero."""
 
-    def __init__(self, width: int, height: int, settings: EncoderSettings) -> None:
-        self.width, self.height, self.settings = width, height, settings
+    def __init__(self, width: int, height: int, fps: int, settings: EncoderSettings) -> None:
+        self.width, self.height, self.fps, self.settings = width, height, fps, settings
         ctx = av.CodecContext.create("libx264", "w")
         ctx.width, ctx.height, ctx.pix_fmt = width, height, "yuv420p"
         ctx.time_base = TIME_BASE
+        ctx.framerate = Fraction(fps, 1)  # x264's rate control reads it (the bits a picture may take)
         # Keyframes come from `keyframe_s` (time), not from a frame count that an idle screen never reaches.
         ctx.gop_size = 100_000
         ctx.thread_count = settings.threads
@@ -87,8 +88,8 @@ class H264Encoder:
         self.pending = 0
         """Pictures in without their packet out: none, unless x264 was set to hold some back."""
 
-    def matches(self, width: int, height: int, settings: EncoderSettings) -> bool:
-        return (self.width, self.height, self.settings) == (width, height, settings)
+    def matches(self, width: int, height: int, fps: int, settings: EncoderSettings) -> bool:
+        return (self.width, self.height, self.fps, self.settings) == (width, height, fps, settings)
 
     def restart_clock(self) -> None:
         """A new recording starts: its zero is just after the last picture encoded."""
@@ -122,7 +123,7 @@ class Mp4Writer:
     def __init__(self, path: Path, width: int, height: int, fps: int,
                  settings: EncoderSettings | None = None, audio: bool = False,
                  encoder: H264Encoder | None = None) -> None:
-        """`encoder`: a warm one from an earlier recording, used if it has this size and these settings."""
+        """`encoder`: a warm one from an earlier recording, used if it has this size, rate and settings."""
         self.settings = settings or EncoderSettings()
         # yuv420p needs even dimensions: an odd last row or column is left out.
         self.width = width - width % 2
@@ -149,10 +150,10 @@ class Mp4Writer:
         }
         self._container = av.open(str(path), "w", format="mp4", options=options)
         try:
-            if encoder is not None and encoder.matches(self.width, self.height, self.settings):
+            if encoder is not None and encoder.matches(self.width, self.height, fps, self.settings):
                 encoder.restart_clock()
             else:
-                encoder = H264Encoder(self.width, self.height, self.settings)
+                encoder = H264Encoder(self.width, self.height, fps, self.settings)
             self._video = encoder
             self._finished = False
             self._stream = self._container.add_mux_stream("h264", rate=fps, width=self.width, height=self.height)
