@@ -97,7 +97,7 @@ def test_a_warm_encoder_starts_each_recording_on_its_own_keyframe(tmp_path: Path
         assert probe(path).duration_ms == duration
 
 
-def test_an_encoder_of_another_size_is_not_reused_nor_one_whose_recording_failed(tmp_path: Path) -> None:
+def test_an_encoder_of_another_size_or_rate_is_not_reused_nor_one_whose_recording_failed(tmp_path: Path) -> None:
     writer = Mp4Writer(tmp_path / "a.mp4", W, H, 30)
     writer.write(solid(W, H, RED), W, H, 0)
     writer.finish(100)
@@ -107,6 +107,10 @@ def test_an_encoder_of_another_size_is_not_reused_nor_one_whose_recording_failed
     other.finish(100)
     assert other.reusable_encoder() not in (None, encoder)
     assert decoded(tmp_path / "b.mp4")[0].width == 2 * W
+    slower = Mp4Writer(tmp_path / "slower.mp4", W, H, 10, encoder=encoder)  # x264's rate control reads the rate
+    slower.write(solid(W, H, GREEN), W, H, 0)
+    slower.finish(100)
+    assert slower.reusable_encoder() not in (None, encoder)
     aborted = Mp4Writer(tmp_path / "c.mp4", W, H, 30, encoder=encoder)
     aborted.write(solid(W, H, RED), W, H, 0)
     aborted.abort()
