@@ -245,7 +245,8 @@ class Mp4Writer:
             self._container.close()
 
     def reusable_encoder(self) -> H264Encoder | None:
-        """After a clean `finish`, the x264 encoder, for the next recording of this size (None after a failure)."""
+        """After a clean `finish`, the x264 encoder, for the next recording of this size and rate (None after a
+        failure)."""
         return self._video if self._finished and not self._video.pending else None
 
     def abort(self) -> None:
@@ -302,8 +303,7 @@ class Mp4Writer:
 
     def _mux_video(self, packets: list[av.Packet]) -> None:
         for packet in packets:
-            packet.stream = self._stream
-            packet.time_base = TIME_BASE
+            packet.stream = self._stream  # the packet keeps the encoder's time base; the muxer rescales it
             self._container.mux(packet)
 
 

@@ -80,10 +80,15 @@ def split_candidates(sdp: str) -> tuple[str, list[dict[str, Any]]]:
     return "\r\n".join(kept) + "\r\n", found
 
 
+def _media_sections(sdp: str) -> list[str]:
+    """The SDP's media sections in order, each from its `m=` line's value (`video 9 ...`) on."""
+    return re.split(r"\r?\nm=", sdp)[1:]
+
+
 def _section_mid(sdp: str, index: int) -> str | None:
-    sections = re.split(r"\r?\nm=", sdp)
-    if index + 1 < len(sections):
-        match = re.search(r"a=mid:(\S+)", sections[index + 1])
+    sections = _media_sections(sdp)
+    if index < len(sections):
+        match = re.search(r"a=mid:(\S+)", sections[index])
         return match.group(1) if match else None
     return None
 
@@ -100,8 +105,8 @@ def first_video_codec(sdp: str) -> str | None:
 
 def video_ssrc(sdp: str) -> int | None:
     """The SSRC the video section of an SDP announces for its media (the first `a=ssrc:` line)."""
-    video = re.search(r"^m=video [^\r\n]*(?:\r?\n(?!m=)[^\r\n]*)*", sdp, re.MULTILINE)
-    match = re.search(r"^a=ssrc:(\d+) ", video.group(0), re.MULTILINE) if video else None
+    video = next((section for section in _media_sections(sdp) if section.startswith("video ")), None)
+    match = re.search(r"^a=ssrc:(\d+) ", video, re.MULTILINE) if video else None
     return int(match.group(1)) if match else None
 
 
