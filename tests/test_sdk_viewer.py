@@ -255,6 +255,8 @@ def click_and_key_reach_the_probe(page: Page, api: httpx.Client, display: str, o
         window = wait_for(lambda: next((w for w in api.get("/v1/desktop/windows").json()["windows"]
                                         if w["title"] == "sdk-viewer-probe"), None), "the probe in the window list")
         time.sleep(0.3)  # openbox places and decorates it; the picture follows
+        # The page may be new (this test first on its worker): the video has no size before its first picture.
+        page.wait_for("document.querySelector('video')?.videoWidth > 0", "the viewer's first picture", timeout=20)
         target = (window["x"] + window["width"] // 3, window["y"] + window["height"] // 2)
         point = page.evaluate(f"window.viewerProbe.screenPointToViewport({target[0]}, {target[1]})")
         page.click(point["x"], point["y"])
