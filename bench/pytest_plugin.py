@@ -14,6 +14,7 @@ projects, times read from the JUnit XML (`time` is setup + call + teardown of ea
    after it starts; the test waits for the answer to be drawn), in one process and on 4 workers.
 
     .venv/bin/python bench/pytest_plugin.py [--tests 30] [--suite 40] [--rounds 1] [--skip-suite] [--all-plugins]
+        [--only overhead|xterm|waiting ...]
 """
 
 from __future__ import annotations
@@ -139,7 +140,14 @@ def overhead(tmp: Path, count: int, lean: bool) -> None:
               f"first test (server + desktop) {run.times[0]:.2f} s   session {run.wall:.1f} s")
 
 
-def suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
+def suite(tmp: Path, count: int, rounds: int, lean: bool, parts: set[str]) -> None:
+    if "xterm" in parts:
+        xterm_suite(tmp, count, rounds, lean)
+    if "waiting" in parts:
+        waiting_suite(tmp, count, rounds, lean)
+
+
+def xterm_suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
     print(f"-- a suite of {count} tests (xterm, its window, its prompt drawn), wall clock of `python -m pytest`, "
           f"median of {rounds} round(s), the runs of a round one after another")
     compare(tmp / "suite", SUITE, count, rounds, lean, {
@@ -149,6 +157,9 @@ def suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
         "4 workers, a server each (--desktop-server=per-worker)": ("-n", "4", "--desktop-server=per-worker"),
         "1 process, --desktop-record=off": ("--desktop-record=off",),
         "4 workers, --desktop-record=off": ("-n", "4", "--desktop-record=off")})
+
+
+def waiting_suite(tmp: Path, count: int, rounds: int, lean: bool) -> None:
     print(f"-- a suite of {count} tests that wait for their app (an xterm whose command answers after a second; "
           "the test waits for that answer on the screen)")
     compare(tmp / "waiting", WAITING, count, rounds, lean, {
@@ -178,6 +189,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the suite's configurations this many times, alternating; medians (default 1)")
     parser.add_argument("--skip-suite", action="store_true", help="measure the per-test overhead only")
+    parser.add_argument("--only", choices=["overhead", "xterm", "waiting"], action="append",
+                        help="run only these parts (repeatable; default all)")
     parser.add_argument("--all-plugins", action="store_true",
                         help="let pytest load every plugin installed in this environment (default: only xdist and "
                              "this one, as in a project of its own)")
@@ -185,9 +198,12 @@ def main() -> None:
     adopt_orphans()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-pytest-") as tmp:
-        overhead(Path(tmp), args.tests, not args.all_plugins)
-        if not args.skip_suite:
-            suite(Path(tmp), args.suite, args.rounds, not args.all_plugins)
+        parts = set(args.only or ("overhead", "xterm", "waiting"))
+        if args.skip_suite:
+            parts -= {"xterm", "waiting"}
+        if "overhead" in parts:
+            overhead(Path(tmp), args.tests, not args.all_plugins)
+        suite(Path(tmp), args.suite, args.rounds, not args.all_plugins, parts)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
