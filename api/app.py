@@ -7,7 +7,6 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 
@@ -19,36 +18,35 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from api import approval_policy, mcp_http
-from api.auth import TokenAuthMiddleware
-from api.browser_guard import BrowserGuardMiddleware, HostPolicy, OriginPolicy
-from api.cors import CorsMiddleware, CorsPolicy
-from api.metrics import Metrics, RequestMetricsMiddleware
-from api.openapi import build_openapi
-from api.operations import Operation
-from api.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
-from api.registry import DesktopRegistry
-from api.router import IndexedRouter
-from api.routes.desktops import per_desktop, per_desktop_websockets
+from api.approvals import gate as approval_policy
+from api.http.desktop_paths import per_desktop, per_desktop_websockets
+from api.http.openapi import build_openapi
+from api.http.operations import Operation
+from api.http.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
+from api.http.router import IndexedRouter
+from api.mcp import http as mcp_http
+from api.middleware.auth import TokenAuthMiddleware
+from api.middleware.browser_guard import BrowserGuardMiddleware, OriginPolicy
+from api.middleware.cors import CorsMiddleware
+from api.middleware.request_metrics import RequestMetricsMiddleware
 from api.routes.events import WEBSOCKET_ROUTES as EVENTS_WEBSOCKETS
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
-from api.scoped_tokens import TokenStore
-from api.services import DesktopServices, Lifecycle, ServerServices, build_desktop_services
-from desktop import options as options_module
-from desktop.approvals import DEFAULT_TIMEOUT_S
-from desktop.dependencies import DependencyChecker
-from desktop.errors import ApiDisabled, ServiceError
-from desktop.options import StartOptions
+from api.server.config import VERSION, ServerConfig
+from api.server.desktop_services import DesktopServices, Lifecycle, build_desktop_services
+from api.server.metrics import Metrics
+from api.server.registry import DesktopRegistry
+from api.server.scoped_tokens import TokenStore
+from api.server.services import ServerServices
+from desktop.core.dependencies import DependencyChecker
+from desktop.core.errors import ApiDisabled, ServiceError
+from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
-from sandbox_desktop_wire.approvals import ActionKind
-from sandbox_desktop_wire.enums import TakeoverMode
 
 logger = logging.getLogger("sandbox_desktop.api")
 
-VERSION = "0.1.0"
 
 # Route modules, in the order their operations appear in the OpenAPI document.
 ROUTE_MODULES = (
@@ -85,38 +83,6 @@ OPTIONAL_APIS = {
     "mcp": (mcp_http.PATH, "--no-mcp-api"),
 }
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything the server was started with that the app needs."""
-
-    token: str | None = None
-    cors: CorsPolicy = field(default_factory=CorsPolicy)
-    hosts: HostPolicy = field(default_factory=HostPolicy)
-    """The Host names the server answers to (`--allowed-host`; enforced on loopback binds)."""
-    state_dir: Path | None = None
-    start_desktop: StartOptions | None = None
-    """Start a desktop with these options when the server starts."""
-    url: str = "http://127.0.0.1:2468"
-    """Where the server is reachable, for the messages it prints."""
-    disabled_apis: frozenset[str] = frozenset()
-    """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
-    webrtc_public_addresses: tuple[str, ...] = ()
-    """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
-    max_desktops: int = 16
-    """Desktops the server holds at once (`--max-desktops`); one more is a 429 `too_many_desktops`."""
-    announce: tuple[int, Path] | None = None
-    """(port, token file) of a generated token, announced to local clients while the server runs."""
-    mcp: mcp_http.McpOptions = field(default_factory=mcp_http.McpOptions)
-    """The tools `/v1/mcp` offers and their timeout (`--mcp-allow`, `--mcp-timeout`)."""
-    takeover: TakeoverMode = TakeoverMode.REFUSE
-    """What agent input gets while a person holds control through the live view (`--takeover`)."""
-    approve: frozenset[ActionKind] = frozenset()
-    """Kinds of agent actions held until a person approves them (`--approve`), on desktops without a policy of
-    their own (docs/approvals.md)."""
-    approval_timeout: float = DEFAULT_TIMEOUT_S
-    """How long a held action waits for a decision when the request says no `Prefer: wait` (`--approval-timeout`)."""
 
 
 def collect_operations(modules: Sequence[str] = ROUTE_MODULES) -> list[Operation]:
@@ -195,10 +161,10 @@ def create_app(config: ServerConfig) -> Starlette:
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
                               tokens=tokens, version=VERSION)
     single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
-    # The approval gate: a guard on each operation a policy may hold (api/approval_policy.py).
+    # The approval gate: a guard on each operation a policy may hold (api/approvals/gate.py).
     operations = approval_policy.guarded([*single, *per_desktop(single)])
     # MCP over HTTP (docs/mcp.md) is an ASGI app of its own rather than an Operation: it streams, and answers its
-    # errors the way MCP clients expect (api/mcp_http.py). Its sessions live within the lifespan below.
+    # errors the way MCP clients expect (api/mcp/http.py). Its sessions live within the lifespan below.
     mcp = mcp_http.McpEndpoint(config.mcp, config.token, config.hosts.port)
     mcp_routes = [] if "mcp" in config.disabled_apis else mcp_http.routes(mcp)
 

@@ -6,7 +6,7 @@ batch with settle and screenshot (bench/agent_loop.py's step). Every minute prin
 request latency p50/p90/p99 (settle included) and the server's RSS, fds, threads and children; then the
 drift from the first minute to the last. The Tk app's own log must show every button click and text sent.
 Exits 1 on any error, RSS growth of --max-rss-growth-mb or more after minute 1 (which fills the screenshot
-memory Pillow keeps, up to 32 MB by design: desktop/screen.py), more fds, threads or children at the end
+memory Pillow keeps, up to 32 MB by design: desktop/screen/screenshots.py), more fds, threads or children at the end
 than after the warm-up, or a p50 that grew more than --max-latency-drift times.
 Usage: .venv/bin/python bench/agent_soak.py [--minutes 10] [--quiet-ms 100]
 """
@@ -177,13 +177,14 @@ class Agent:
 
 
 def open_apps(bench: BenchDesktop) -> tuple[list[subprocess.Popen[bytes]], Path, Targets]:
-    """An xterm (launched through the API) and tests/tkapp.py; where to click in each."""
+    """An xterm (launched through the API) and tests/support/tkapp.py; where to click in each."""
     api = bench.api
     launched = api.post("/v1/desktop/launch", json={"app": "xterm", "args": ["-T", "soak-xterm", "-geometry",
                                                                             "80x24+60+150"], "wait": True})
     launched.raise_for_status()
     log = bench.tmp / "tkapp.jsonl"
-    tk = subprocess.Popen([sys.executable, "-m", "tests.tkapp", "--out", str(log), "--geometry", "600x400+800+430"],
+    tk = subprocess.Popen([sys.executable, "-m", "tests.support.tkapp", "--out", str(log),
+                           "--geometry", "600x400+800+430"],
                           cwd=REPO, env=bench.env)
 
     def window(title: str) -> dict[str, Any] | None:

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiortc.rtcrtpreceiver import RTCRtpReceiver
 
 from bench.common import cpu_seconds
+from tests.api.sound.test_audio import AV_SCRIPT, AudioViewer, channel, desktop_env, first_white, loud_span, write_tone
 from tests.conftest import ServerProcess, launch_server
-from tests.test_audio import AV_SCRIPT, AudioViewer, channel, desktop_env, first_white, loud_span, write_tone
 
 DISPLAY_NUM = 296
 SIZE = (1024, 768)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.test_client_wheel import build_wheel, fresh_venv
+from tests.clients.python.test_client_wheel import build_wheel, fresh_venv
 
 
 def timed_install(python: Path, *what: str, cache: bool) -> float:

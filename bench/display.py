@@ -29,10 +29,10 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import desktop.xthread  # noqa: F401  (python-xlib fixes every connection of the service gets)
+import desktop.x11.thread as _xthread  # noqa: F401  (python-xlib fixes every connection of the service gets)
 from bench.common import summary, timed
 from bench.scene import close_scene, open_scene, wait_for_windows
-from desktop.display_mode import apply_display
+from desktop.x11.randr import apply_display
 from streaming.viewer import Viewer
 from tests.conftest import launch_server
 

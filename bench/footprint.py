@@ -270,7 +270,7 @@ def probe_costs(server: ServerProcess) -> None:
     env = dict(os.environ, SANDBOX_DESKTOP_URL=server.url, SANDBOX_DESKTOP_TOKEN=server.token or "")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "api.cli", "ready"], cwd=REPO, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "api.cli.main", "ready"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=30)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,4 +1,4 @@
-"""Fuzz every API operation with many generated cases (the checks of tests/test_fuzz.py) and print the counts.
+"""Fuzz every API operation with many generated cases (the checks of tests/api/http/test_fuzz.py) and print the counts.
 
 The main phase runs on one server; the stateful operations run after it on a second server (stub
 xdg-open), each case from each of its states and followed by a reset.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import launch_server
-from tests.fuzzing import (
+from tests.support.fuzzing import (
     FUZZ_DESKTOP,
     OPENED_LOG,
     FuzzReport,

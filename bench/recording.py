@@ -36,7 +36,7 @@ import mss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BenchDesktop, bench_desktop
-from desktop.frames import FrameSource
+from desktop.screen.frames import FrameSource
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings, H264Encoder, Mp4Writer
 from recording.recorder import Recorder

@@ -56,8 +56,8 @@ def floor(display: str, count: int) -> None:
     import mss
     from PIL import Image
 
-    from desktop.encode import encode, scale_image
-    from desktop.screen import keep_image_blocks
+    from desktop.screen.encode import encode, scale_image
+    from desktop.screen.screenshots import keep_image_blocks
 
     keep_image_blocks()  # as the server does
     with mss.MSS(display=display) as sct:

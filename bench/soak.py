@@ -26,7 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import bench_desktop
-from desktop.screen import IDLE_RELEASE_S
+from desktop.screen.screenshots import IDLE_RELEASE_S
 from tests.conftest import ServerProcess
 
 Params = dict[str, str | int | float]

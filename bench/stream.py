@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from av.video.frame import VideoFrame
 
 from bench.scene import close_scene, open_scene, wait_for_windows
-from desktop.frames import Frame, FrameSource
+from desktop.screen.frames import Frame, FrameSource
 from streaming.canvas import Canvas, video_size
 from streaming.encoders import TIME_BASE, EncoderSettings, VideoEncoder, default_bitrate
 from streaming.viewer import Viewer

@@ -23,7 +23,7 @@ import av
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BenchDesktop, bench_desktop
-from desktop.encode import encode
+from desktop.screen.encode import encode
 from recording.trajectory import steps
 from recording.trajectory_export import export
 

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mss.linux import xcb
 
 from bench.common import BenchDesktop, bench_desktop, cpu_seconds, summary, timed
-from desktop.screen import ShotOptions
-from desktop.window_capture import _Connections, _SharedImage, render
-from tests.window_app import WindowApp, pattern
+from desktop.screen.screenshots import ShotOptions
+from desktop.windows.capture import _Connections, _SharedImage, render
+from tests.support.window_app import WindowApp, pattern
 
 TARGET_S = 0.008
 WINDOW = "800x600+200+120"

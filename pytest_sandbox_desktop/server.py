@@ -113,7 +113,7 @@ def _spawn(directory: Path, extra_args: tuple[str, ...]) -> DesktopServer:
     port, token = _free_port(), secrets.token_urlsafe(32)
     state_dir, log_path = directory / "state", directory / "server.log"
     env = {**os.environ, TOKEN_ENV: token, "XDG_STATE_HOME": str(directory / "xdg-state")}
-    command = [sys.executable, "-m", "api.cli", "server", "--host", "127.0.0.1", "--port", str(port),
+    command = [sys.executable, "-m", "api.cli.main", "server", "--host", "127.0.0.1", "--port", str(port),
                "--state-dir", str(state_dir), "--log-level", "warning", *extra_args]
     with open(log_path, "wb") as log:
         # A session of its own: a Ctrl-C in the terminal reaches pytest, which then stops the server

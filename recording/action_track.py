@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from desktop.action_log import ActionLog, Entry
+from desktop.events.action_log import ActionLog, Entry
 
 logger = logging.getLogger("sandbox_desktop.recording")
 

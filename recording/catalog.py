@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.snapshot import rfc3339_ns
+from desktop.lifecycle.snapshot import rfc3339_ns
 from recording.mp4file import probe, repair
 from sandbox_desktop_wire.enums import RecordingState
 

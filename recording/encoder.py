@@ -30,7 +30,7 @@ from av.audio.resampler import AudioResampler
 from av.video.frame import PictureType, VideoFrame
 from av.video.reformatter import ColorRange, Colorspace, Interpolation
 
-from desktop.audio import CHANNELS, CHUNK_SAMPLES, SAMPLE_BYTES, SAMPLE_RATE
+from desktop.sound.server import CHANNELS, CHUNK_SAMPLES, SAMPLE_BYTES, SAMPLE_RATE
 
 TIME_BASE = Fraction(1, 1000)
 AUDIO_TIME_BASE = Fraction(1, SAMPLE_RATE)

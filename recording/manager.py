@@ -18,11 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from desktop.audio import AudioUnavailable
-from desktop.audio_capture import AudioCapture, AudioSubscription
-from desktop.errors import Conflict, NotFound, StreamError
-from desktop.runtime import Desktop
-from desktop.snapshot import rfc3339_ns
+from desktop.core.errors import Conflict, NotFound, StreamError
+from desktop.lifecycle.runtime import Desktop
+from desktop.lifecycle.snapshot import rfc3339_ns
+from desktop.sound.capture import AudioCapture, AudioSubscription
+from desktop.sound.server import AudioUnavailable
 from recording.action_track import ActionTrack, read_track
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings, H264Encoder

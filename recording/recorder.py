@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from desktop.audio import SAMPLE_RATE
-from desktop.audio_capture import AudioSubscription
-from desktop.frames import Frame, Subscription
-from desktop.snapshot import rfc3339_ns
+from desktop.lifecycle.snapshot import rfc3339_ns
+from desktop.screen.frames import Frame, Subscription
+from desktop.sound.capture import AudioSubscription
+from desktop.sound.server import SAMPLE_RATE
 from recording.catalog import Claim, RecordingRecord
 from recording.encoder import EncoderSettings, H264Encoder, Mp4Writer
 from sandbox_desktop_wire.enums import RecordingState

@@ -20,7 +20,7 @@ from pathlib import Path
 import av
 from av.video.frame import VideoFrame
 
-from desktop.encode import encode
+from desktop.screen.encode import encode
 from recording.trajectory import Step
 
 IMAGE_FORMATS = {"png": "png", "jpeg": "jpg"}

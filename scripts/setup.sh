@@ -62,20 +62,20 @@ install_test_tools() {
   # Independent X clients and media tools the tests use to check effects from outside the service.
   if command -v apt-get >/dev/null; then
     apt_install xterm x11-utils xclip xdotool ffmpeg procps imagemagick scrot
-    apt_install chromium iproute2   # tests/test_inspector.py: a real browser, in a network namespace of its own
-    apt_install gtk-3-examples zenity  # tests/test_accessibility.py: real GTK apps nobody wrote for these tests
-    apt_install featherpad  # tests/test_accessibility_qt.py: a real Qt 5 app
-    apt_install iptables            # tests/test_nat.py: the live view through a NAT between test namespaces
+    apt_install chromium iproute2   # tests/ui/test_inspector.py: a real browser, in a network namespace of its own
+    apt_install gtk-3-examples zenity  # tests/api/accessibility/test_accessibility.py: real GTK apps nobody wrote for these tests
+    apt_install featherpad  # tests/api/accessibility/test_accessibility_qt.py: a real Qt 5 app
+    apt_install iptables            # tests/api/streaming/test_nat.py: the live view through a NAT between test namespaces
   else
     echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe, gtk3-widget-factory, zenity) must be installed by hand" >&2
   fi
 }
 
 install_sdk_tests() {
-  # tests/test_sdk_compat.py drives the reference TypeScript SDK; without npm it skips.
+  # tests/clients/reference_sdk/test_sdk_compat.py drives the reference TypeScript SDK; without npm it skips.
   local sdk="$repo/tests/sdk"
   if ! command -v npm >/dev/null; then
-    echo "warning: npm not found; tests/test_sdk_compat.py will be skipped" >&2; return 0; fi
+    echo "warning: npm not found; tests/clients/reference_sdk/test_sdk_compat.py will be skipped" >&2; return 0; fi
   [ "$sdk/node_modules/.package-lock.json" -nt "$sdk/package-lock.json" ] && return 0
   say "installing the reference SDK for the compatibility test (npm ci in tests/sdk)"
   # Optional packages included: esbuild's platform binary is one (checked against the lockfile).

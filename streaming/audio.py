@@ -3,7 +3,7 @@
 As for the video (streaming/track.py), aiortc gets packets that are already encoded and only
 packetizes them: N viewers cost one encode, and aiortc's per-frame work for raw audio (a thread
 hop and a pure-Python audio level over every sample, measured at ~7 % of a core for one viewer)
-is skipped. The feed listens to the desktop's shared capture (desktop/audio_capture.py) only while
+is skipped. The feed listens to the desktop's shared capture (desktop/sound/capture.py) only while
 a viewer is attached. Packets carry the capture's sample clock as pts: the silence while nothing
 plays (the sink is suspended: no chunks, no packets) shows as a jump of the RTP timestamp, which a
 browser's jitter buffer takes as the gap it is. docs/audio.md.
@@ -19,9 +19,9 @@ from fractions import Fraction
 import av
 from av.audio.frame import AudioFrame
 
-from desktop.audio import CHUNK_MS, CHUNK_SAMPLES, SAMPLE_RATE
-from desktop.audio_capture import AudioCapture, AudioChunk
-from desktop.errors import DomainError
+from desktop.core.errors import DomainError
+from desktop.sound.capture import AudioCapture, AudioChunk
+from desktop.sound.server import CHUNK_MS, CHUNK_SAMPLES, SAMPLE_RATE
 from streaming.track import PacketTrack
 
 logger = logging.getLogger("sandbox_desktop.stream.audio")
@@ -51,7 +51,7 @@ def opus_encoder() -> av.AudioCodecContext:
     codec.layout = "stereo"
     codec.sample_rate = SAMPLE_RATE
     codec.time_base = TIME_BASE
-    # Frames of the chunks' size (40 ms: desktop/audio.py CHUNK_MS); "audio": music and system sounds, not
+    # Frames of the chunks' size (40 ms: desktop/sound/server.py CHUNK_MS); "audio": music and system sounds, not
     # only voice; complexity 5 of 10: 0.8 % of a core instead of 1.3 % (bench/audio.py), still clean.
     # Digital silence comes out as 3-byte packets.
     codec.options = {"application": "audio", "frame_duration": str(CHUNK_MS), "compression_level": "5"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from av.video.frame import VideoFrame
 from PIL import Image
 
-from desktop.frames import Frame
+from desktop.screen.frames import Frame
 from streaming.pointer import Pointer
 
 BYTES_PER_PIXEL = 4

@@ -8,7 +8,7 @@ The one owner of control state (docs/control.md). neko's rules, plus what shared
 - `give`: the controller (or an admin) hands control to a named viewer.
 - `take`: an admin takes control from whoever holds it; that viewer goes first in line, so the
   admin's release hands control back to them.
-- Takeover: a controller *holds the desktop* (agent input waits or is refused, desktop/takeover.py)
+- Takeover: a controller *holds the desktop* (agent input waits or is refused, desktop/control/takeover.py)
   once they asked for it (`request {takeover: true}`, `take`, `give`) or sent input (a key, a button
   or a wheel; pointer moves do not count). A viewer that only auto-requested control at connect (the
   SDK does) leaves the agent alone until then.

@@ -1,6 +1,6 @@
 """Data-channel input (neko's binary, big-endian opcodes, docs/streaming.md) → the desktop's input path.
 
-Events go through `desktop.mouse` and `desktop.keyboard`, which take the desktop's input lock and
+Events go through `desktop.input.mouse` and `desktop.input.keyboard`, which take the desktop's input lock and
 run on the same X thread as the REST API, so ordering holds across both (an event arriving during a
 REST drag is applied after its release). One task per viewer applies its events in order;
 pointer moves queued behind each other are coalesced (only the newest matters). Every key and
@@ -19,12 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from desktop.action_log import acting_as, action_source
-from desktop.errors import ServiceError
-from desktop.keys import UNICODE_KEYSYM_BASE
-from desktop.runtime import Desktop
-from desktop.session import Session
-from desktop.takeover import LIVE_VIEW_SOURCE
+from desktop.control.takeover import LIVE_VIEW_SOURCE
+from desktop.core.errors import ServiceError
+from desktop.events.action_log import acting_as, action_source
+from desktop.input.keys import UNICODE_KEYSYM_BASE
+from desktop.lifecycle.runtime import Desktop
+from desktop.x11.session import Session
 
 logger = logging.getLogger("sandbox_desktop.stream.input")
 

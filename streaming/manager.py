@@ -7,7 +7,7 @@ the desktop failing for good, sends every viewer `system/disconnect` and closes 
 
 Viewers share control (streaming/control.py, docs/control.md): each change is broadcast
 (`control/host`, `control/takeover`), published on the desktop's event bus (`control.changed`),
-written to the action log, and handed to the takeover gate (desktop/takeover.py) that holds agent
+written to the action log, and handed to the takeover gate (desktop/control/takeover.py) that holds agent
 input off while a person holds the desktop. The controller's browser and the desktop share the
 clipboard over the signalling socket (`clipboard/updated` out, `clipboard/set` in).
 
@@ -27,13 +27,14 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desktop.action_log import acting_as
-from desktop.audio_capture import AudioCapture
-from desktop.errors import ServiceError, StreamError, StreamNotActive, invalid_action
-from desktop.events import Event
-from desktop.runtime import Desktop
-from desktop.takeover import LIVE_VIEW_SOURCE
+from desktop.control.takeover import LIVE_VIEW_SOURCE
+from desktop.core.errors import ServiceError, StreamError, StreamNotActive, invalid_action
+from desktop.events.action_log import acting_as
+from desktop.events.bus import Event
+from desktop.lifecycle.runtime import Desktop
+from desktop.sound.capture import AudioCapture
 from sandbox_desktop_wire.events import EventType
+from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
 
 if TYPE_CHECKING:  # the WebRTC stack, imported once the live view starts (module doc)
@@ -57,18 +58,6 @@ def viewer_name(text: str) -> str:
     if not name or len(name) > MAX_NAME_CHARS or not NAME_PATTERN.fullmatch(name):
         raise invalid_action(f"name must be 1 to {MAX_NAME_CHARS} letters, digits, spaces or ._@-", "name", "query")
     return name
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """What the stream was started with: the desktop's stream options and screen."""
-
-    codec: str
-    fps: int
-    ports: tuple[int, int]
-    display: str
-    width: int
-    height: int
 
 
 @dataclass(frozen=True)
@@ -107,7 +96,8 @@ class StreamManager:
         self.public_addresses = public_addresses
         """Where viewers reach our UDP ports through a 1:1 NAT (`--webrtc-public-address`)."""
         self.takeover = desktop.takeover
-        """The desktop's takeover gate: control changes here tell it who holds the desktop (desktop/takeover.py)."""
+        """The desktop's takeover gate (desktop/control/takeover.py): control changes here tell it who holds the
+        desktop."""
         self.control = Control(self._control_changed, self._access_of)
         self._clipboard_task: asyncio.Task[None] | None = None
         self._clipboard_known: str | None = None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import av
 
-from desktop.frames import Frame, FrameSource
+from desktop.screen.frames import Frame, FrameSource
 from streaming.canvas import Canvas, video_size
 from streaming.encoders import TIME_BASE, EncoderSettings, VideoEncoder, default_bitrate
 from streaming.pointer import Pointer, PointerReader

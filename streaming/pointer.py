@@ -16,7 +16,7 @@ from PIL import Image
 from Xlib import display as xdisplay
 from Xlib.ext import xfixes
 
-from desktop.xthread import open_display
+from desktop.x11.thread import open_display
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
-from streaming.control import Access, ControlRefused
+from streaming.config import StreamConfig
+from streaming.control import Access, Control, ControlRefused
 from streaming.input import RemoteInput
 from streaming.peer import NegotiationError, ViewerPeer
 from streaming.ports import PortRangeExhausted
 
 if TYPE_CHECKING:
-    from streaming.manager import StreamManager
+    from desktop.lifecycle.runtime import Desktop
 
 logger = logging.getLogger("sandbox_desktop.stream.signaling")
 
@@ -46,10 +47,35 @@ class Link(Protocol):
     async def close(self, code: int, reason: str) -> None: ...
 
 
+class LiveView(Protocol):
+    """What a viewer's session needs of the live view it joins (streaming/manager.py's `StreamManager`)."""
+
+    desktop: Desktop
+    control: Control
+
+    def require_config(self) -> StreamConfig: ...
+
+    def describe(self, viewer: str) -> dict[str, Any]: ...
+
+    def takeover_state(self) -> dict[str, Any]: ...
+
+    def viewer_ids(self) -> list[str]: ...
+
+    def open_peer(self, on_message: Callable[[bytes | str], None], on_state: Callable[[str], None]) -> ViewerPeer: ...
+
+    def attach(self, peer: ViewerPeer, viewer: str) -> None: ...
+
+    def detach(self, peer: ViewerPeer) -> None: ...
+
+    async def send_to(self, viewer: str, event: str, payload: dict[str, Any]) -> None: ...
+
+    async def viewer_clipboard(self, viewer: str, text: str) -> None: ...
+
+
 class SignalingSession:
     """One connected viewer: its WebSocket, its peer connection and its input."""
 
-    def __init__(self, viewer_id: str, link: Link, manager: StreamManager, access: Access = Access.ADMIN) -> None:
+    def __init__(self, viewer_id: str, link: Link, manager: LiveView, access: Access = Access.ADMIN) -> None:
         self.id = viewer_id
         """Also the viewer's name: unique among the connected viewers (`?name=`, default `viewer_N`)."""
         self.access = access

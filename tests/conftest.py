@@ -20,8 +20,9 @@ import httpx
 import pytest
 from starlette.routing import Mount, Route, WebSocketRoute
 
-from api.app import ServerConfig, create_app
-from tests.xprobe import Probe
+from api.app import create_app
+from api.server.config import ServerConfig
+from tests.support.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,7 +74,7 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
     port = free_port()
     state_dir = tmp / f"state-{port}"
     log_path = tmp / f"server-{port}.log"
-    args = [sys.executable, "-m", "api.cli", "server", "--port", str(port), "--state-dir", str(state_dir),
+    args = [sys.executable, "-m", "api.cli.main", "server", "--port", str(port), "--state-dir", str(state_dir),
             "--log-level", "warning", *extra]
     if token:
         args.append(f"--token={token}")  # `=`: a token may start with "-"

@@ -6,14 +6,14 @@ from collections.abc import Iterable
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.elements import bad_field, element_query, target_of, window_scope
-from api.operations import Operation
+from api.convert.elements import bad_field, element_query, target_of, window_scope
+from api.http.operations import Operation
+from api.server.services import desktop_of
 from desktop.accessibility.acting import ActOutcome
 from desktop.accessibility.service import ScopedSnapshot
 from desktop.accessibility.tree import Element
-from desktop.coordinates import CoordinateSpace
-from desktop.session import Session
+from desktop.input.coordinates import CoordinateSpace
+from desktop.x11.session import Session
 from sandbox_desktop_wire import accessibility as wire
 from sandbox_desktop_wire.actions import CoordinateOptions
 from sandbox_desktop_wire.enums import CoordinateSpaceKind

@@ -1,16 +1,16 @@
 """`/v1/approvals`: agent actions held for a person's decision, on every desktop (docs/approvals.md).
 
 Server-wide, so only the server token reaches them: a desktop's scoped token (`view` or `control`) is refused with
-403 `token_scope` (api/scoped_tokens.py), and an agent given one cannot approve its own actions. These routes are
-never held themselves (api/approval_policy.py holds only the operations in its tables).
+403 `token_scope` (api/server/scoped_tokens.py), and an agent given one cannot approve its own actions. These routes are
+never held themselves (api/approvals/gate.py holds only the operations in its tables).
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.operations import Operation
-from api.services import server_of
+from api.http.operations import Operation
+from api.server.services import server_of
 from sandbox_desktop_wire.approvals import Approval, ApprovalListQuery, ApprovalListResponse, DecisionRequest
 
 TAGS = ("approvals",)

@@ -1,11 +1,11 @@
-"""`/v1/desktop/launch` and `/v1/desktop/open`: translates HTTP to calls of `desktop.apps.Apps`."""
+"""`/v1/desktop/launch` and `/v1/desktop/open`: translates HTTP to calls of `desktop.apps.launch.Apps`."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
+from api.http.operations import Operation
+from api.server.services import desktop_of
 from sandbox_desktop_wire.apps import LaunchRequest, LaunchResponse, OpenRequest, OpenResponse
 from sandbox_desktop_wire.problems import ProblemCode
 

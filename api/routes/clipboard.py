@@ -1,4 +1,4 @@
-"""`/v1/desktop/clipboard`: translates HTTP to calls of `desktop.clipboard.Clipboard`."""
+"""`/v1/desktop/clipboard`: translates HTTP to calls of `desktop.clipboard.owner.Clipboard`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import binascii
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.context import desktop_of
-from api.operations import Operation
-from desktop.clipboard import selection_names
-from desktop.errors import DesktopError, FieldError, invalid_action
-from desktop.selection import PNG, PNG_SIGNATURE
+from api.http.operations import Operation
+from api.server.services import desktop_of
+from desktop.clipboard.owner import selection_names
+from desktop.core.errors import DesktopError, FieldError, invalid_action
+from desktop.x11.selection import PNG, PNG_SIGNATURE
 from sandbox_desktop_wire.base import OkResponse
 from sandbox_desktop_wire.clipboard import ClipboardFormat, ClipboardQuery, ClipboardResponse, ClipboardWriteRequest
 from sandbox_desktop_wire.problems import ProblemCode

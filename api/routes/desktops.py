@@ -6,23 +6,20 @@ same table (`per_desktop` below, used by api/app.py): one route table, not two.
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import WebSocketRoute
 
-from api.operations import Operation
-from api.registry import Ended
-from api.routes.desktop import INVALID, resolution, start_options
-from api.routes.health import ready
-from api.scoped_tokens import DEFAULT_TTL_S, Role
-from api.services import DesktopServices, IdleAction, Lifecycle, desktop_services, server_of
-from desktop.errors import invalid_action
+from api.convert.desktop import resolution, start_options
+from api.http.desktop_paths import MANY_PREFIX
+from api.http.operations import Operation
+from api.server.desktop_services import DesktopServices, IdleAction, Lifecycle
+from api.server.registry import Ended
+from api.server.scoped_tokens import DEFAULT_TTL_S, Role
+from api.server.services import desktop_services, server_of
+from desktop.core.errors import invalid_action
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
 from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
@@ -32,12 +29,11 @@ from sandbox_desktop_wire.desktops import (
     TokenRequest,
     TokenResponse,
 )
-from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS
+from sandbox_desktop_wire.problems import ProblemCode
 
-SINGLE_PREFIX = "/v1/desktop"
-MANY_PREFIX = "/v1/desktops/{desktop_id}"
 TAGS = ("desktops",)
+INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 
 
 def iso(epoch: float | None) -> str | None:
@@ -204,30 +200,9 @@ OPERATIONS = [
               response=DesktopResource, errors=(404, 409), tags=TAGS),
     Operation("POST", ONE + "/resume", resume_desktop, "Thaw a paused desktop",
               response=DesktopResource, errors=(404, 409), tags=TAGS),
-    Operation("GET", ONE + "/health/ready", ready, "Readiness of this desktop (as /v1/health/ready; 503 otherwise)",
-              response=ReadinessResponse, errors=(404, 503), tags=TAGS, operation_id="ready_of_desktop"),
     Operation("POST", ONE + "/reset", reset_desktop,
               "Back to a freshly started state (apps gone, clipboard empty, HOME from its template); same id and "
               "display", response=DesktopResource, errors=(404, 409, 503), tags=TAGS),
 ]
 
 
-def many_path(path: str) -> str | None:
-    """`/v1/desktop/<p>` → `/v1/desktops/{desktop_id}/<p>`; None for a path that is not one desktop's."""
-    return MANY_PREFIX + path.removeprefix(SINGLE_PREFIX) if path.startswith(SINGLE_PREFIX + "/") else None
-
-
-def per_desktop(operations: Iterable[Operation]) -> list[Operation]:
-    """`/v1/desktop/<path>` operations again as `/v1/desktops/{desktop_id}/<path>`, same handlers."""
-    copies = []
-    for op in operations:
-        if (path := many_path(op.path)) is not None:
-            name = re.sub(r"\W", "_", op.operation_id or op.handler.__name__)
-            copies.append(dataclasses.replace(op, path=path, operation_id=f"{name}_of_desktop",
-                                              errors=(*op.errors, 404), tags=(*op.tags, "desktops")))
-    return copies
-
-
-def per_desktop_websockets(routes: Iterable[WebSocketRoute]) -> list[WebSocketRoute]:
-    """`/v1/desktop/...` WebSockets again under `/v1/desktops/{desktop_id}/...`, same endpoints."""
-    return [WebSocketRoute(path, r.endpoint) for r in routes if (path := many_path(r.path)) is not None]

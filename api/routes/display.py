@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.operations import Operation
-from api.services import desktop_services
+from api.http.operations import Operation
+from api.server.services import desktop_services
 from sandbox_desktop_wire.display import DisplayChangeRequest, DisplayChangeResponse
 from sandbox_desktop_wire.problems import ProblemCode
 

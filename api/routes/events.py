@@ -1,6 +1,6 @@
 """`GET /v1/desktop/events` (Server-Sent Events) and `POST /v1/desktop/wait` (docs/events.md).
 
-The stream is the desktop's event bus (desktop/events.py) as SSE: `id:` is the event's `seq`, `event:` its
+The stream is the desktop's event bus (desktop/events/bus.py) as SSE: `id:` is the event's `seq`, `event:` its
 type, `data:` its JSON. It outlives stops and starts of the desktop (they are events too) and ends when the
 client goes away or the server shuts down. A wait answers 200 either way: `matched` says whether the
 condition held before the timeout.
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -20,71 +18,25 @@ from starlette.responses import StreamingResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from api.context import desktop_of
-from api.elements import element_query, element_until
-from api.operations import Operation
-from api.problems import refuse_websocket, upgrade_required
-from desktop import waits
-from desktop.accessibility.service import Accessibility
-from desktop.errors import DomainError, FieldError, invalid_action
-from desktop.events import Event, Missed, Subscription, parse_types
-from desktop.parsing import ascii_int
-from desktop.session import Session
+from api.convert.waits import CONDITIONS, condition_of, result_fields
+from api.http.operations import Operation
+from api.http.problems import refuse_websocket, upgrade_required
+from api.server.services import desktop_of
+from desktop.actions import waits
+from desktop.core.errors import DomainError, FieldError, invalid_action
+from desktop.core.parsing import ascii_int
+from desktop.events.bus import Event, Missed, Subscription, parse_types
 from sandbox_desktop_wire.events import EventsQuery, EventType
 from sandbox_desktop_wire.problems import ProblemCode
-from sandbox_desktop_wire.waits import Conditions, WaitRequest, WaitResponse
+from sandbox_desktop_wire.waits import WaitRequest, WaitResponse
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 KEEPALIVE_S = 15.0
 EVENTS_SOCKET_PATH = "/v1/desktop/events/ws"
-CONDITIONS = ("window", "screen", "clipboard", "element")
 TAGS = ("events",)
 
 
 # -- conditions: wire to domain -------------------------------------------------------------------
-
-def condition_of(body: Conditions, session: Session, accessibility: Accessibility, prefix: str = ""
-                 ) -> waits.Condition:
-    """The one condition of `body`; a 4xx naming the fields otherwise (`prefix`: `actions[3].` in a batch)."""
-    given = [name for name in CONDITIONS if getattr(body, name) is not None]
-    if len(given) != 1:
-        names = given or list(CONDITIONS)
-        message = (f"give exactly one condition ({', '.join(CONDITIONS)}), not {' and '.join(given)}" if given
-                   else f"give one condition: {', '.join(CONDITIONS)}")
-        errors = [{"location": "body", "field": prefix + name, "message": message,
-                   "type": "value_error" if given else "missing"} for name in names]
-        raise FieldError(errors, wrong_shape=True) if not given else FieldError(errors, code=INVALID)
-    if body.window is not None:
-        w = body.window
-        try:
-            pattern = re.compile(w.title_regex) if w.title_regex is not None else None
-        except re.error as exc:
-            raise invalid_action(f"titleRegex is not a regular expression: {exc}",
-                                 prefix + "window.titleRegex") from None
-        return waits.WindowCondition(w.title, pattern, w.class_, w.pid, w.until)
-    if body.screen is not None:
-        s, box = body.screen, None
-        if s.region is not None:
-            r = s.region
-            if r.x + r.width > session.width or r.y + r.height > session.height:
-                raise invalid_action(f"the region must lie on the {session.width}x{session.height} screen",
-                                     prefix + "screen.region")
-            box = (r.x, r.y, r.width, r.height)
-        return waits.ScreenCondition(s.until, s.quiet_ms, box)
-    if body.element is not None:
-        query = element_query(body.element, prefix=f"{prefix}element.")
-        until = element_until(body.element.until, f"{prefix}element.until")
-        states = query.states | ({until} if until not in ("present", "gone") else set())
-        return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
-                                      lambda: accessibility.watching(session, frozenset(states)),
-                                      lambda ref, q: accessibility.examine(session, ref, q))
-    assert body.clipboard is not None
-    return waits.ClipboardCondition(body.clipboard.until)
-
-
-def result_fields(result: waits.WaitResult) -> dict[str, Any]:
-    """The fields a wait's answer (and a batch's wait step) carry."""
-    return {"matched": result.matched, "match": result.matched_what, "last_state": result.last_state}
 
 
 async def wait(request: Request, *, body: WaitRequest) -> WaitResponse:

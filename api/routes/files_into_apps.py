@@ -8,12 +8,11 @@ from pathlib import Path
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
-from api.routes.fs import files_of
-from desktop.errors import invalid_action
-from desktop.file_dialogs import fill_file_dialog
-from desktop.xdnd import PathNotFound
+from api.http.operations import Operation
+from api.server.services import desktop_of, files_of
+from desktop.core.errors import invalid_action
+from desktop.files.dialogs import fill_file_dialog
+from desktop.x11.xdnd import PathNotFound
 from sandbox_desktop_wire.files_into_apps import (
     DropRequest,
     DropResponse,

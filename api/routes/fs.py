@@ -1,4 +1,4 @@
-"""`/v1/fs`: the file API, translating HTTP to `desktop.files.Files` calls.
+"""`/v1/fs`: the file API, translating HTTP to `desktop.files.filesystem.Files` calls.
 
 File bodies are streamed both ways in chunks (never held whole in memory). Paths, fields and
 response shapes are the reference's (`router.rs`, `router/types.rs`); see docs/files.md.
@@ -6,19 +6,17 @@ response shapes are the reference's (`router.rs`, `router/types.rs`); see docs/f
 
 from __future__ import annotations
 
-from email.utils import formatdate
-
-import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
-from api.operations import Operation
-from desktop.errors import InvalidRequest, UnsupportedMediaType
-from desktop.file_errors import lossy
-from desktop.files import Entry, Files, ReadHandle
-from desktop.parsing import ascii_int
-from desktop.tar_upload import upload_tar
+from api.http.file_response import FileStreamResponse
+from api.http.operations import Operation
+from api.server.services import files_of
+from desktop.core.errors import InvalidRequest, UnsupportedMediaType
+from desktop.core.parsing import ascii_int
+from desktop.files.errors import lossy
+from desktop.files.filesystem import Entry
+from desktop.files.tar_upload import upload_tar
 from sandbox_desktop_wire.fs import (
     FsActionResponse,
     FsDeleteQuery,
@@ -38,50 +36,6 @@ TAR_MEDIA_TYPES = frozenset({
     "application/x-tar", "application/tar", "application/x-gtar", "application/gzip",
     "application/x-gzip", "application/x-compressed-tar",
 })
-DEFAULT_FILES = Files()
-
-
-def files_of(request: Request) -> Files:
-    """The app's Files (`app.state.files`, e.g. with a fixed home), else the server user's home."""
-    files: Files | None = getattr(request.app.state, "files", None)
-    return files or DEFAULT_FILES
-
-
-class FileStreamResponse(Response):
-    """Streams an open file with an exact content-length; stops reading if the client goes away."""
-
-    media_type = "application/octet-stream"
-
-    def __init__(self, handle: ReadHandle) -> None:
-        self.handle = handle
-        super().__init__(headers={"content-length": str(handle.size),
-                                  "last-modified": _http_date(handle.modified_ns)})
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await send({"type": "http.response.start", "status": self.status_code,
-                        "headers": self.raw_headers})
-            if scope["method"] != "HEAD":
-                async with anyio.create_task_group() as group:
-                    group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-                    async for chunk in self.handle.chunks():
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    group.cancel_scope.cancel()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            self.handle.close()
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    # The server drops writes to a closed connection silently; without this a gone client
-    # would still have the whole file read for it.
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    scope.cancel()
-
-
-def _http_date(ns: int) -> str:
-    return formatdate(ns / 1e9, usegmt=True)
 
 
 def _entry(e: Entry) -> FsEntry:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
-from api.services import server_of
-from desktop.errors import DesktopNotReady
-from desktop.readiness import check_readiness
+from api.http.desktop_paths import MANY_PREFIX
+from api.http.operations import Operation
+from api.server.services import desktop_of, server_of
+from desktop.core.errors import DesktopNotReady
+from desktop.lifecycle.readiness import check_readiness
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.health import ReadinessCheck, ReadinessResponse
 
@@ -50,4 +50,7 @@ OPERATIONS = [
     Operation("GET", "/v1/health/ready", ready,
               "Readiness: X answers, the window manager runs and a screenshot encodes (503 otherwise)",
               response=ReadinessResponse, errors=(401, 503), tags=("health",)),
+    Operation("GET", MANY_PREFIX + "/health/ready", ready,
+              "Readiness of this desktop (as /v1/health/ready; 503 otherwise)", response=ReadinessResponse,
+              errors=(404, 503), tags=("desktops",), operation_id="ready_of_desktop"),
 ]

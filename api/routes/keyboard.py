@@ -1,13 +1,13 @@
-"""`/v1/desktop/keyboard/*`: translates HTTP to calls of `desktop.keyboard.Keyboard`."""
+"""`/v1/desktop/keyboard/*`: translates HTTP to calls of `desktop.input.keyboard.Keyboard`."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
-from desktop.keyboard import DEFAULT_DELAY_MS, check_delay
-from desktop.keys import parse_chord, parse_keys, text_keysyms, with_modifiers
+from api.http.operations import Operation
+from api.server.services import desktop_of
+from desktop.input.keyboard import DEFAULT_DELAY_MS, check_delay
+from desktop.input.keys import parse_chord, parse_keys, text_keysyms, with_modifiers
 from sandbox_desktop_wire.base import OkResponse
 from sandbox_desktop_wire.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
 from sandbox_desktop_wire.problems import ProblemCode

@@ -8,8 +8,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.operations import Operation
-from api.services import server_of
+from api.http.operations import Operation
+from api.server.services import server_of
 
 
 async def metrics(request: Request) -> Response:

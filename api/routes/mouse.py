@@ -1,4 +1,4 @@
-"""`/v1/desktop/mouse/*`: translates HTTP to calls of `desktop.mouse.Mouse`."""
+"""`/v1/desktop/mouse/*`: translates HTTP to calls of `desktop.input.mouse.Mouse`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.context import desktop_of
-from api.operations import Handler, Operation
-from desktop.mouse import PointerState
+from api.http.operations import Handler, Operation
+from api.server.services import desktop_of
+from desktop.input.mouse import PointerState
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.mouse import (
     MouseButtonRequest,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import shutil
 from collections.abc import AsyncIterator
@@ -11,14 +9,15 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from api.operations import Operation
-from api.services import server_of
+from api.convert.processes import decode_input, field_error
+from api.http.operations import Operation
+from api.server.services import server_of
 from desktop.accessibility.browsers import with_accessibility
-from desktop.errors import FieldError, PayloadTooLarge
-from desktop.home import ACCESSIBILITY_MARK
-from desktop.parsing import ascii_int
+from desktop.core.errors import PayloadTooLarge
+from desktop.core.parsing import ascii_int
+from desktop.lifecycle.home import ACCESSIBILITY_MARK
 from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
-from sandbox_desktop_wire.enums import InputEncoding, LogStreamFilter
+from sandbox_desktop_wire.enums import LogStreamFilter
 from sandbox_desktop_wire.processes import (
     KillQuery,
     ProcessConfigModel,
@@ -39,7 +38,6 @@ from sandbox_desktop_wire.processes import (
 )
 
 KEEPALIVE_S = 15.0
-INPUT_ENCODINGS = tuple(InputEncoding)
 TAGS = ("processes",)
 
 
@@ -62,10 +60,6 @@ def info_model(process: ManagedProcess) -> ProcessInfo:
 
 def config_model(config: ProcessConfig) -> ProcessConfigModel:
     return ProcessConfigModel.model_validate(vars(config))
-
-
-def _field_error(location: str, field: str, message: str) -> FieldError:
-    return FieldError([{"location": location, "field": field, "message": message, "type": "value_error"}])
 
 
 # -- list, create, run, config -----------------------------------------------------------------
@@ -188,7 +182,7 @@ def _last_event_id(request: Request) -> int:
         return 0
     sequence = ascii_int(raw)
     if sequence is None:
-        raise _field_error("header", "Last-Event-ID", f"must be a log sequence number, got {raw!r}")
+        raise field_error("header", "Last-Event-ID", f"must be a log sequence number, got {raw!r}")
     return sequence
 
 
@@ -202,19 +196,6 @@ async def _events(
             continue
         data = json.dumps(entry.to_wire(), separators=(",", ":"))
         yield f"event: log\nid: {entry.sequence}\ndata: {data}\n\n".encode()
-
-
-def decode_input(body: ProcessInputRequest) -> bytes:
-    encoding = body.encoding or "base64"
-    if encoding not in INPUT_ENCODINGS:
-        allowed = ", ".join(INPUT_ENCODINGS)
-        raise _field_error("body", "encoding", f"must be one of {allowed}, got {encoding!r}")
-    if encoding != "base64":
-        return body.data.encode("utf-8")
-    try:
-        return base64.b64decode(body.data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise _field_error("body", "data", f"invalid base64: {exc}") from None
 
 
 PROCESS = "/v1/processes/{id}"

@@ -13,15 +13,14 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.operations import Operation
-from api.routes.fs import FileStreamResponse
-from api.services import desktop_services
-from desktop.errors import NotFound, RangeNotSatisfiable
-from desktop.files import ReadHandle
-from desktop.parsing import ascii_int
+from api.http.file_response import FileStreamResponse
+from api.http.operations import Operation
+from api.server.services import recordings_of
+from desktop.core.errors import NotFound, RangeNotSatisfiable
+from desktop.core.parsing import ascii_int
+from desktop.files.filesystem import ReadHandle
 from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
-from recording.manager import RecordingManager
 from sandbox_desktop_wire.enums import RecordingState
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.recording import (
@@ -37,10 +36,6 @@ TAGS = ("recording",)
 
 class VideoFileResponse(FileStreamResponse):
     media_type = "video/mp4"
-
-
-def manager_of(request: Request) -> RecordingManager:
-    return desktop_services(request).recordings
 
 
 def info_model(record: RecordingRecord) -> DesktopRecordingInfo:
@@ -101,24 +96,24 @@ def open_range(path: Path, header: str | None) -> tuple[ReadHandle, tuple[int, i
 
 
 async def start_recording(request: Request, *, body: DesktopRecordingStartRequest) -> DesktopRecordingInfo:
-    return info_model(await manager_of(request).start_recording(body.fps, body.audio))
+    return info_model(await recordings_of(request).start_recording(body.fps, body.audio))
 
 
 async def stop_recording(request: Request) -> DesktopRecordingInfo:
-    return info_model(await manager_of(request).stop_recording())
+    return info_model(await recordings_of(request).stop_recording())
 
 
 async def list_recordings(request: Request) -> DesktopRecordingListResponse:
-    records = await manager_of(request).list_recordings()
+    records = await recordings_of(request).list_recordings()
     return DesktopRecordingListResponse(recordings=[info_model(r) for r in records])
 
 
 async def get_recording(request: Request) -> DesktopRecordingInfo:
-    return info_model(await manager_of(request).get(request.path_params["id"]))
+    return info_model(await recordings_of(request).get(request.path_params["id"]))
 
 
 async def download_recording(request: Request) -> Response:
-    record, path = await manager_of(request).file(request.path_params["id"])
+    record, path = await recordings_of(request).file(request.path_params["id"])
     try:
         handle, span, size = await asyncio.to_thread(open_range, path, request.headers.get("range"))
     except FileNotFoundError:
@@ -134,18 +129,18 @@ async def download_recording(request: Request) -> Response:
 
 
 async def recording_actions(request: Request) -> DesktopRecordingActions:
-    record, entries = await manager_of(request).actions(request.path_params["id"])
+    record, entries = await recordings_of(request).actions(request.path_params["id"])
     return DesktopRecordingActions(recording_id=record.id, entries=entries)
 
 
 async def recording_chapters(request: Request) -> Response:
-    record, entries = await manager_of(request).actions(request.path_params["id"])
+    record, entries = await recordings_of(request).actions(request.path_params["id"])
     return Response(webvtt(entries), media_type="text/vtt; charset=utf-8",
                     headers={"content-disposition": f'inline; filename="{record.id}.actions.vtt"'})
 
 
 async def delete_recording(request: Request) -> None:
-    await manager_of(request).delete(request.path_params["id"])
+    await recordings_of(request).delete(request.path_params["id"])
 
 
 OPERATIONS = [

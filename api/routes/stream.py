@@ -6,11 +6,12 @@ from starlette.requests import Request
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from api.operations import Operation
-from api.problems import refuse_websocket, upgrade_required
-from api.scoped_tokens import ROLE_SCOPE_KEY, Role
-from api.services import desktop_services
-from desktop.errors import ServiceError
+from api.http.operations import Operation
+from api.http.problems import refuse_websocket, upgrade_required
+from api.middleware.auth import ROLE_SCOPE_KEY
+from api.server.scoped_tokens import Role
+from api.server.services import desktop_services
+from desktop.core.errors import ServiceError
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
 from streaming.control import Access

@@ -16,11 +16,11 @@ from pydantic import Field, TypeAdapter, ValidationError
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from api.operations import Operation
-from api.problems import refuse_websocket, upgrade_required
-from api.routes.processes import decode_input
-from api.services import server_of
-from desktop.errors import PayloadTooLarge, ServiceError
+from api.convert.processes import decode_input
+from api.http.operations import Operation
+from api.http.problems import refuse_websocket, upgrade_required
+from api.server.services import server_of
+from desktop.core.errors import PayloadTooLarge, ServiceError
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.enums import LogStreamFilter

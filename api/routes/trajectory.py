@@ -15,9 +15,9 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from api.operations import Operation
-from api.routes.recording import manager_of
-from desktop.errors import Conflict, invalid_action
+from api.http.operations import Operation
+from api.server.services import recordings_of
+from desktop.core.errors import Conflict, invalid_action
 from recording import trajectory, trajectory_export
 from sandbox_desktop_wire.enums import RecordingState
 from sandbox_desktop_wire.problems import ProblemCode
@@ -25,7 +25,7 @@ from sandbox_desktop_wire.trajectory import TrajectoryQuery
 
 
 async def recording_trajectory(request: Request, query: TrajectoryQuery) -> Response:
-    manager = manager_of(request)
+    manager = recordings_of(request)
     record, video = await manager.file(request.path_params["id"])
     if record.status is RecordingState.RECORDING:
         raise Conflict(f"{record.id} is still recording; stop it first (POST /v1/desktop/recording/stop)")

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
-from api.problems import problem_document
-from api.routes.actions import coordinator
-from desktop import actions as steps
-from desktop.action_log import acting_as
-from desktop.errors import ServiceError, invalid_action
-from desktop.screen import ShotOptions
+from api.http.operations import Operation
+from api.http.problems import problem_document
+from api.server.services import desktop_of, desktop_services
+from desktop.actions import batch as steps
+from desktop.core.errors import ServiceError, invalid_action
+from desktop.events.action_log import acting_as
+from desktop.screen.screenshots import ShotOptions
 from desktop.vendors import anthropic, openai
 from desktop.vendors.common import display_space
 from sandbox_desktop_wire.actions import SettleOptions
@@ -55,7 +54,7 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
             return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
     final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
     settle = settle_of(body.settle) if plan.settle else None
-    outcome = await coordinator(desktop).run(session, plan.steps, settle, final)
+    outcome = await desktop_services(request).batches.run(session, plan.steps, settle, final)
     return AnthropicResult(**anthropic.content(plan, outcome, space, lambda exc: problem_document(exc)["detail"]))
 
 
@@ -76,7 +75,7 @@ async def _openai_computer(request: Request, body: OpenAIRequest) -> ComputerCal
     call = body.call
     plan = openai.Translator(space).plan(call.model_dump(exclude_none=True))
     settle = settle_of(body.settle) if plan.steps else None
-    outcome = await coordinator(desktop).run(session, plan.steps, settle, ShotOptions(scale=fit.scale))
+    outcome = await desktop_services(request).batches.run(session, plan.steps, settle, ShotOptions(scale=fit.scale))
     if outcome.error is not None:
         index, exc = outcome.error
         where = plan.prefixes[plan.origins[index]] if index < len(plan.steps) else "the screenshot"

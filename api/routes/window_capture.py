@@ -1,4 +1,4 @@
-"""`GET /v1/desktop/windows/{id}/screenshot`: one window's own pixels (desktop/window_capture.py).
+"""`GET /v1/desktop/windows/{id}/screenshot`: one window's own pixels (desktop/windows/capture.py).
 
 The image answers with the screenshot's frame headers (api/routes/screenshot.py), where `X-Region-*`
 is the captured rectangle in screen pixels, plus `X-Window-*`: image pixel (0, 0) is screen pixel
@@ -10,10 +10,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.context import desktop_of
-from api.operations import Operation
-from api.routes.screenshot import FRAME_HEADERS, IMAGE_TYPES, image_response, shot_options
-from desktop.window_control import parse_window_id
+from api.convert.screenshots import FRAME_HEADERS, IMAGE_TYPES, image_response, shot_options
+from api.http.operations import Operation
+from api.server.services import desktop_of
+from desktop.windows.control import parse_window_id
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.windows import WindowScreenshotQuery
 

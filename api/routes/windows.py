@@ -1,23 +1,20 @@
-"""`/v1/desktop/windows`: translates HTTP to calls of `desktop.window_control.Windows` and
-`desktop.window_states` (docs/windows.md)."""
+"""`/v1/desktop/windows`: translates HTTP to calls of `desktop.windows.control.Windows` and
+`desktop.windows.states` (docs/windows.md)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 
-from api.context import desktop_of
-from api.operations import Operation
-from desktop import window_states
-from desktop.errors import invalid_action
-from desktop.window_control import WindowFilter, parse_window_id
-from desktop.window_states import WindowCommand
-from desktop.windows import WindowInfo
+from api.convert.windows import window_filter, window_model
+from api.http.operations import Operation
+from api.server.services import desktop_of
+from desktop.windows import states as window_states
+from desktop.windows.control import parse_window_id
+from desktop.windows.states import WindowCommand
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.windows import (
-    DesktopRect,
     DesktopWindowInfo,
     DesktopWindowListResponse,
     WindowAboveRequest,
@@ -31,30 +28,6 @@ from sandbox_desktop_wire.windows import (
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (404, 409, 503)
 TAGS = ("windows",)
-
-
-def window_model(w: WindowInfo) -> DesktopWindowInfo:
-    return DesktopWindowInfo(
-        id=str(w.id), title=w.title, x=w.client.x, y=w.client.y, width=w.client.width,
-        height=w.client.height, is_active=w.is_active, pid=w.pid,
-        frame=DesktopRect(x=w.frame.x, y=w.frame.y, width=w.frame.width, height=w.frame.height),
-        minimized=w.minimized, maximized=w.maximized, always_on_top=w.above,
-        instance_name=w.wm_class[0] if w.wm_class else None, class_name=w.wm_class[1] if w.wm_class else None,
-    )
-
-
-def window_filter(query: WindowListQuery) -> WindowFilter | None:
-    """The listing's filter, or None when the query asks for none (the plain, cheaper listing)."""
-    if query.pid is None and query.class_ is None and query.title_regex is None and not query.minimized:
-        return None
-    title = None
-    if query.title_regex is not None:
-        try:
-            title = re.compile(query.title_regex)
-        except re.error as exc:
-            raise invalid_action(f"titleRegex is not a valid regular expression: {exc}", "titleRegex",
-                                 "query") from None
-    return WindowFilter(pid=query.pid, wm_class=query.class_, title=title, minimized=query.minimized)
 
 
 async def list_windows(request: Request, query: WindowListQuery) -> DesktopWindowListResponse:

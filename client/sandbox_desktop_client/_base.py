@@ -51,7 +51,6 @@ from .errors import error_for
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_URL = "http://127.0.0.1:2468"
 DEFAULT_TIMEOUT = 30.0
 DOWNLOAD_CHUNK = 1 << 20
 

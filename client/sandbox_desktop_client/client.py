@@ -27,7 +27,7 @@ from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
 from ._base import AudioCodec, Button, Call, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
-from .local_servers import resolve_token
+from .local_servers import DEFAULT_URL, resolve_token
 
 if TYPE_CHECKING:
     from .desktops import Desktops
@@ -47,7 +47,7 @@ class Client:
     The methods act on the `default` desktop (`/v1/desktop/...`); `desktops` has the others.
     """
 
-    def __init__(self, url: str = b.DEFAULT_URL, *, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
+    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
                  **httpx_options: Any) -> None:
         self.timeout = timeout
         self._http = httpx.Client(**b.client_options(url, resolve_token(token, url), timeout), **httpx_options)

@@ -21,7 +21,14 @@ import stat
 from pathlib import Path
 from urllib.parse import urlsplit
 
+DEFAULT_URL = "http://127.0.0.1:2468"
+"""Where clients look for a server when given no address."""
+URL_ENV = "SANDBOX_DESKTOP_URL"
+"""The server's address, for the command line, the MCP server and the readiness probe."""
 TOKEN_ENV = "SANDBOX_DESKTOP_TOKEN"
+"""The bearer token (else the one a local server announced)."""
+DESKTOP_ENV = "SANDBOX_DESKTOP_DESKTOP"
+"""The desktop a command-line or MCP client drives (else the default one)."""
 TOKEN_FILE_NAME = "token"
 _TOKEN_BYTES = 32
 

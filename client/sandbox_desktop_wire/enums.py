@@ -9,7 +9,7 @@ the wire, checked by the server against the enum (`TokenRole`, `OnIdle`, `Clipbo
 
 Some sets are also spelled as `Literal` aliases next to their models (`Button`, `ImageFormat`, `Owner`,
 `DesktopState`, `RecordingStatus`) for callers' type hints that take plain strings;
-tests/test_wire_contract.py checks each alias lists exactly its enum's values.
+tests/unit/wire/test_wire_contract.py checks each alias lists exactly its enum's values.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every problem `code` the server answers with, its HTTP status and title: the one table of them.
 
-The server renders its errors from it (api/problems.py), docs/errors.md lists it (a test keeps the two
+The server renders its errors from it (api/http/problems.py), docs/errors.md lists it (a test keeps the two
 equal), and a client can map a code to its status and title too:
 
     spec = PROBLEMS[ProblemCode(body["code"])]

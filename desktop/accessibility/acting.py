@@ -30,10 +30,11 @@ from desktop.accessibility.atspi import (
     AtspiError,
 )
 from desktop.accessibility.errors import ElementActionUnsupported, ElementNotFound
-from desktop.accessibility.tree import Bounds, Element, read_text, usable_bounds
-from desktop.keyboard import Keyboard
-from desktop.mouse import Mouse
-from desktop.session import Session
+from desktop.accessibility.tree import Element, read_text, usable_bounds
+from desktop.core.geometry import Bounds
+from desktop.input.keyboard import Keyboard
+from desktop.input.mouse import Mouse
+from desktop.x11.session import Session
 from sandbox_desktop_wire.accessibility import ActedThrough, ElementAction
 
 SELECT_ALL = [XK.XK_Control_L, XK.XK_a]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from desktop.errors import DesktopError
+from desktop.core.errors import DesktopError
 from sandbox_desktop_wire.problems import ProblemCode
 
 

@@ -33,7 +33,7 @@ from desktop.accessibility.query import ElementQuery, WindowScope
 from desktop.accessibility.reading import application_infos, matching, read_objects, read_tops
 from desktop.accessibility.tree import Application, Element, element_id, fill_details, parse_element_id
 from desktop.accessibility.windows import assign_windows, scope_roots
-from desktop.windows import WindowInfo
+from desktop.windows.query import WindowInfo
 
 MAX_DEPTH = 256
 """Ancestors walked at most (a toolkit's broken parent chain must not loop forever)."""

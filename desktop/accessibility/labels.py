@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from desktop.accessibility.atspi import ACCESSIBLE, AtspiBus, AtspiError
 from desktop.accessibility.reading import Prefilter, matching, read_objects
-from desktop.accessibility.tree import Bounds, Element, Snapshot, element_id, fill_details
+from desktop.accessibility.tree import Element, Snapshot, element_id, fill_details
+from desktop.core.geometry import Bounds
 
 FIELD_ROLES = frozenset({"entry", "text", "password-text", "spin-button", "combo-box", "slider"})
 LABEL_ROLES = frozenset({"label", "static"})

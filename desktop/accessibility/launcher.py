@@ -2,7 +2,7 @@
 
 The launcher owns `org.a11y.Bus` on the desktop's session bus and starts the accessibility bus (a
 second dbus-daemon) and, on demand, the registry daemon. Apps find it by asking the session bus, so
-they need `DBUS_SESSION_BUS_ADDRESS` (desktop/home.py sets it for every desktop process).
+they need `DBUS_SESSION_BUS_ADDRESS` (desktop/lifecycle/home.py sets it for every desktop process).
 
 `org.a11y.Status.IsEnabled = true` is set as soon as the launcher answers, before any app starts:
 Chromium and Electron decide at start whether to register with the bus, and ignore a later change
@@ -17,7 +17,7 @@ from dbus_fast import Variant
 from dbus_fast.aio import MessageBus
 
 from desktop.accessibility.atspi import DBUS, PROPERTIES, AtspiBus
-from desktop.dependencies import find_helper
+from desktop.core.dependencies import find_helper
 
 LAUNCHER_NAME = "org.a11y.Bus"
 

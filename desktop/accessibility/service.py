@@ -23,7 +23,6 @@ from desktop.accessibility.atspi import (
 from desktop.accessibility.errors import AccessibilityUnavailable, ElementAmbiguous, ElementNotFound
 from desktop.accessibility.examine import Verdict, examine
 from desktop.accessibility.labels import name_fields, unnamed_fields
-from desktop.accessibility.marks import MAX_MARKS, MarkBox
 from desktop.accessibility.query import ElementQuery, Target, WindowScope
 from desktop.accessibility.reading import (
     EVERYTHING_SHOWING,
@@ -46,12 +45,13 @@ from desktop.accessibility.tree import (
     refresh,
 )
 from desktop.accessibility.windows import assign_windows, scope_roots
-from desktop.errors import WindowNotFound
-from desktop.events import EventBus
-from desktop.keyboard import Keyboard
-from desktop.mouse import Mouse
-from desktop.session import Session
-from desktop.windows import list_windows
+from desktop.core.errors import WindowNotFound
+from desktop.events.bus import EventBus
+from desktop.input.keyboard import Keyboard
+from desktop.input.mouse import Mouse
+from desktop.screen.marks import MAX_MARKS, MarkBox
+from desktop.windows.query import list_windows
+from desktop.x11.session import Session
 from sandbox_desktop_wire.accessibility import ElementAction
 
 logger = logging.getLogger("sandbox_desktop.accessibility")

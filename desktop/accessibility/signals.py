@@ -21,7 +21,7 @@ from typing import Any
 
 from desktop.accessibility.atspi import ACCESSIBLE, EVENT_PREFIX, PROPERTIES, REGISTRY, REGISTRY_PATH, AtspiBus
 from desktop.accessibility.tree import element_id
-from desktop.events import EventBus
+from desktop.events.bus import EventBus
 from sandbox_desktop_wire.events import EventType
 
 logger = logging.getLogger("sandbox_desktop.accessibility")

@@ -31,6 +31,7 @@ from desktop.accessibility.atspi import (
     Request,
     decode_states,
 )
+from desktop.core.geometry import Bounds
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -48,18 +49,6 @@ INTERACTIVE_ROLES = frozenset({
     "password-text", "spin-button", "slider", "link", "menu-item", "check-menu-item", "radio-menu-item",
     "page-tab", "tree-item", "list-item", "table-cell", "scroll-bar", "dial", "autocomplete", "menu",
 })
-
-
-@dataclass(frozen=True)
-class Bounds:
-    x: int
-    y: int
-    width: int
-    height: int
-
-    @property
-    def centre(self) -> tuple[int, int]:
-        return self.x + self.width // 2, self.y + self.height // 2
 
 
 @dataclass

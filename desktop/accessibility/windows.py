@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from desktop.accessibility.query import WindowScope
 from desktop.accessibility.tree import Element
-from desktop.windows import Rect, WindowInfo
+from desktop.windows.query import Rect, WindowInfo
 
 
 def _overlap(a: Rect, x: int, y: int, width: int, height: int) -> float:

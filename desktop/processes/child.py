@@ -19,7 +19,7 @@ import subprocess
 import termios
 from collections.abc import Callable, Mapping, Sequence
 
-from desktop.errors import Conflict, InvalidRequest, StreamError, Timeout
+from desktop.core.errors import Conflict, InvalidRequest, StreamError, Timeout
 from desktop.processes.logs import CHUNK_BYTES, Stream, now_ms
 from desktop.processes.spawn_errors import spawn_error
 
@@ -35,7 +35,7 @@ INPUT_TIMEOUT_S = 5.0
 
 class InputNotRead(Timeout):
     """Input the process did not read in time. The process's state, not a fault of the server, so a
-    409 that keeps the `timeout` code (docs/processes.md, "Input"), as api/problems.py renders it."""
+    409 that keeps the `timeout` code (docs/processes.md, "Input"), as api/http/problems.py renders it."""
 
 
 class _ExitProtocol(asyncio.SubprocessProtocol):

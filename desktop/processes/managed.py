@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from desktop.errors import Conflict
+from desktop.core.errors import Conflict
 from desktop.processes.child import Child
 from desktop.processes.logs import LogBuffer, Stream
 from sandbox_desktop_wire.enums import ProcessOwner, ProcessStatus

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.errors import Conflict, InvalidRequest, NotFound, StreamError
+from desktop.core.errors import Conflict, InvalidRequest, NotFound, StreamError
 from desktop.processes.child import Child, start_child
 from desktop.processes.logs import LogBuffer, now_ms
 from desktop.processes.managed import ManagedProcess, Owner, ProcessOutput
@@ -159,7 +159,7 @@ class ProcessManager:
 
     def listen(self, on_exit: Callable[[ManagedProcess], None], on_end: Callable[[], None]) -> Callable[[], None]:
         """Call `on_exit(process)` after every exit and `on_end()` with `end_follows` (a desktop's event bus
-        publishes them, desktop/event_sources.py); returns the function that stops it."""
+        publishes them, desktop/events/sources.py); returns the function that stops it."""
         self._exit_listeners.append(on_exit)
         self._end_listeners.append(on_end)
 

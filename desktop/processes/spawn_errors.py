@@ -13,7 +13,7 @@ import errno
 import os
 from collections.abc import Mapping
 
-from desktop.errors import (
+from desktop.core.errors import (
     ArgumentsTooLong,
     CommandBusy,
     CommandNotExecutable,

@@ -1,1 +1,1 @@
-"""Vendor computer-use vocabularies (Anthropic, OpenAI) translated to batch steps of `desktop.actions`."""
+"""Vendor computer-use vocabularies (Anthropic, OpenAI) translated to batch steps of `desktop.actions.batch`."""

@@ -1,6 +1,6 @@
 """Anthropic's `computer` tool (computer_20241022, _20250124, _20251124) as batch steps and a tool_result.
 
-Pure translation, no X: `plan()` turns one tool input into steps of `desktop.actions` in screen pixels
+Pure translation, no X: `plan()` turns one tool input into steps of `desktop.actions.batch` in screen pixels
 (the model's points are pixels of a `display_width_px`x`display_height_px` image of the screen), and
 `content()` turns the batch's outcome into the tool_result content to forward to the model.
 """
@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop import actions as batch
-from desktop.coordinates import CoordinateSpace
-from desktop.errors import DomainError, invalid_action
-from desktop.keys import parse_chord, parse_keys, text_keysyms
-from desktop.screen import Region, Screenshot, ShotOptions
+from desktop.actions import batch
+from desktop.core.errors import DomainError, invalid_action
+from desktop.input.coordinates import CoordinateSpace
+from desktop.input.keys import parse_chord, parse_keys, text_keysyms
+from desktop.screen.screenshots import Region, Screenshot, ShotOptions
 from desktop.vendors.common import Point, element_at, move_to, text
 
 _V1 = frozenset({"key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",

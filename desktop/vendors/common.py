@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.actions import ElementAt, Hover, Move, Step, Where
-from desktop.coordinates import CoordinateSpace, ImageFit, fit_image
-from desktop.errors import invalid_action
+from desktop.actions.batch import ElementAt, Hover, Move, Step, Where
+from desktop.core.errors import invalid_action
+from desktop.input.coordinates import CoordinateSpace, ImageFit, fit_image
 
 Point = tuple[int, int]
 

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop import actions as batch
-from desktop.coordinates import CoordinateSpace
-from desktop.errors import invalid_action
-from desktop.keys import keysym_for_name, text_keysyms
-from desktop.screen import Screenshot
+from desktop.actions import batch
+from desktop.core.errors import invalid_action
+from desktop.input.coordinates import CoordinateSpace
+from desktop.input.keys import keysym_for_name, text_keysyms
+from desktop.screen.screenshots import Screenshot
 from desktop.vendors.common import Point, element_at, integer, move_to, point, text
 from sandbox_desktop_wire.limits import MAX_ACTIONS, MAX_WHEEL_CLICKS
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Bundles viewer_page.jsx (the SDK and the React DesktopViewer, unmodified) into OUTDIR with an
-// index.html, for tests/test_sdk_viewer.py:   node build_viewer.mjs OUTDIR
+// index.html, for tests/clients/reference_sdk/test_sdk_viewer.py:   node build_viewer.mjs OUTDIR
 // Prints one JSON line: {"outdir", "bytes", "ms"}.
 
 import { writeFile } from "node:fs/promises";

@@ -6,7 +6,7 @@
 //
 // Optional: SANDBOX_DISPLAY_NUM (passed to startDesktop), SANDBOX_CALL_TIMEOUT_MS (per call, 15000).
 // Prints one JSON line per check, {"method", "ok", "detail"}, and exits 1 if any check failed.
-// Recording and streaming in a real browser: tests/test_sdk_viewer.py.
+// Recording and streaming in a real browser: tests/clients/reference_sdk/test_sdk_viewer.py.
 
 import { tmpdir } from "node:os";
 import { SandboxAgent, SandboxAgentError } from "sandbox-agent";

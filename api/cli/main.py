@@ -1,0 +1,265 @@
+"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages,
+and the client commands (`status`, `screenshot`, `click`, ...) drive a running server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from api.cli import client_commands as cli_client
+from api.cli import probe
+from api.mcp import server as mcp_server
+from api.middleware.browser_guard import ALLOWED_HOSTS_ENV, HostPolicy
+from api.middleware.cors import CorsPolicy
+from api.server.config import MCP_TOOL_TIMEOUT_S
+from api.server.logs import LOG_FORMATS, configure_logging
+from desktop.core.parsing import ascii_int
+from desktop.lifecycle import installer
+from sandbox_desktop_client import local_servers
+from sandbox_desktop_client.local_servers import TOKEN_ENV
+from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind, parse_kinds
+from sandbox_desktop_wire.enums import TakeoverMode
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    first, sep, second = text.lower().partition("x")
+    width, height = ascii_int(first), ascii_int(second)
+    if not sep or width is None or height is None:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1440x900, got {text!r}")
+    return width, height
+
+
+def parse_public_address(text: str) -> str:
+    """An IP literal a viewer can send to (no host names: a candidate carries an address)."""
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an IP address such as 203.0.113.7 or 127.0.0.1, got {text!r} "
+                                         "(host names are not resolved)") from None
+    if address.is_unspecified or address.is_multicast:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address a viewer can send to")
+    return str(address)
+
+
+def public_addresses(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--webrtc-public-address` flags, else the comma-separated environment variable (ArgumentTypeError)."""
+    if args.webrtc_public_address:
+        return tuple(args.webrtc_public_address)
+    return tuple(parse_public_address(a) for a in os.environ.get(PUBLIC_ADDRESS_ENV, "").split(",") if a.strip())
+
+
+def approve_kinds(text: str) -> frozenset[ActionKind]:
+    """`--approve`: `pointer,type,key,launch,process` (any of them) or `all`."""
+    try:
+        return parse_kinds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sandbox-desktop", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    server = commands.add_parser("server", help="run the HTTP server")
+    server.add_argument("-H", "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    server.add_argument("-p", "--port", type=int, default=2468, help="port to bind (default 2468)")
+    server.add_argument("-t", "--token", default=os.environ.get(TOKEN_ENV) or None,
+                        help=f"bearer token required on /v1 (default: ${TOKEN_ENV})")
+    server.add_argument("-n", "--no-token", action="store_true",
+                        help="run without a token (default: a random token kept in the state directory, "
+                             "which local clients find by themselves)")
+    server.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                        help="also answer to this Host name: NAME, *.DOMAIN or an IP, optionally :PORT, or * for "
+                             "any (repeatable; default: "
+                             f"${ALLOWED_HOSTS_ENV}, comma-separated). Loopback binds answer to localhost, "
+                             "*.localhost, 127.0.0.1 and [::1] on their port; other binds check names only "
+                             "when this is given")
+    server.add_argument("-O", "--cors-allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="allow this browser origin (repeatable; `*` for any)")
+    server.add_argument("-M", "--cors-allow-method", action="append", default=[], metavar="METHOD",
+                        help="allowed CORS method (repeatable; default any)")
+    server.add_argument("-A", "--cors-allow-header", action="append", default=[], metavar="HEADER",
+                        help="allowed CORS request header (repeatable; default any)")
+    server.add_argument("-C", "--cors-allow-credentials", action="store_true",
+                        help="allow credentialed CORS requests")
+    server.add_argument("--state-dir", type=Path, default=None,
+                        help="where desktops keep home/, recordings/ and logs, and the server its generated "
+                             "token (default $XDG_STATE_HOME/sandbox-desktop/desktop)")
+    server.add_argument("--log-level", default="info",
+                        choices=["critical", "error", "warning", "info", "debug"])
+    server.add_argument("--log-format", default="text", choices=LOG_FORMATS,
+                        help="text lines, or one JSON object per line for log collectors (default text)")
+    server.add_argument("--no-process-api", action="store_true",
+                        help="switch off /v1/processes (403) for deployments that only need the desktop")
+    server.add_argument("--no-file-api", action="store_true",
+                        help="switch off /v1/fs (403) for deployments that only need the desktop")
+    server.add_argument("--no-mcp-api", action="store_true",
+                        help="switch off the MCP endpoint /v1/mcp (403)")
+    server.add_argument("--mcp-allow", type=mcp_server.tool_list, action="extend", metavar="TOOL[,TOOL...]",
+                        help="/v1/mcp offers only these tools (repeatable; default all), as `mcp --allow`")
+    server.add_argument("--mcp-timeout", type=mcp_server.positive, default=MCP_TOOL_TIMEOUT_S,
+                        metavar="SECONDS", help="/v1/mcp fails a tool call that takes longer "
+                        f"(default {MCP_TOOL_TIMEOUT_S:g}), as `mcp --timeout`")
+    server.add_argument("--webrtc-public-address", action="append", type=parse_public_address, metavar="ADDR",
+                        help="IP address at which viewers reach the live view's UDP ports through a 1:1 NAT or "
+                             f"port forwarding (repeatable; default: ${PUBLIC_ADDRESS_ENV}, comma-separated)")
+    server.add_argument("--max-desktops", type=int, default=16, metavar="N",
+                        help="desktops the server holds at once, the default one included while it runs "
+                             "(default 16; one more is a 429 too_many_desktops)")
+    server.add_argument("--takeover", type=TakeoverMode, default=TakeoverMode.REFUSE,
+                        choices=list(TakeoverMode), metavar="|".join(TakeoverMode),
+                        help="agent input while a person holds control in the live view: refuse it with 409 "
+                             "desktop_controlled_by_viewer (default), queue it until released, or share control")
+    server.add_argument("--approve", type=approve_kinds, default=frozenset(), metavar="KINDS",
+                        help=f"hold these kinds of agent actions until a person approves them in the inspector or "
+                             f"with POST /v1/approvals/ID: a comma list of {','.join(ActionKind)}, or all (default "
+                             "none; a desktop created with `approve` has its own; docs/approvals.md)")
+    server.add_argument("--approval-timeout", type=mcp_server.positive, default=DEFAULT_APPROVAL_TIMEOUT_S,
+                        metavar="SECONDS", help="a held action nobody decides on within this long is refused with "
+                        f"403 approval_expired (default {DEFAULT_APPROVAL_TIMEOUT_S:g}; a request's "
+                        "`Prefer: wait=N` sets its own)")
+    server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
+    server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
+                        help="size of the desktop started by --start-desktop (default 1440x900)")
+
+    install = commands.add_parser("install", help="install system packages")
+    targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
+    installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
+    probe.add_arguments(commands.add_parser("ready", help=probe.HELP, description=probe.HELP))
+    cli_client.add_client_commands(commands)
+    mcp_server.add_mcp_command(commands)
+    return parser
+
+
+def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
+    """Run uvicorn; on SIGTERM/SIGINT end open log follows at once, so shutdown does not wait on them."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            # A Python signal handler may run in the middle of a loop callback: hand over safely.
+            asyncio.get_event_loop().call_soon_threadsafe(app.state.services.processes.end_follows)
+
+    # Logging is configured already (configure_logging); the app writes its own access log, without queries.
+    # httptools (a dependency) rather than h11: every request pays the HTTP floor (docs/benchmarks.md, HTTP floor).
+    # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
+    # under /bin/sh instead of being refused, and a tty process's preexec_fn fails (docs/processes.md, Errors).
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
+                            access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools")
+    Server(config).run()
+
+
+def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--allowed-host` flags, else the comma-separated environment variable."""
+    if args.allowed_host:
+        return tuple(args.allowed_host)
+    return tuple(h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip())
+
+
+def display_url(host: str, port: int) -> str:
+    """The address to print: a wildcard bind is reached on this machine at 127.0.0.1 (or [::1])."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def run_server(args: argparse.Namespace) -> int:
+    from api.app import create_app
+    from api.server.config import McpOptions, ServerConfig
+    from desktop.lifecycle.options import StartOptions, default_state_dir
+
+    token = None if args.no_token else args.token
+    # Every process the desktop starts inherits our environment; none of them may learn the token.
+    os.environ.pop(TOKEN_ENV, None)
+    if token is not None and not token.strip():
+        print(f"refusing an empty token: pass a real one with --token or {TOKEN_ENV} "
+              "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)", file=sys.stderr)
+        return 2
+    try:
+        public = public_addresses(args)
+    except argparse.ArgumentTypeError as exc:
+        print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
+        return 2
+    if args.max_desktops < 1:
+        print("sandbox-desktop: --max-desktops must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        hosts = HostPolicy.for_bind(args.host, args.port, allowed_hosts(args))
+    except ValueError as exc:
+        print(f"sandbox-desktop: --allowed-host: {exc}", file=sys.stderr)
+        return 2
+    cors = CorsPolicy(
+        origins=tuple(args.cors_allow_origin),
+        methods=tuple(m.upper() for m in args.cors_allow_method) or ("*",),
+        headers=tuple(args.cors_allow_header) or ("*",),
+        credentials=args.cors_allow_credentials,
+    )
+    start = None
+    if args.start_desktop:
+        width, height = args.desktop_size
+        start = StartOptions(width=width, height=height)
+    state_dir = args.state_dir.expanduser().resolve() if args.state_dir else None
+    url = display_url(args.host, args.port)
+    token_file = None
+    if token is None and not args.no_token:
+        try:
+            token, token_file = local_servers.load_or_create_token(state_dir or default_state_dir())
+        except OSError as exc:
+            print(f"sandbox-desktop: cannot keep a generated token in {state_dir or default_state_dir()}: {exc}; "
+                  "pass --state-dir, or --token", file=sys.stderr)
+            return 2
+    disabled = frozenset(name for name, off in (("processes", args.no_process_api), ("fs", args.no_file_api),
+                                                ("mcp", args.no_mcp_api)) if off)
+    # A server on port 0 cannot say which port it got before it binds: it is not announced.
+    announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
+    config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
+                          disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
+                          max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
+                          approval_timeout=args.approval_timeout,
+                          mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout))
+    configure_logging(args.log_level, args.log_format)
+    app = create_app(config)
+    print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
+          f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+    if token_file is not None and token is not None:
+        print(f"sandbox-desktop: inspector: {url}/ui/#token={token}  (token kept in {token_file}; "
+              "local clients find it there)", file=sys.stderr, flush=True)
+    elif token is None:
+        print("sandbox-desktop: warning: --no-token: every local user and every process of this machine can drive "
+              "the desktop and run commands through it", file=sys.stderr, flush=True)
+    serve(app, args.host, args.port, args.log_level)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if cli_client.is_client_command(args):
+        return cli_client.run_client_command(args)
+    if args.command == "server":
+        return run_server(args)
+    if args.command == "ready":
+        return probe.run(args)
+    if args.command == "install":
+        return installer.run(args)
+    if args.command == "mcp":
+        return mcp_server.run_mcp(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

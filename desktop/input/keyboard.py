@@ -1,0 +1,421 @@
+"""The keyboard through XTest, in-process: type any Unicode text, press chords, hold and release keys.
+
+Every X call runs on the session's X thread (`session.x`) as a short job that never sleeps; the
+waits between characters (`delayMs`) and for spare keycodes are on the event loop. Keyboard requests
+hold the desktop's input lock (`session.x.input`, desktop/x11/thread.py) for their whole duration, as
+mouse and window actions do: two concurrent `type` requests never interleave, and no click or drag
+lands between the characters of a text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from Xlib import X
+from Xlib.display import Display
+
+from desktop.control.takeover import TakeoverGate
+from desktop.core.errors import DesktopInactive, InputFailed
+from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, chord_name, keysym_text
+from desktop.input.keymap import Keymap, Stroke
+from desktop.input.keys import invalid_key, text_keysyms
+from desktop.x11 import raw as xraw
+from desktop.x11.session import Session
+from desktop.x11.thread import XThread
+from sandbox_desktop_wire.limits import MAX_TYPE_DELAY_MS
+
+logger = logging.getLogger("sandbox_desktop.keyboard")
+
+DEFAULT_DELAY_MS = 10
+MAX_DELAY_MS = MAX_TYPE_DELAY_MS
+CHUNK_CHARS = 200
+"""Characters typed per input-thread call at delayMs 0 (about 7 ms of X work)."""
+HOLD_S = 0.25
+"""A bound keycode is not rebound until this long after its last key event."""
+IDLE_RESTORE_S = 5.0
+"""Bindings unused for this long are removed, leaving the layout as it was. An app reads a key typed through a
+binding with the binding it finds then: one starved of CPU (a loaded CI machine) once read it after 1.5 s, the
+binding already gone, and lost the character."""
+_MAX_ROUNDS = 10_000
+
+
+@dataclass
+class _Typing:
+    """One `type` request in progress; touched only in the input thread."""
+
+    keysyms: list[int]
+    step: int
+    index: int = 0
+    display: Display | None = None
+    finished: bool = False
+    caps_lock: int | None = None
+    """The Caps Lock keycode, when Caps Lock was on and we turned it off for the duration."""
+    released: list[int] = field(default_factory=list)
+    """Shift / AltGr keycodes that were held down, released for the duration."""
+
+
+def check_delay(delay_ms: int) -> None:
+    """`delayMs` must lie in 0..MAX_DELAY_MS (400 naming the field)."""
+    if not 0 <= delay_ms <= MAX_DELAY_MS:
+        raise invalid_key(f"delayMs must be between 0 and {MAX_DELAY_MS}", "delayMs")
+
+
+def _key(display: Display, event: int, keycode: int) -> None:
+    xraw.send(display, [xraw.fake_input(display, event, keycode)])
+
+
+def _sync(display: Display) -> None:
+    """Until the server has handled everything sent before: one round trip (desktop/x11/raw.py)."""
+    xraw.exchange(display, [xraw.round_trip()], [True])
+
+
+def pressed_keycodes(display: Display) -> list[int]:
+    """Keycodes the server reports down (QueryKeymap)."""
+    bits = display.query_keymap()
+    return [i * 8 + b for i, byte in enumerate(bits) for b in range(8) if byte >> b & 1]
+
+
+class Keyboard:
+    """XTest keyboard for the desktop; `hold` and `idle_restore` tune the spare-keycode LRU."""
+
+    def __init__(self, hold: float = HOLD_S, idle_restore: float = IDLE_RESTORE_S,
+                 log: ActionLog | None = None, gate: TakeoverGate | None = None) -> None:
+        self.hold = hold
+        self.log = log
+        self.gate = gate
+        """Agent input waits or is refused while a person holds control (desktop/control/takeover.py)."""
+        self.idle_restore = idle_restore
+        self._x: XThread | None = None
+        self._restorer: asyncio.Task[None] | None = None
+        self._generation = 0
+        # Input-thread state: the keymap of the current connection, and keys held by key_down.
+        self._keymap: Keymap | None = None
+        self._held: dict[int, list[int]] = {}
+
+    # -- public API (event loop) -----------------------------------------------------------------
+
+    async def type_text(self, session: Session, text: str, delay_ms: int = DEFAULT_DELAY_MS) -> None:
+        """Type `text` exactly, whatever the layout, Shift, AltGr or Caps Lock state."""
+        check_delay(delay_ms)
+        await self.type_keysyms(session, text_keysyms(text), delay_ms)
+
+    async def type_keysyms(self, session: Session, keysyms: list[int], delay_ms: int = DEFAULT_DELAY_MS) -> None:
+        """Type keysyms from `text_keysyms`, `delay_ms` apart (0: in chunks, as fast as possible)."""
+        job = _Typing(keysyms, step=1 if delay_ms > 0 else CHUNK_CHARS)
+        async with self._exclusive(session) as generation:
+            text = keysym_text(keysyms)
+            self._record("type", length=len(text), text=text[:MAX_TEXT_CHARS])
+            try:
+                for _ in range(2 * len(job.keysyms) + _MAX_ROUNDS):
+                    wait = await session.x.call(self._type_step, job)
+                    if job.finished:
+                        return
+                    await asyncio.sleep(max(wait, delay_ms / 1000))
+                    if generation != self._generation:
+                        raise DesktopInactive("the desktop stopped while typing")
+                raise InputFailed("typing made no progress; the keymap keeps changing")
+            finally:
+                if not job.finished and generation == self._generation:
+                    await session.x.call(self._finish_typing, job)
+
+    async def press_chords(self, session: Session, chords: list[list[int]]) -> None:
+        """Press and release each chord in turn (keys in order, released in reverse)."""
+        async with self._exclusive(session):
+            self._record("press", keys=" ".join(chord_name(chord) for chord in chords))
+            await self._until_bound(session, self._press_step, chords)
+
+    async def press_keysyms(self, session: Session, keysyms: list[int]) -> None:
+        """Press and release one chord of keysyms, e.g. `parse_chord("ctrl+shift+t")`."""
+        await self.press_chords(session, [keysyms])
+
+    async def chord_down(self, session: Session, keysyms: list[int]) -> None:
+        """Hold the keys of a chord (with Shift/AltGr when a key needs it) until `chord_up`."""
+        async with self._exclusive(session):
+            self._record("key_down", keys=chord_name(keysyms))
+            await self._until_bound(session, self._down_step, keysyms, True)
+
+    async def chord_up(self, session: Session, keysyms: list[int]) -> None:
+        """Release what `chord_down` (or `key_down`) pressed for these keysyms, in reverse order."""
+        async with self._exclusive(session):
+            self._record("key_up", keys=chord_name(keysyms))
+            await session.x.call(self._up, keysyms)
+
+    async def key_down(self, session: Session, keysym: int) -> None:
+        """Press one raw keysym without adding modifiers (the live view sends its own)."""
+        async with self._exclusive(session):
+            self._record("key_down", keys=chord_name([keysym]))
+            await self._until_bound(session, self._down_step, [keysym], False)
+
+    async def key_up(self, session: Session, keysym: int) -> None:
+        await self.chord_up(session, [keysym])
+
+    async def release_all(self, session: Session) -> None:
+        """Release every key the server reports down (for error paths; takes no lock)."""
+        await session.x.call(self._release_all)
+        self.schedule_restore(session)
+
+    def schedule_restore(self, session: Session) -> None:
+        """(Re)start the idle timer that unbinds spare keycodes; call after `keysym_to_keycode`."""
+        self._x = session.x
+        if self._restorer is not None:
+            self._restorer.cancel()
+        self._restorer = asyncio.get_running_loop().create_task(self._restore_when_idle(session.x))
+
+    async def close(self) -> None:
+        """Release held keys and give the spare keycodes back; the desktop is stopping."""
+        self._generation += 1
+        if self._restorer is not None:
+            self._restorer.cancel()
+            self._restorer = None
+        x, self._x = self._x, None
+        if x is not None:
+            try:
+                await x.call(self._shutdown)
+            except Exception as exc:  # the X server may already be gone, taking the bindings with it
+                logger.debug("keyboard close: %s", exc)
+
+    # -- input thread ---------------------------------------------------------------------------
+
+    def keysym_to_keycode(self, display: Display, keysym: int) -> int:
+        """The keycode that sends `keysym` now, binding a spare one if needed (input thread only)."""
+        keymap = self._keymap_for(display)
+        now = time.monotonic()
+        keymap.bind([keysym], now, hold=0.0)  # one key at human speed: the LRU victim is long processed
+        stroke = keymap.stroke(keysym)
+        assert stroke is not None
+        keymap.use(stroke.keycode, now)
+        return stroke.keycode
+
+    def _keymap_for(self, display: Display) -> Keymap:
+        keymap = self._keymap
+        if keymap is None or keymap.display is not display:  # first use, or a new connection
+            keymap = self._keymap = Keymap(display)
+            self._held.clear()
+        else:
+            keymap.refresh()
+        return keymap
+
+    def _type_step(self, display: Display, job: _Typing) -> float:
+        keymap = self._keymap_for(display)
+        if job.display is None:
+            self._begin_typing(display, keymap, job)
+        wait = self._type_some(display, keymap, job)
+        if job.index >= len(job.keysyms):
+            self._finish_typing(display, job)
+        return wait
+
+    def _begin_typing(self, display: Display, keymap: Keymap, job: _Typing) -> None:
+        # Typed text must not depend on modifiers left on: turn Caps Lock off and lift held
+        # Shift/AltGr for the duration, and put them back afterwards.
+        job.display = display
+        mask = display.screen().root.query_pointer().mask
+        if mask & X.LockMask and keymap.caps_lock is not None:
+            job.caps_lock = keymap.caps_lock
+            _key(display, X.KeyPress, job.caps_lock)
+            _key(display, X.KeyRelease, job.caps_lock)
+        level_mask = X.ShiftMask | keymap.level3_mask
+        if mask & level_mask:
+            job.released = [code for code in pressed_keycodes(display) if keymap.modifier_mask(code) & level_mask]
+            for code in job.released:
+                _key(display, X.KeyRelease, code)
+
+    def _finish_typing(self, display: Display, job: _Typing) -> None:
+        if job.finished:
+            return
+        job.finished = True
+        started_here = job.display is display
+        if not started_here:  # never started, or the X server restarted meanwhile
+            return
+        for code in job.released:
+            _key(display, X.KeyPress, code)
+        if job.caps_lock is not None:
+            _key(display, X.KeyPress, job.caps_lock)
+            _key(display, X.KeyRelease, job.caps_lock)
+        _sync(display)
+
+    def _type_some(self, display: Display, keymap: Keymap, job: _Typing) -> float:
+        """Type up to `job.step` characters whose unmapped keysyms fit the spare keycodes at once."""
+        now = time.monotonic()
+        start, end = job.index, min(len(job.keysyms), job.index + job.step)
+        unmapped: set[int] = set()
+        stop = start
+        for keysym in job.keysyms[start:end]:
+            if not keymap.in_layout(keysym) and keysym not in unmapped:
+                if len(unmapped) >= keymap.capacity:
+                    break
+                unmapped.add(keysym)
+            stop += 1
+        if stop == start:
+            keymap.bind(job.keysyms[start:start + 1], now, self.hold)  # raises: no spare keycode at all
+        wait = keymap.bind(job.keysyms[start:stop], now, self.hold)
+        if wait > 0:  # type what is already mapped while the LRU victims age
+            ready = start
+            while ready < stop and keymap.stroke(job.keysyms[ready]) is not None:
+                ready += 1
+            if ready == start:
+                return wait
+            stop = ready
+        strokes = [keymap.stroke(k) for k in job.keysyms[start:stop]]
+        self._tap(display, keymap, [s for s in strokes if s is not None], now)
+        job.index = stop
+        return 0.0
+
+    def _tap(self, display: Display, keymap: Keymap, strokes: list[Stroke], now: float) -> None:
+        """Press and release each stroke, holding its Shift/AltGr only as long as needed: all in one write,
+        with the round trip that waits for the server after them."""
+        events: list[bytes] = []
+        held: list[int] = []
+        for stroke in strokes:
+            for code in [c for c in held if c not in stroke.modifiers]:
+                events.append(xraw.fake_input(display, X.KeyRelease, code))
+                held.remove(code)
+            for code in stroke.modifiers:
+                if code not in held:
+                    events.append(xraw.fake_input(display, X.KeyPress, code))
+                    held.append(code)
+            events += (xraw.fake_input(display, X.KeyPress, stroke.keycode),
+                       xraw.fake_input(display, X.KeyRelease, stroke.keycode))
+            keymap.use(stroke.keycode, now)
+        events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(held))
+        xraw.exchange(display, [*events, xraw.round_trip()], [False] * len(events) + [True])
+
+    def _resolve(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke] | float]:
+        """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
+        keymap = self._keymap_for(display)
+        wait = keymap.bind(keysyms, time.monotonic(), self.hold)
+        if wait > 0:
+            return keymap, wait
+        strokes = [keymap.stroke(k) for k in keysyms]
+        return keymap, [s for s in strokes if s is not None]
+
+    def _press_step(self, display: Display, chords: list[list[int]]) -> float:
+        keymap, strokes = self._resolve(display, [k for chord in chords for k in chord])
+        if isinstance(strokes, float):
+            return strokes
+        held_by_us = {code for codes in self._held.values() for code in codes}
+        now = time.monotonic()
+        position = 0
+        for chord in chords:
+            pressed: list[int] = []
+            try:
+                for stroke in strokes[position:position + len(chord)]:
+                    for code in (*stroke.modifiers, stroke.keycode):
+                        if code not in pressed and code not in held_by_us:
+                            _key(display, X.KeyPress, code)
+                            pressed.append(code)
+                    keymap.use(stroke.keycode, now)
+            finally:
+                for code in reversed(pressed):
+                    _key(display, X.KeyRelease, code)
+            position += len(chord)
+        _sync(display)
+        return 0.0
+
+    def _down_step(self, display: Display, keysyms: list[int], with_levels: bool) -> float:
+        keymap, strokes = self._resolve(display, keysyms)
+        if isinstance(strokes, float):
+            return strokes
+        held_by_us = {code for codes in self._held.values() for code in codes}
+        pressed: list[int] = []
+        try:
+            for stroke in strokes:
+                codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
+                for code in codes:
+                    if code not in held_by_us and code not in pressed:
+                        _key(display, X.KeyPress, code)
+                        pressed.append(code)
+            _sync(display)
+        except BaseException:
+            for code in reversed(pressed):  # never leave half a chord held
+                _key(display, X.KeyRelease, code)
+            _sync(display)
+            raise
+        for keysym, stroke in zip(keysyms, strokes, strict=True):
+            codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
+            self._held.setdefault(keysym, []).extend(c for c in codes if c in pressed)
+            keymap.pinned.add(stroke.keycode)
+        return 0.0
+
+    def _up(self, display: Display, keysyms: list[int]) -> None:
+        keymap = self._keymap_for(display)
+        now = time.monotonic()
+        for keysym in reversed(keysyms):
+            codes = self._held.pop(keysym, None)
+            if codes is None:
+                stroke = keymap.stroke(keysym)
+                codes = [stroke.keycode] if stroke is not None else []
+            for code in reversed(codes):
+                _key(display, X.KeyRelease, code)
+                keymap.pinned.discard(code)
+                keymap.use(code, now)
+        _sync(display)
+
+    def _release_all(self, display: Display) -> None:
+        for code in pressed_keycodes(display):
+            _key(display, X.KeyRelease, code)
+        self._held.clear()
+        if self._keymap is not None:
+            self._keymap.pinned.clear()
+        _sync(display)
+
+    def _shutdown(self, display: Display) -> None:
+        self._release_all(display)
+        if self._keymap is not None and self._keymap.display is display:
+            self._keymap.restore_all()
+            _sync(display)
+        self._keymap = None
+
+    def _restore_idle(self, display: Display) -> float | None:
+        keymap = self._keymap
+        if keymap is None or keymap.display is not display:
+            return None
+        keymap.refresh()
+        due = keymap.restore_idle(time.monotonic(), self.idle_restore)
+        _sync(display)
+        return due
+
+    # -- helpers (event loop) -------------------------------------------------------------------
+
+    def _record(self, kind: str, **fields: object) -> None:
+        if self.log is not None:
+            self.log.record(kind, **fields)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, session: Session) -> AsyncIterator[int]:
+        """Input actions one at a time, in arrival order (the input lock, once the takeover gate admits them);
+        arm the idle restore afterwards."""
+        lock = session.x.input
+        async with self.gate.admitted(lock) if self.gate is not None else lock:
+            generation = self._generation
+            self._x = session.x
+            try:
+                yield generation
+            finally:
+                if generation == self._generation:
+                    self.schedule_restore(session)
+
+    async def _until_bound(self, session: Session, step: Callable[..., float], *args: object) -> None:
+        for _ in range(_MAX_ROUNDS):
+            wait = await session.x.call(step, *args)
+            if wait <= 0:
+                return
+            await asyncio.sleep(wait)
+        raise InputFailed("could not bind the keys: the keymap keeps changing")
+
+    async def _restore_when_idle(self, x: XThread) -> None:
+        delay = self.idle_restore
+        for _ in range(_MAX_ROUNDS):
+            await asyncio.sleep(delay)
+            try:
+                due = await x.call(self._restore_idle)
+            except Exception as exc:  # the desktop stopped or restarted: nothing left to restore
+                logger.debug("keyboard restore: %s", exc)
+                return
+            if due is None:
+                return
+            delay = max(due, 0.05)

@@ -1,0 +1,456 @@
+"""The Desktop: one object that owns the desktop session, its state machine and its processes.
+
+State changes happen in `_set_state` only; status is computed from that state plus the
+supervisor's live view, so a status call during a start or a restart answers at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from desktop.accessibility.service import Accessibility
+from desktop.apps.launch import Apps
+from desktop.clipboard.owner import Clipboard
+from desktop.control.takeover import TakeoverGate
+from desktop.core.dependencies import DependencyChecker
+from desktop.core.errors import (
+    DependenciesMissing,
+    DesktopBusy,
+    DesktopError,
+    DesktopFailed,
+    DesktopInactive,
+    DesktopPaused,
+    DesktopUnsupportedPlatform,
+    invalid_action,
+)
+from desktop.events.action_log import ActionLog
+from desktop.events.sources import DesktopEvents
+from desktop.input.keyboard import Keyboard
+from desktop.input.mouse import Mouse
+from desktop.lifecycle.home import desktop_environment, prepare_home, restore_home
+from desktop.lifecycle.options import StartOptions, StateLayout, default_state_dir
+from desktop.lifecycle.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
+from desktop.lifecycle.supervisor import Supervisor
+from desktop.processes import ProcessManager, reaper
+from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
+from desktop.screen.frames import FrameSource
+from desktop.screen.screenshots import Screen
+from desktop.sound.server import SoundServer
+from desktop.windows.control import Windows
+from desktop.windows.query import close_other_clients
+from desktop.x11.randr import DisplayChange, apply_display, read_geometry
+from desktop.x11.session import Session
+from desktop.x11.thread import XThread
+from sandbox_desktop_wire.enums import DesktopRuntimeState as State
+from sandbox_desktop_wire.enums import ProcessOwner, TakeoverMode
+from sandbox_desktop_wire.events import EventType
+from sandbox_desktop_wire.problems import ProblemCode
+
+Code = ProblemCode
+
+logger = logging.getLogger("sandbox_desktop.runtime")
+
+StopHook = Callable[[], Awaitable[None]]
+FailureHook = Callable[[str], Awaitable[None]]
+
+
+RESET_SCANS = 5
+"""Rounds of finding and ending a reset desktop's processes (each ends what the previous one missed)."""
+
+
+class Desktop:
+    """The desktop session: start/stop, status, supervision and the process registry."""
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        processes: ProcessManager | None = None,
+        dependencies: DependencyChecker | None = None,
+        desktop_id: str = "default",
+        home_template: Path | None = None,
+        takeover: TakeoverMode = TakeoverMode.REFUSE,
+    ) -> None:
+        self.id = desktop_id
+        self.home_template = home_template
+        """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
+        self.default_state_dir = state_dir or default_state_dir()
+        # A registry shared with other desktops (the server's) is shut down by its owner, not here.
+        self._owns_processes = processes is None
+        self.processes = processes or ProcessManager()
+        self.dependencies = dependencies or DependencyChecker()
+        self.layout = StateLayout(self.default_state_dir)
+        self.options: StartOptions | None = None
+        self.supervisor: Supervisor | None = None
+        self.x: XThread | None = None
+        self._session: tuple[tuple[object, ...], Session] | None = None  # the last session() and its sources
+        self._state = State.INACTIVE
+        self._last_error: tuple[ProblemCode, str] | None = None
+        self.paused_reason: str | None = None
+        """Why every process of the desktop is frozen (`pause`), or None while it runs."""
+        self._started_ns: int | None = None
+        self._marker = ""
+        self._stop_hooks: list[StopHook] = []
+        self._failure_hooks: list[FailureHook] = []
+        self._failure_task: asyncio.Task[None] | None = None
+        self._display_lock = asyncio.Lock()
+        self.screen = Screen()
+        self.action_log = ActionLog()
+        self.takeover = TakeoverGate(takeover)
+        """What agent input gets while a person holds control in the live view (docs/control.md); the live view
+        (streaming/manager.py) tells it who holds control, the mouse and keyboard ask it before every action."""
+        self.keyboard = Keyboard(log=self.action_log, gate=self.takeover)
+        self.clipboard = Clipboard()
+        self.mouse = Mouse(self.action_log, self.takeover)
+        self.windows = Windows()
+        self.apps = Apps(self.processes)
+        self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
+        self.events = DesktopEvents(self.processes, lambda: self.layout.home)
+        self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _set_state(self, state: State, error: tuple[ProblemCode, str] | None = None) -> None:
+        if state != self._state:
+            logger.info("desktop %s -> %s", self._state, state)
+            self.events.state_changed(self._state, state)
+        self._state = state
+        self._last_error = error
+
+    @property
+    def state(self) -> str:
+        """`current_state()`: a DesktopRuntimeState member, typed as the plain string it equals so that
+        code comparing it with a name (metrics' labels) needs no enum."""
+        return self.current_state()
+
+    def current_state(self) -> State:
+        """The state as on the wire, folding in missing dependencies and supervisor health."""
+        if self._state in (State.STARTING, State.STOPPING):
+            return self._state
+        if self.paused_reason is not None:
+            return State.PAUSED
+        if self.dependencies.report().missing:
+            return State.INSTALL_REQUIRED
+        if self._state == State.ACTIVE and self.supervisor is not None:
+            if self.supervisor.failure is not None:
+                return State.FAILED
+            if self.supervisor.recovering:
+                return State.STARTING
+        return self._state
+
+    def last_error(self) -> tuple[ProblemCode, str] | None:
+        report = self.dependencies.report()
+        if report.missing and self._state not in (State.STARTING, State.STOPPING):
+            return (Code.DESKTOP_DEPENDENCIES_MISSING, report.message())
+        if self.supervisor is not None and self.supervisor.failure is not None:
+            return (Code.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
+        return self._last_error
+
+    def log(self, message: str) -> None:
+        """Append one line to the runtime log: `<RFC 3339> <message>`."""
+        line = f"{rfc3339_ns(time.time_ns())} {message}\n"
+        try:
+            with open(self.layout.runtime_log, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError as exc:
+            logger.warning("cannot write runtime log %s: %s", self.layout.runtime_log, exc)
+
+    def add_stop_hook(self, hook: StopHook) -> None:
+        """Run `hook` when the desktop stops (recording and streaming finalise themselves here)."""
+        self._stop_hooks.append(hook)
+
+    def add_failure_hook(self, hook: FailureHook) -> None:
+        """Run `hook(reason)` once when the session fails (its children cannot be kept running)."""
+        self._failure_hooks.append(hook)
+
+    def _supervisor_changed(self) -> None:
+        """A child exited, was restarted, could not be restarted, or the supervisor gave up."""
+        # A restart that failed for want of its binary must read `install_required` now, not after the cache's ttl.
+        self.dependencies.report(fresh=True)
+        failed = self.supervisor is not None and self.supervisor.failure is not None
+        if failed and self._failure_task is None:
+            self._failure_task = asyncio.get_running_loop().create_task(self._run_failure_hooks())
+
+    async def _run_failure_hooks(self) -> None:
+        reason = (self.last_error() or ("", "the desktop failed"))[1]
+        for hook in self._failure_hooks:
+            try:
+                await hook(reason)
+            except Exception:
+                logger.exception("desktop failure hook failed")
+
+    # -- guards for actions --------------------------------------------------------------------
+
+    def require_active(self) -> Supervisor:
+        """The running session, or the problem that explains why there is none."""
+        report = self.dependencies.report()
+        if report.missing:
+            raise DependenciesMissing(report.message(),
+                                      missingDependencies=list(report.missing), installCommand=report.install_command)
+        if self._state == State.INACTIVE:
+            raise DesktopInactive("Desktop runtime has not been started")
+        if self.paused_reason is not None:
+            raise DesktopPaused(f"the desktop is paused ({self.paused_reason}); "
+                                f"POST /v1/desktops/{self.id}/resume first", resume=f"/v1/desktops/{self.id}/resume")
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
+        supervisor = self.supervisor
+        if self._state == State.FAILED or supervisor is None or supervisor.failure is not None:
+            message = (self.last_error() or ("", "Desktop runtime failed"))[1]
+            raise DesktopFailed(message)
+        if supervisor.recovering:
+            cause = supervisor.last_exit.describe() if supervisor.last_exit else "a crash"
+            raise DesktopFailed(f"Desktop is restarting after {cause}; retry shortly",
+                                retry_after=1)
+        return supervisor
+
+    def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
+        """The running sound server and its clients' environment, or None (no sound now; docs/audio.md)."""
+        return self.supervisor.running_sound() if self.supervisor is not None else None
+
+    def session(self) -> Session:
+        """The running desktop for an action, or the ready error explaining why there is none; kept until
+        something it carries changes (building it per action was a tenth of a click's time)."""
+        s, o = self.require_active(), self.options
+        assert self.x is not None and o is not None
+        key = (s, s.display, s.bus_address, s.sound, o.width, o.height, self.x, self.layout.root)
+        if self._session is None or self._session[0] != key:
+            self._session = (key, Session(s.display, o.width, o.height, self.x, s.env(), str(self.layout.home)))
+        return self._session[1]
+
+    async def set_display(self, width: int, height: int, dpi: int | None = None) -> DisplayChange:
+        """Change the running desktop's screen size (and dpi; None keeps it), its apps and windows kept; returns
+        once the X server applied it (docs/display.md). The one setter of the size: everything reading the
+        session, the status or the options follows, capture re-opens at the new size, and `display.changed`
+        is published. Beyond the framebuffer is a 400 naming the field."""
+        async with self._display_lock:  # one change at a time, applied in arrival order
+            session = self.session()
+            options, supervisor = self.options, self.supervisor
+            assert options is not None and supervisor is not None
+            dpi = options.dpi if dpi is None else dpi
+            began = time.perf_counter()
+            geometry = await session.x.call(apply_display, width, height, dpi)
+            elapsed = time.perf_counter() - began
+            self.options = replace(options, width=geometry.width, height=geometry.height, dpi=dpi)
+            supervisor.options = self.options  # an X server restarted after a crash comes back at this size
+        self.events.bus.publish(EventType.DISPLAY_CHANGED, width=geometry.width, height=geometry.height, dpi=dpi)
+        self.log(f"display {geometry.width}x{geometry.height}, dpi {dpi} ({elapsed * 1000:.1f} ms)")
+        logger.info("desktop %s display %dx%d dpi %d", self.id, geometry.width, geometry.height, dpi)
+        return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
+
+    def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for a user process: the server's, plus the desktop's when active."""
+        env = dict(os.environ)
+        if self._state == State.ACTIVE and self.supervisor is not None:
+            env.update(self.supervisor.env())
+            # User processes are the user's: the desktop's stop must not find and end them.
+            env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+        env.update(extra or {})
+        return env
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_reason is not None
+
+    @property
+    def display_num(self) -> int | None:
+        return self.supervisor.display_num if self.supervisor is not None else None
+
+    @property
+    def display_name(self) -> str | None:
+        return self.supervisor.display if self.supervisor is not None and self.display_num is not None else None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def pause(self, reason: str) -> None:
+        """Freeze every process of the desktop (SIGSTOP of each one carrying its marker: the X server, the
+        window manager, the session bus, apps and all their descendants). It then uses no CPU and keeps its
+        windows, files and memory; actions answer 409 `desktop_paused` until `resume`."""
+        if self.paused_reason is not None:
+            return
+        self.require_active()
+        self.paused_reason = reason
+        # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
+        await asyncio.to_thread(reaper.stop_marked, self._marker)
+        self.events.state_changed(State.ACTIVE, State.PAUSED)
+        logger.info("desktop %s paused: %s", self.id, reason)
+        self.log(f"desktop paused: {reason}")
+
+    async def reset(self) -> None:
+        """Back to a freshly started state, same id and display, recording and viewers kept: every process of
+        the desktop but its X server, window manager and session bus ends, any other X client's windows are
+        closed, held keys and buttons are released, the clipboard is emptied and HOME is restored from its
+        template (docs/desktops.md, "Reset")."""
+        session = self.session()
+        supervisor = self.require_active()
+        async with session.x.input:
+            await self.mouse.release_all(session)
+            keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
+            table = await asyncio.to_thread(reaper.scan, self._marker)
+            keep |= table.descendants(supervisor.bus_daemons())  # the accessibility bus's
+            keep |= table.bus_activated("accessibility")  # its registry
+            apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
+                    if p.running and not p.protected and p.pid in table.starter_bus]
+            # Their children too, marked or not (a browser's zygote may clear its environment), found before
+            # the apps end and their children are handed to init.
+            children = table.descendants({p.pid for p in apps if p.pid is not None})
+            await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
+            # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
+            for _ in range(RESET_SCANS):
+                found = await asyncio.to_thread(reaper.marked_pids, self._marker)
+                rest = [pid for pid in {*found, *children} if pid not in keep and reaper.alive(pid)]
+                if not rest:
+                    break
+                await asyncio.to_thread(reaper.kill_pids, rest, 0.5)
+            await session.x.call(close_other_clients)
+            await self.clipboard.set(session, "", "both")
+            await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
+        self.log("desktop reset")
+        logger.info("desktop %s reset", self.id)
+
+    async def resume(self) -> None:
+        """Thaw what `pause` froze; a desktop that is not paused is left as it is."""
+        if self.paused_reason is None:
+            return
+        await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
+        self.paused_reason = None
+        self.events.state_changed(State.PAUSED, self.current_state())
+        logger.info("desktop %s resumed", self.id)
+        self.log("desktop resumed")
+
+    async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
+        """Start the desktop, or return the running one if the request agrees with it."""
+        if not sys.platform.startswith("linux"):
+            self._set_state(State.FAILED, (Code.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
+            raise DesktopUnsupportedPlatform("Desktop is only supported on Linux")
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
+        options.validate()
+        report = self.dependencies.report(fresh=True)
+        if report.missing:
+            raise DependenciesMissing(report.message(),
+                                      missingDependencies=list(report.missing), installCommand=report.install_command)
+        healthy = self.supervisor is not None and self.supervisor.failure is None
+        if self._state == State.ACTIVE and healthy and self.options is not None:
+            self.options.refuse_change(options, set(requested))
+            return await self.snapshot()
+        if self.supervisor is not None:  # a failed session: clear it away first
+            await self._teardown()
+        self._set_state(State.STARTING)
+        try:
+            await self._bring_up(options)
+        except BaseException as exc:
+            message = exc.message if isinstance(exc, DesktopError) else str(exc)
+            self.log("desktop runtime startup failed; cleaning up")
+            self.log(f"desktop_runtime_failed: {message}")
+            await self._teardown()
+            self._set_state(State.FAILED, (Code.DESKTOP_RUNTIME_FAILED, message))
+            raise
+        return await self.snapshot()
+
+    async def _bring_up(self, options: StartOptions) -> None:
+        layout = StateLayout(options.state_dir or self.default_state_dir)
+        try:
+            await asyncio.to_thread(layout.create)
+            await asyncio.to_thread(prepare_home, layout.home, self.home_template)
+        except OSError as exc:
+            reason = f"the state directory {layout.root} cannot be used: {exc.strerror or exc}"
+            if options.state_dir is None:  # the server's own --state-dir: not the client's doing
+                raise DesktopFailed(reason) from exc
+            raise invalid_action(reason, "stateDir") from exc
+        self.layout = layout
+        self.options = options
+        self._marker = uuid.uuid4().hex
+        self.log("starting desktop runtime")
+        base = dict(os.environ)
+        supervisor = Supervisor(
+            self.processes, options, layout,
+            environment=lambda display: desktop_environment(base, layout.home, display, self._marker),
+            log=self.log, on_change=self._supervisor_changed,
+        )
+        self.supervisor = supervisor
+        await supervisor.start(exact_display=False)
+        self.x = XThread(supervisor.display, "desktop")
+        # The largest size `set_display` may take, as the X server allows it (its framebuffer).
+        limits = await self.x.call(read_geometry)
+        self.options = options = replace(options, max_width=limits.max_width, max_height=limits.max_height)
+        self.events.start(supervisor.display)
+        self.windows.start(supervisor.display)  # window captures' redirection, before apps draw (docs/windows.md)
+        self._started_ns = time.time_ns()
+        self._set_state(State.ACTIVE)
+        self.accessibility.connect_soon(self.session())
+        size = f"{options.width}x{options.height}, dpi {options.dpi}"
+        self.log(f"desktop runtime active on {supervisor.display} ({size})")
+
+    async def stop(self) -> DesktopSnapshot:
+        """Stop everything the desktop started; a stop while inactive is a no-op."""
+        if self._state in (State.STARTING, State.STOPPING):
+            raise DesktopBusy("Desktop runtime is busy transitioning state")
+        if self._state == State.INACTIVE and self.supervisor is None:
+            return await self.snapshot()
+        self._set_state(State.STOPPING)
+        self.log("stopping desktop runtime")
+        try:
+            await self._teardown()
+        finally:
+            self._set_state(State.INACTIVE)
+        return await self.snapshot()
+
+    async def _teardown(self) -> None:
+        failure, self._failure_task = self._failure_task, None
+        if failure is not None:  # let it finish: the stop hooks below would find its work half done
+            await failure
+        for hook in self._stop_hooks:
+            try:
+                await hook()
+            except Exception:
+                logger.exception("desktop stop hook failed")
+        if self.paused_reason is not None:  # stopped processes cannot exit on SIGTERM: thaw them first
+            await self.resume()
+        for feature in (self.accessibility, self.frames, self.screen, self.keyboard, self.clipboard, self.events,
+                        self.windows):
+            await feature.close()
+        if self.x is not None:
+            await self.x.close()
+            self.x = None
+        # Launched apps first, while the X server is still there for them to exit cleanly.
+        # This desktop's apps only: the registry may be shared with other desktops (the marker tells them apart).
+        ours = set(await asyncio.to_thread(reaper.marked_pids, self._marker)) if self._marker else set()
+        apps = [p for p in self.processes.list(ProcessOwner.DESKTOP) if p.running and not p.protected and p.pid in ours]
+        await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
+        if self.supervisor is not None:
+            await self.supervisor.stop()
+        if self._marker:
+            await asyncio.to_thread(reaper.kill_marked, self._marker)
+        self.supervisor = None
+        self.options = None
+        self._started_ns = None
+
+    async def shutdown(self) -> None:
+        """Server exit: stop the desktop and every remaining child."""
+        if self._state not in (State.INACTIVE, State.STOPPING) or self.supervisor is not None:
+            self._set_state(State.STOPPING)
+            await self._teardown()
+            self._set_state(State.INACTIVE)
+        self.events.shutdown()
+        if self._owns_processes:
+            await self.processes.shutdown()
+
+    # -- status --------------------------------------------------------------------------------
+
+    async def snapshot(self) -> DesktopSnapshot:
+        """The status document; never blocks on a transition (desktop/lifecycle/snapshot.py)."""
+        return await take_snapshot(self)
+
+    @property
+    def started_ns(self) -> int | None:
+        """When the running session became active (epoch ns), or None."""
+        return self._started_ns

@@ -1,0 +1,17 @@
+"""What a desktop's live view was started with (streaming/manager.py starts it, every viewer reads it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """What the stream was started with: the desktop's stream options and screen."""
+
+    codec: str
+    fps: int
+    ports: tuple[int, int]
+    display: str
+    width: int
+    height: int

@@ -1,0 +1,1 @@
+"""The accessibility tree, find and act against real GTK, Qt and Chromium apps."""

@@ -1,0 +1,1 @@
+"""Batches of actions (`POST /v1/desktop/actions`)."""

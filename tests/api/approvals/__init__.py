@@ -1,0 +1,1 @@
+"""Approvals: agent actions held for a person."""

@@ -1,0 +1,1 @@
+"""Launching apps and opening files."""

@@ -1,0 +1,1 @@
+"""The clipboard, text and images, checked with xclip."""

@@ -1,0 +1,1 @@
+"""Many desktops in one server (`/v1/desktops`)."""

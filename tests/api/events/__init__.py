@@ -1,0 +1,1 @@
+"""Events, waits and the action log."""

@@ -1,0 +1,1 @@
+"""`/v1/fs`, file dialogs and file drops (XDND)."""

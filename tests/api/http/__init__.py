@@ -1,0 +1,1 @@
+"""What every operation shares: problem documents, the API document, fuzzing and load."""

@@ -1,0 +1,1 @@
+"""Mouse and keyboard, checked by independent X clients."""

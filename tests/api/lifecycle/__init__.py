@@ -1,0 +1,1 @@
+"""A desktop's lifecycle: start, status, readiness, faults, shutdown, resizing."""

@@ -1,0 +1,1 @@
+"""`/v1/processes`: runs, logs, signals, input and terminals."""

@@ -1,0 +1,1 @@
+"""Recordings and trajectories."""

@@ -1,0 +1,1 @@
+"""Tokens, secrets, the Host and Origin rules, and what a web page can do to a local server."""

@@ -1,0 +1,1 @@
+"""A desktop's sound: heard in recordings and by live viewers."""

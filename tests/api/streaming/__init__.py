@@ -1,0 +1,1 @@
+"""The live view: WebRTC viewers, shared control, takeover, NAT."""

@@ -1,0 +1,1 @@
+"""The vendor computer-use endpoints (Anthropic, OpenAI) and replayed model transcripts."""

@@ -1,0 +1,1 @@
+"""The `sandbox-desktop` command line, run as real subprocesses."""

@@ -1,0 +1,1 @@
+"""The pytest plugin (pytest_sandbox_desktop), used as a user uses it."""

@@ -1,0 +1,1 @@
+"""The Python client (sandbox_desktop_client), sync and async, and its wheel."""

@@ -1,0 +1,1 @@
+"""The reference's TypeScript SDK and React viewer against our server."""

@@ -1,0 +1,1 @@
+"""Deployment files: the container image's and the Kubernetes manifests' consistency with the code."""

@@ -1,0 +1,1 @@
+"""What tests share that is not a fixture: the browser, the fuzzer, small X clients with known behaviour, paths."""

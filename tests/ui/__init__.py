@@ -1,0 +1,1 @@
+"""The inspector page (/ui/) in a real headless Chromium, against a real server."""

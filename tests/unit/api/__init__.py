@@ -1,0 +1,1 @@
+"""Unit tests of api/, one folder per room."""

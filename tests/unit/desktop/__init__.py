@@ -1,0 +1,1 @@
+"""Unit tests of desktop/, one folder per room."""

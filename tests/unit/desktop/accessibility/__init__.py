@@ -1,0 +1,1 @@
+"""desktop/accessibility/: the pure parts."""

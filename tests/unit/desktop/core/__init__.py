@@ -1,0 +1,1 @@
+"""desktop/core/: dependency detection."""

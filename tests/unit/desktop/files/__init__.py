@@ -1,0 +1,1 @@
+"""desktop/files/: the file API's domain layer on real temporary files."""

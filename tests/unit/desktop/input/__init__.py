@@ -1,0 +1,1 @@
+"""desktop/input/: key names and coordinate frames."""

@@ -1,0 +1,1 @@
+"""desktop/processes/: the registry and the reaper with real child processes."""

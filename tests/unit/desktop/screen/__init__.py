@@ -1,0 +1,1 @@
+"""desktop/screen/: the capture loop and the PNG writer."""

@@ -1,0 +1,1 @@
+"""desktop/vendors/: vendor translation, pure."""

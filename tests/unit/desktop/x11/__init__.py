@@ -1,0 +1,1 @@
+"""desktop/x11/: packed X requests against a real Xvfb."""

@@ -1,0 +1,1 @@
+"""recording/: the MP4 writer on its own."""

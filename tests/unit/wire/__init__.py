@@ -1,0 +1,1 @@
+"""sandbox_desktop_wire: enums, limits and problem codes in one place."""
