@@ -1,0 +1,133 @@
+"""What one server has for its sandboxes: the zygote, the machine's layers, and the X cookies file.
+
+`SandboxHost.open()` starts the zygote (desktop/sandbox/zygote.py) and learns from its first message
+what this machine allows; `create()` makes one desktop's sandbox (desktop/sandbox/sandbox.py). With
+`Isolation.OFF`, or on a machine that allows nothing, desktops run as the server's user in its
+namespaces, as before sandboxes existed, and say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+from desktop.core.errors import DesktopFailed
+from desktop.sandbox import protocol
+from desktop.sandbox.channel import Channel
+from desktop.sandbox.layers import Layer, SandboxReport
+
+logger = logging.getLogger("sandbox_desktop.sandbox")
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+START_TIMEOUT_S = 10.0
+
+
+class Isolation(StrEnum):
+    """`sandbox-desktop server --isolation`."""
+
+    AUTO = "auto"
+    """The strongest sandbox this machine allows (the default)."""
+    REQUIRED = "required"
+    """Refuse to create a desktop that would not be isolated."""
+    OFF = "off"
+    """Desktops run as the server's user, in its namespaces (the behaviour before sandboxes)."""
+
+
+class IsolationUnavailable(DesktopFailed):
+    """`--isolation required` on a machine that cannot isolate a desktop."""
+
+
+class SandboxHost:
+    def __init__(self, isolation: Isolation, xauthority: Path) -> None:
+        self.isolation = isolation
+        self.xauthority = xauthority
+        """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
+        self.hello: protocol.Hello | None = None
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._channel: Channel | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.isolation is not Isolation.OFF and self.hello is not None and self.hello.namespaces != 0 \
+            and self.hello.root
+
+    async def open(self) -> None:
+        """Start the zygote and learn what the machine allows (at server start, before any desktop)."""
+        if self.isolation is Isolation.OFF:
+            return
+        ours, theirs = protocol.socket_pair()
+        try:
+            self._zygote = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        finally:
+            theirs.close()
+        self._channel = Channel(ours, on_close=self._zygote_ended)
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                message, _ = await self._channel.expect()
+        except (TimeoutError, DesktopFailed) as exc:
+            await self.close()
+            raise DesktopFailed(f"the sandbox zygote did not start: {exc}") from exc
+        assert isinstance(message, protocol.Hello)
+        self.hello = message
+        if not self.enabled:
+            logger.warning("desktops are not isolated: %s", "; ".join(self.missing().values()))
+
+    def missing(self) -> dict[Layer, str]:
+        """Why each layer cannot be had on this server (empty where all can)."""
+        if self.isolation is Isolation.OFF:
+            reason = "the server was started with --isolation off"
+            return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
+        hello = self.hello
+        if hello is None or not hello.root:
+            reason = ("the server is not root: separate uids and namespaces need root "
+                      "(docs/security.md \"Without root\")")
+        elif hello.namespaces == 0:
+            reason = f"this machine refuses new namespaces ({os.strerror(hello.errno)})"
+        else:
+            return {}
+        return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
+
+    def unavailable(self) -> SandboxReport:
+        """The report of a desktop made without a sandbox."""
+        return SandboxReport(frozenset(), self.missing())
+
+    def check_required(self) -> None:
+        if self.isolation is Isolation.REQUIRED and not self.enabled:
+            raise IsolationUnavailable("this server requires isolated desktops (--isolation required), and this "
+                                       f"machine cannot isolate one: {'; '.join(set(self.missing().values()))}")
+
+    async def create_init(self, request: protocol.Create, fds: list[int]) -> Channel:
+        """Ask the zygote for a sandbox's init; the channel to it, once its `Started` came."""
+        if self._channel is None or self._channel.closed:
+            raise DesktopFailed("the sandbox zygote is not running")
+        ours, theirs = protocol.socket_pair()
+        try:
+            async with self._lock:
+                await self._channel.send(request, [theirs.fileno(), *fds])
+        finally:
+            theirs.close()
+        return Channel(ours)
+
+    def _zygote_ended(self) -> None:
+        if self._zygote is not None and self._zygote.poll() is None:
+            return
+        logger.warning("the sandbox zygote ended; new desktops cannot be isolated until the server restarts")
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+        if self._zygote is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(self._zygote.wait, 2.0)
+            if self._zygote.poll() is None:
+                self._zygote.kill()
+                await asyncio.to_thread(self._zygote.wait)

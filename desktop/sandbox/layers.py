@@ -1,0 +1,60 @@
+"""The layers a sandbox is made of, and what a desktop reports about them (`sandbox: {isolated, layers}`).
+
+A desktop is `isolated` only when every layer of `REQUIRED` is in force: then the server's token and
+state, other desktops' files, processes and displays, the server's processes and port, and the host's
+loopback are all out of its reach (docs/security.md "The boundary"). With fewer layers a desktop says
+which it has and which are missing, and why; it never claims more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Layer(StrEnum):
+    USER = "user"
+    """Its own Unix uid: other users' files, signals and /proc entries are out of reach."""
+    PID = "pid"
+    """Its own pid namespace: it sees only its own processes."""
+    MOUNT = "mount"
+    """Its own mount namespace: a private /tmp, /run and /dev/shm; of the server's state only its HOME."""
+    IPC = "ipc"
+    """Its own System V IPC and POSIX message queues."""
+    UTS = "uts"
+    """Its own hostname."""
+    NETWORK = "network"
+    """Its own network namespace: no loopback but its own, only the network its rules allow."""
+    CGROUP = "cgroup"
+    """Its own cgroup: limits, usage, freeze and kill of every process it runs."""
+    NO_NEW_PRIVS = "no_new_privs"
+    """No program it runs gains privileges (setuid binaries, file capabilities)."""
+    NO_CAPABILITIES = "no_capabilities"
+    """Its programs hold no capability, and none can be regained (empty bounding set)."""
+    X_COOKIE = "x_cookie"
+    """Its X server admits only clients with its cookie, on a socket path only (no TCP, no abstract socket)."""
+    USER_NAMESPACE = "user_namespace"
+    """A user namespace of its own (where the server is not root)."""
+    LANDLOCK = "landlock"
+    """Landlock rules on what it may read and write (where namespaces are not available)."""
+
+
+REQUIRED = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.NETWORK, Layer.NO_NEW_PRIVS,
+                      Layer.NO_CAPABILITIES, Layer.X_COOKIE})
+"""What `isolated: true` takes: each closes a way to the token, another desktop or the server."""
+
+
+@dataclass(frozen=True)
+class SandboxReport:
+    """What a desktop's answer says of its sandbox."""
+
+    layers: frozenset[Layer] = frozenset()
+    missing: dict[Layer, str] = field(default_factory=dict)
+    """Each layer not in force, and why (the machine lacks it, or the server was told not to)."""
+
+    @property
+    def isolated(self) -> bool:
+        return self.layers >= REQUIRED
+
+    def ordered(self) -> list[Layer]:
+        return [layer for layer in Layer if layer in self.layers]

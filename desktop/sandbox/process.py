@@ -1,0 +1,69 @@
+"""A program running in a sandbox, as the server sees it: two pids, a pidfd, and its exit.
+
+Inside its pid namespace the program has a pid of its own (`sandbox_pid`: what it, its windows'
+`_NET_WM_PID` and every other program of the desktop see); the server sees it under another
+(`pid`, read off the pidfd the init sent). Signals go through the pidfd or, for its whole process
+group, to `pid`: the group's id as the server's namespace numbers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+
+from desktop.sandbox import linux
+
+logger = logging.getLogger("sandbox_desktop.sandbox")
+
+
+class SandboxedProcess:
+    def __init__(self, pidfd: int, sandbox_pid: int) -> None:
+        self._pidfd: int | None = pidfd
+        self.sandbox_pid = sandbox_pid
+        pid = linux.pidfd_pid(pidfd)
+        if pid is None:  # gone already, before we could look: its exit report is on its way
+            pid = -sandbox_pid
+        self.pid = pid
+        self.returncode: int | None = None
+        """The exit code, or minus the signal number, once it exited."""
+        self.exited = asyncio.Event()
+        self.exited_at_ms: int | None = None
+        self.callbacks: list[Callable[[], None]] = []
+
+    def ended(self, status: int) -> None:
+        """The init reported the exit (`status` as waitpid(2) gives it)."""
+        if self.exited.is_set():
+            return
+        self.returncode = os.waitstatus_to_exitcode(status)
+        self.exited_at_ms = int(time.time() * 1000)
+        self.exited.set()
+        self._release()
+        for callback in self.callbacks:
+            try:
+                callback()
+            except Exception:
+                logger.exception("exit callback %r failed", callback)
+
+    def send_signal(self, sig: int) -> bool:
+        """Signal the program itself; False once it is gone."""
+        if self._pidfd is None:
+            return False
+        try:
+            signal.pidfd_send_signal(self._pidfd, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _release(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+    def close(self) -> None:
+        self._release()

@@ -1,0 +1,262 @@
+"""One desktop's sandbox: its user, its namespaces, its view of the files, its X cookie, its init.
+
+The view (docs/security.md "The boundary"): a proc of its own pid namespace; empty /tmp, /var/tmp,
+/run and /dev/shm; the server's state directory hidden; of it only the desktop's HOME, bound back at
+its own path, and the desktop's runtime directory (its sockets: the buses, the sound server), also at
+its path, so that an address is the same inside and out; the X socket directory, which the server
+reaches from outside through a link of the display's usual path (/tmp/.X11-unix/X<n>); /etc/passwd,
+/etc/group, /etc/hostname and /etc/hosts of its own. Everything else of the machine is seen as the
+sandbox's uid sees it: read-only where it is not that uid's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.core.errors import DesktopFailed
+from desktop.sandbox import protocol, users, xauth
+from desktop.sandbox.channel import Channel, SandboxGone
+from desktop.sandbox.host import SandboxHost
+from desktop.sandbox.layers import Layer, SandboxReport
+from desktop.sandbox.process import SandboxedProcess
+from desktop.sandbox.zygote import NAMESPACES
+
+logger = logging.getLogger("sandbox_desktop.sandbox")
+
+READY_TIMEOUT_S = 10.0
+X11_DIR = "/tmp/.X11-unix"
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+"""World-writable places every desktop gets empty, so that nothing one leaves there reaches another."""
+LAYERS = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.UTS, Layer.NETWORK, Layer.NO_NEW_PRIVS,
+                    Layer.NO_CAPABILITIES, Layer.X_COOKIE})
+"""What a sandbox of this module puts in force; cgroups and network rules add theirs (docs/security.md)."""
+
+
+@dataclass(frozen=True)
+class SandboxPlan:
+    """Where a desktop's sandbox keeps its files, and what of the machine it sees."""
+
+    desktop_id: str
+    state: Path
+    """The sandbox's own files (its /etc files, its X socket directory), server-owned."""
+    home: Path
+    runtime: Path
+    """The desktop's XDG_RUNTIME_DIR: its sockets, at the same path inside and out."""
+    display: int
+    hidden: tuple[Path, ...] = ()
+    """The server's state directories: hidden but for the desktop's own HOME."""
+    shared: tuple[Path, ...] = ()
+    """Host paths the operator shares with every desktop (`--share`), at their own paths."""
+
+    @property
+    def hostname(self) -> str:
+        return f"desktop-{self.desktop_id}"[:63]
+
+
+class Sandbox:
+    def __init__(self, host: SandboxHost, plan: SandboxPlan, user: users.SandboxUser, cookie: bytes) -> None:
+        self.host = host
+        self.plan = plan
+        self.user = user
+        self.cookie = cookie
+        self.report = SandboxReport(LAYERS, {})
+        self._channel: Channel | None = None
+        self._init: SandboxedProcess | None = None
+        self._processes: dict[int, SandboxedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        """Exits reported before their spawn's reply was taken (both can come in one read)."""
+
+    # -- making it --------------------------------------------------------------------------------------------
+
+    @classmethod
+    async def create(cls, host: SandboxHost, plan: SandboxPlan) -> Sandbox:
+        user = await asyncio.to_thread(users.allocate)
+        sandbox = cls(host, plan, user, xauth.new_cookie())
+        try:
+            await sandbox._start()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+    async def _start(self) -> None:
+        mounts = await asyncio.to_thread(self._prepare)
+        request = protocol.Create(namespaces=NAMESPACES, hostname=self.plan.hostname, mounts=tuple(mounts),
+                                  uid=self.user.uid, gid=self.user.gid)
+        self._channel = await self.host.create_init(request, [])
+        self._channel_listen()
+        # `Started` comes from the process that forked the init, `Ready` from the init: in either order.
+        ready = False
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            while self._init is None or not ready:
+                message, fds = await self._channel.expect()
+                match message:
+                    case protocol.Failed():
+                        raise DesktopFailed(f"the sandbox could not be made ({message.stage}): {message.message}")
+                    case protocol.Started():
+                        self._init = SandboxedProcess(fds[0], 1)
+                    case protocol.Ready():
+                        ready = True
+
+    def _channel_listen(self) -> None:
+        assert self._channel is not None
+        self._channel._on_exit = self._exited
+        self._channel._on_close = self._lost
+
+    def _prepare(self) -> list[protocol.Mount]:
+        """The sandbox's files on the host, and its mount plan (blocking)."""
+        plan, uid = self.plan, self.user.uid
+        etc = plan.state / "etc"
+        x11 = plan.state / "x11"
+        for folder in (etc, x11):
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+        x11.chmod(0o1777)
+        files = {
+            "passwd": users.passwd(self.user, str(plan.home)),
+            "group": users.group(self.user),
+            "hostname": plan.hostname + "\n",
+            "hosts": f"127.0.0.1\tlocalhost {plan.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+        }
+        for name, text in files.items():
+            (etc / name).write_text(text)
+        for folder in (plan.home, plan.runtime):
+            folder.mkdir(parents=True, exist_ok=True)
+            _chown_tree(folder, uid)
+            folder.chmod(0o700)
+        xauth.write_private(plan.runtime / "Xauthority", [xauth.entry_for(plan.display, self.cookie)], owner=uid)
+
+        mounts: list[protocol.Mount] = [protocol.Mount(protocol.MountKind.PROC, "/proc")]
+
+        def bind(source: Path, target: str, read_only: bool = False) -> None:
+            mounts.append(protocol.Mount(protocol.MountKind.BIND, target, source=str(source), read_only=read_only))
+
+        covered: list[str] = [d for d in PRIVATE_DIRS if os.path.isdir(d)]
+        for d in covered:
+            mounts.append(protocol.Mount(protocol.MountKind.TMPFS, d, mode=0o1777))
+        # The server's state, and any folder on the way to a bound path that the sandbox's user could not pass
+        # (/root, where root's state lives): empty, so the bound paths below can be reached and nothing else.
+        for target in [*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime, *plan.shared), uid)]:
+            if os.path.isdir(target) and not _under(Path(target), covered):
+                covered.append(target)
+                mounts.append(protocol.Mount(protocol.MountKind.TMPFS, target, mode=0o755))
+        for path in (plan.home, plan.runtime, *plan.shared):
+            bind(path, str(path))
+        bind(x11, X11_DIR)
+        for name in files:
+            bind(etc / name, f"/etc/{name}", read_only=True)
+        return mounts
+
+    # -- what runs in it --------------------------------------------------------------------------------------
+
+    def environment(self) -> dict[str, str]:
+        """What every program of the sandbox finds in its environment besides the desktop's own."""
+        return {"USER": users.USER_NAME, "LOGNAME": users.USER_NAME,
+                "XAUTHORITY": str(self.plan.runtime / "Xauthority")}
+
+    async def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
+                    fds: Mapping[int, int], tty: bool = False, cgroup_files: Sequence[str] = ()) -> SandboxedProcess:
+        """Start a program in the sandbox with `fds` (target number -> our descriptor) as its descriptors.
+        Raises OSError (errno of the failing step, as a local spawn would) or SandboxGone."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            raise SandboxGone("the desktop's sandbox is not running")
+        targets = tuple(fds)
+        request = protocol.Spawn(channel.next_id(), tuple(argv), dict(env), cwd, targets, tty=tty,
+                                 cgroup_files=tuple(cgroup_files))
+        reply, received = await channel.request(request, [fds[t] for t in targets])
+        if isinstance(reply, protocol.Failed):
+            raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
+        assert isinstance(reply, protocol.Spawned)
+        process = SandboxedProcess(received[0], reply.pid)
+        early = self._early_exits.pop(reply.pid, None)
+        if early is not None:
+            process.ended(early)
+        else:
+            self._processes[reply.pid] = process
+        return process
+
+    async def open(self, path: str, flags: int, mode: int = 0o644) -> int:
+        """A descriptor of `path` opened as the sandbox's user would, in its view of the files."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            raise SandboxGone("the desktop's sandbox is not running")
+        reply, received = await channel.request(protocol.Open(channel.next_id(), path, flags, mode))
+        if isinstance(reply, protocol.Failed):
+            raise OSError(reply.errno, reply.message)
+        return received[0]
+
+    def _exited(self, message: protocol.Exited) -> None:
+        process = self._processes.pop(message.pid, None)
+        if process is not None:
+            process.ended(message.status)
+        else:
+            self._early_exits[message.pid] = message.status
+
+    def _lost(self) -> None:
+        for process in self._processes.values():
+            process.ended(9 if process.returncode is None else 0)  # killed with the namespace
+        self._processes.clear()
+
+    @property
+    def running(self) -> bool:
+        return self._channel is not None and not self._channel.closed
+
+    # -- ending it --------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End every process of the sandbox (the init kills them and exits) and give its uid back."""
+        if self._channel is not None:
+            self._channel.close()
+        if self._init is not None:
+            self._init.send_signal(9)
+            self._init.close()
+        self._lost()
+        await asyncio.to_thread(self._wait_uid_free)
+        self.user.release()
+
+    def _wait_uid_free(self) -> None:
+        """The uid is free once no process runs as it (a killed namespace ends within milliseconds)."""
+        for _ in range(200):
+            if not users._owns_files(self.user.uid):
+                return
+            import time
+            time.sleep(0.005)
+        logger.warning("processes of uid %d outlived their sandbox", self.user.uid)
+
+
+def _under(path: Path, roots: Sequence[str]) -> bool:
+    return any(path == Path(root) or Path(root) in path.parents for root in roots)
+
+
+def _closed_ancestors(paths: Sequence[Path], uid: int) -> list[str]:
+    """The highest folder on the way to each path that `uid` may not pass (not its own, no x for others)."""
+    found: list[str] = []
+    for path in paths:
+        for ancestor in reversed(path.parents):
+            try:
+                st = ancestor.stat()
+            except OSError:
+                break
+            if st.st_uid != uid and not st.st_mode & 0o001:
+                found.append(str(ancestor))
+                break
+    return found
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    """Give the tree to the sandbox's user (what the server wrote there, a template's copy)."""
+    with contextlib.suppress(OSError):
+        os.chown(root, uid, uid, follow_symlinks=False)
+    for folder, dirs, names in os.walk(root):
+        for name in (*dirs, *names):
+            with contextlib.suppress(OSError):
+                os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)

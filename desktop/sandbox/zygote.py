@@ -1,0 +1,130 @@
+"""The zygote: one small process per server that forks every sandbox's init (docs/sandbox.md "How it is built").
+
+Why a zygote: each sandbox needs a process of its own as PID 1 of its pid namespace, and a Python
+interpreter started for each would cost ~4.5 MB of private memory per desktop. A fork of this process,
+which has everything imported and its objects frozen out of the garbage collector's way (`gc.freeze`),
+shares its pages until it writes them: ~0.75 MB each, and no interpreter start on a desktop's creation.
+
+For each `Create` the zygote forks an outer child, which enters the network namespace it was given,
+unshares the rest (mount, UTS, IPC, pid...) and forks the init: the first process of the new pid
+namespace. The outer child hands the server a pidfd of the init over the sandbox's own socket and
+exits; the zygote is the subreaper that reaps it, and each init once it ends.
+
+Run as `python -I -S desktop/sandbox/zygote.py FD` (standard library only; FD is its socket to the
+server). It ends when the server closes that socket; the sandboxes notice on their own sockets.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import select
+import signal
+import socket
+import sys
+
+if __package__ in (None, ""):  # run as a script by path: the repository root is two folders up
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from desktop.sandbox import init, linux, protocol
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def main(argv: list[str]) -> int:
+    server = socket.socket(fileno=int(argv[1]))
+    linux.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    protocol.send(server, _trial())
+    gc.freeze()  # what is imported by now is shared with every init: keep the collector from touching it
+    while True:
+        readable, _, _ = select.select([server.fileno(), wake_r], [], [])
+        if wake_r in readable:
+            _drain(wake_r)
+            _reap()
+        if server.fileno() in readable:
+            received = protocol.receive(server)
+            if received is None:
+                return 0
+            message, fds = received
+            if isinstance(message, protocol.Create):
+                _create(message, fds, (server.fileno(), wake_r, wake_w))
+            for fd in fds:
+                os.close(fd)
+
+
+def _create(request: protocol.Create, fds: list[int], ours: tuple[int, ...]) -> None:
+    channel_fd = fds[0]
+    if os.fork() != 0:
+        return
+    # The outer child: enter the namespaces, then fork the init inside the new pid namespace.
+    channel = socket.socket(fileno=channel_fd)
+    try:
+        signal.set_wakeup_fd(-1)
+        for fd in ours:
+            os.close(fd)
+        if request.join_netns is not None:
+            linux.setns(fds[request.join_netns], linux.CLONE_NEWNET)
+        linux.unshare(request.namespaces)
+        pid = os.fork()
+        if pid == 0:
+            init.run(channel, request, fds)  # never returns
+        pidfd = os.pidfd_open(pid)
+        protocol.send(channel, protocol.Started(), [pidfd])
+        os._exit(0)
+    except BaseException as exc:  # the server learns why; nothing else may run in this forked copy
+        errno = exc.errno if isinstance(exc, OSError) and exc.errno else 0
+        try:
+            protocol.send(channel, protocol.Failed(-1, errno, "namespaces", str(exc)))
+        finally:
+            os._exit(1)
+
+
+NAMESPACES = (linux.CLONE_NEWNS | linux.CLONE_NEWUTS | linux.CLONE_NEWIPC | linux.CLONE_NEWPID
+              | linux.CLONE_NEWNET)
+"""What every sandbox unshares (the network namespace is joined instead where the server made one)."""
+
+
+def _trial() -> protocol.Hello:
+    """Can this process make sandboxes? A child tries the unshare and a uid change, and exits with the errno."""
+    root = os.geteuid() == 0
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            linux.unshare(NAMESPACES)
+            if root:
+                os.setresgid(65534, 65534, 65534)
+                os.setresuid(65534, 65534, 65534)
+        except OSError as exc:
+            code = exc.errno or 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    errno = os.waitstatus_to_exitcode(status)
+    return protocol.Hello(root=root, namespaces=NAMESPACES if errno == 0 else 0, errno=max(errno, 0),
+                          landlock_abi=linux.landlock_abi())
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

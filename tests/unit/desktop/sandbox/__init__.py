@@ -1,0 +1,1 @@
+"""desktop/sandbox/: namespaces, uids, cgroups and networks of real sandboxes."""
