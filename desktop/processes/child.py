@@ -18,6 +18,7 @@ import struct
 import subprocess
 import termios
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from desktop.core.errors import Conflict, InvalidRequest, StreamError, Timeout
 from desktop.processes.logs import CHUNK_BYTES, Stream, now_ms
@@ -38,6 +39,40 @@ class InputNotRead(Timeout):
     409 that keeps the `timeout` code (docs/processes.md, "Input"), as api/http/problems.py renders it."""
 
 
+class Running(Protocol):
+    """A started program as a `Child` watches it: on the server's machine (`_HostProcess`) or in a desktop's
+    sandbox (desktop/sandbox/process.py)."""
+
+    pid: int
+    """Its pid as the server's pid namespace numbers it (signals, /proc)."""
+    exited: asyncio.Event
+    callbacks: list[Callable[[], None]]
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def exited_at_ms(self) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class Launcher(Protocol):
+    """Where a program starts other than here: a desktop's sandbox (desktop/sandbox/sandbox.py).
+
+    `fds` maps each descriptor number the program gets to ours; the call raises OSError as a local start
+    would (ENOENT for a missing program...)."""
+
+    async def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, fds: Mapping[int, int],
+                    tty: bool = False) -> Launched: ...
+
+
+class Launched(Running, Protocol):
+    @property
+    def sandbox_pid(self) -> int:
+        """Its pid as the programs around it see it (its windows' `_NET_WM_PID`, `ps` in a terminal)."""
+
+
 class _ExitProtocol(asyncio.SubprocessProtocol):
     """Records the exit; the child's stdio never goes through the transport."""
 
@@ -54,6 +89,29 @@ class _ExitProtocol(asyncio.SubprocessProtocol):
                 callback()
             except Exception:
                 logger.exception("exit callback %r failed", callback)
+
+
+class _HostProcess:
+    """A program started here with asyncio's subprocess machinery, as `Running`."""
+
+    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _ExitProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self.pid: int = transport.get_pid()
+        self.exited = protocol.exited
+        self.callbacks = protocol.callbacks
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode() if self._protocol.exited.is_set() else None
+
+    @property
+    def exited_at_ms(self) -> int | None:
+        return self._protocol.exited_at_ms
+
+    def close(self) -> None:
+        if self._protocol.exited.is_set():
+            self._transport.close()  # closing earlier would kill the child
 
 
 class _Reader(asyncio.Protocol):
@@ -83,31 +141,27 @@ class _Reader(asyncio.Protocol):
 class Child:
     """A running (or exited) child: its pid, exit status, output readers and input fd."""
 
-    def __init__(
-        self,
-        transport: asyncio.SubprocessTransport,
-        protocol: _ExitProtocol,
-        readers: list[_Reader],
-        input_fd: int | None,
-        pty_fd: int | None,
-    ) -> None:
-        self._transport = transport
-        self._protocol = protocol
+    def __init__(self, process: Running, readers: list[_Reader], input_fd: int | None, pty_fd: int | None,
+                 visible_pid: int | None = None) -> None:
+        self._process = process
         self._readers = readers
         self._input_fd = input_fd
         self._pty_fd = pty_fd  # the master (a dup of the reader's), for input and resize
         self._write_lock = asyncio.Lock()  # concurrent writes must not interleave
         self._writable: asyncio.Future[None] | None = None  # set while a write waits for room
-        self.pid: int = transport.get_pid()
+        self.pid: int = process.pid
+        """The server's pid of it: what signals and /proc use."""
+        self.visible_pid: int = visible_pid if visible_pid is not None else process.pid
+        """Its pid where it runs: in a sandbox, the sandbox's number (what its windows and its neighbours see)."""
 
     @property
     def returncode(self) -> int | None:
         """Exit status once exited: the exit code, or minus the signal number."""
-        return self._transport.get_returncode() if self._protocol.exited.is_set() else None
+        return self._process.returncode
 
     @property
     def exited_at_ms(self) -> int | None:
-        return self._protocol.exited_at_ms
+        return self._process.exited_at_ms
 
     @property
     def accepts_input(self) -> bool:
@@ -115,15 +169,15 @@ class Child:
 
     def add_exit_callback(self, callback: Callable[[], None]) -> None:
         """Call `callback` as soon as the exit is known (right now, if it already is)."""
-        if self._protocol.exited.is_set():
+        if self._process.exited.is_set():
             callback()
         else:
-            self._protocol.callbacks.append(callback)
+            self._process.callbacks.append(callback)
 
     async def wait(self) -> int:
         """The return code, once the child has exited (cancel-safe)."""
-        await self._protocol.exited.wait()
-        code = self._transport.get_returncode()
+        await self._process.exited.wait()
+        code = self._process.returncode
         assert code is not None
         return code
 
@@ -218,8 +272,7 @@ class Child:
             if reader.transport is not None:
                 reader.transport.close()
             reader.eof.set()
-        if self._protocol.exited.is_set():
-            self._transport.close()  # closing earlier would kill the child
+        self._process.close()
 
 
 async def start_child(
@@ -232,8 +285,10 @@ async def start_child(
     tty: bool = False,
     stdin: bool = False,
     pass_fds: Sequence[int] = (),
+    launcher: Launcher | None = None,
 ) -> Child:
-    """Spawn `command` in a new session; output goes to `sink` from the first byte.
+    """Spawn `command` in a new session (in `launcher`'s sandbox, if given); output goes to `sink` from the
+    first byte.
 
     With `tty`, stdin/stdout/stderr are one pty (stream "pty", input always possible); otherwise
     stdout and stderr are separate pipes and stdin is a pipe only if `stdin` is set.
@@ -262,13 +317,26 @@ async def start_child(
                 in_fd = in_r
             stdio = (in_fd, out_w, err_w)
             outputs = [("stdout", out_r), ("stderr", err_r)]
-        transport, protocol = await loop.subprocess_exec(
-            _ExitProtocol, command, *args,
-            stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-            cwd=cwd, env=dict(env) if env is not None else None,
-            start_new_session=True, pass_fds=tuple(pass_fds),
-            preexec_fn=_claim_controlling_tty if tty else None,
-        )
+        process: Running
+        visible_pid: int | None = None
+        if launcher is not None:
+            if stdio[0] == subprocess.DEVNULL:
+                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                theirs.append(null)
+                stdio = (null, stdio[1], stdio[2])
+            launched = await launcher.spawn(
+                [command, *args], os.environ if env is None else env, cwd,
+                {0: stdio[0], 1: stdio[1], 2: stdio[2], **{fd: fd for fd in pass_fds}}, tty=tty)
+            process, visible_pid = launched, launched.sandbox_pid
+        else:
+            transport, protocol = await loop.subprocess_exec(
+                _ExitProtocol, command, *args,
+                stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                cwd=cwd, env=dict(env) if env is not None else None,
+                start_new_session=True, pass_fds=tuple(pass_fds),
+                preexec_fn=_claim_controlling_tty if tty else None,
+            )
+            process = _HostProcess(transport, protocol)
     except BaseException as exc:
         for fd in ours:
             os.close(fd)
@@ -292,8 +360,8 @@ async def start_child(
     except BaseException:
         # Cancelled half-way: nobody will own this child, so it must not outlive the call.
         with contextlib.suppress(OSError):
-            os.killpg(transport.get_pid(), signal.SIGKILL)
-        transport.close()
+            os.killpg(process.pid, signal.SIGKILL)
+        process.close()
         for reader in readers:
             if reader.transport is not None:
                 reader.transport.close()
@@ -301,7 +369,7 @@ async def start_child(
             with contextlib.suppress(OSError):
                 os.close(fd)
         raise
-    return Child(transport, protocol, readers, input_fd, pty_fd)
+    return Child(process, readers, input_fd, pty_fd, visible_pid)
 
 
 async def _read(loop: asyncio.AbstractEventLoop, fd: int, reader: _Reader) -> _Reader:

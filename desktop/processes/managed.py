@@ -70,7 +70,10 @@ class ManagedProcess:
         created_at_ms: int,
     ) -> None:
         self.id = process_id
-        self.pid = child.pid
+        self.pid = child.visible_pid
+        """Its pid where it runs (in a sandbox, the sandbox's): what the wire and the desktop's windows show."""
+        self.host_pid = child.pid
+        """Its pid in the server's namespace: what /proc and signals use."""
         self.command = command
         self.args = list(args)
         self.cwd = cwd

@@ -156,6 +156,22 @@ def stop_marked(marker: str, timeout_s: float = 5.0) -> list[int]:
             return sorted(stopped)
 
 
+def innermost_pids(pids: set[int], proc_root: str = "/proc") -> set[int]:
+    """Each process's pid in its own pid namespace (a sandbox's numbers, what its windows' `_NET_WM_PID`
+    says; the same number for a process of the server's namespace), from /proc/<pid>/status's NSpid."""
+    found: set[int] = set()
+    for pid in pids:
+        status = _read(f"{proc_root}/{pid}/status")
+        if status is None:
+            continue
+        for line in status.split(b"\n"):
+            if line.startswith(b"NSpid:"):
+                with contextlib.suppress(IndexError, ValueError):
+                    found.add(int(line.split()[-1]))
+                break
+    return found
+
+
 def _signal(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.core.errors import Conflict, InvalidRequest, NotFound, StreamError
-from desktop.processes.child import Child, start_child
+from desktop.processes.child import Child, Launcher, start_child
 from desktop.processes.logs import LogBuffer, now_ms
 from desktop.processes.managed import ManagedProcess, Owner, ProcessOutput
 from desktop.processes.runner import RunResult, run_once
@@ -93,10 +93,12 @@ class ProcessManager:
         log_path: Path | None = None,
         protected: bool = False,
         pass_fds: Sequence[int] = (),
+        launcher: Launcher | None = None,
     ) -> ManagedProcess:
         """Start a process in its own session and register it.
 
-        `env` is the complete environment (None: the server's). Raises Conflict at the
+        `env` is the complete environment (None: the server's); `launcher`, a desktop's sandbox to start it in
+        (None: here, as the server's user). Raises Conflict at the
         concurrency limit, SpawnError (a 4xx naming the field) if the command or `cwd` cannot be
         used, and StreamError if the machine cannot start it (or a `protected` one, the desktop's own).
         """
@@ -113,7 +115,7 @@ class ProcessManager:
         self._starting_user += owner is Owner.USER
         try:
             child = await start_child(command, args, sink=output.write, cwd=cwd, env=env, tty=tty,
-                                      stdin=interactive, pass_fds=pass_fds)
+                                      stdin=interactive, pass_fds=pass_fds, launcher=launcher)
         except SpawnError as exc:
             output.close()
             if protected:
@@ -179,6 +181,7 @@ class ProcessManager:
         env: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
         max_output_bytes: int | None = None,
+        launcher: Launcher | None = None,
     ) -> RunResult:
         """Run to completion. A missing or 0 timeout means the default; both limits are clamped."""
         if not command.strip():
@@ -188,7 +191,7 @@ class ProcessManager:
         cap = min(config.max_output_bytes if max_output_bytes is None else max_output_bytes,
                   config.max_output_bytes)
         return await run_once(command, args, cwd=cwd, env=env, timeout_ms=timeout,
-                              max_output_bytes=cap, active=self._runs)
+                              max_output_bytes=cap, active=self._runs, launcher=launcher)
 
     # -- shutdown ------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, MutableSet, Sequence
 from dataclasses import dataclass
 
-from desktop.processes.child import Child, start_child
+from desktop.processes.child import Child, Launcher, start_child
 from desktop.processes.logs import Stream
 
 DRAIN_GRACE_S = 0.25
@@ -63,6 +63,7 @@ async def run_once(
     timeout_ms: int,
     max_output_bytes: int,
     active: MutableSet[Child] | None = None,
+    launcher: Launcher | None = None,
 ) -> RunResult:
     """Run `command` with stdin closed; on timeout SIGKILL its whole process group.
 
@@ -74,7 +75,7 @@ async def run_once(
         captures[stream].add(data)
 
     started = time.monotonic()
-    child = await start_child(command, args, sink=sink, cwd=cwd, env=env)
+    child = await start_child(command, args, sink=sink, cwd=cwd, env=env, launcher=launcher)
     if active is not None:
         active.add(child)
     timed_out = False

@@ -70,6 +70,8 @@ class Sandbox:
         self._channel: Channel | None = None
         self._init: SandboxedProcess | None = None
         self._processes: dict[int, SandboxedProcess] = {}
+        self.app_cgroups: tuple[str, ...] = ()
+        """Where its programs start (the apps' cgroups, once the desktop has them)."""
         self._early_exits: dict[int, int] = {}
         """Exits reported before their spawn's reply was taken (both can come in one read)."""
 
@@ -163,7 +165,7 @@ class Sandbox:
                 "XAUTHORITY": str(self.plan.runtime / "Xauthority")}
 
     async def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
-                    fds: Mapping[int, int], tty: bool = False, cgroup_files: Sequence[str] = ()) -> SandboxedProcess:
+                    fds: Mapping[int, int], tty: bool = False) -> SandboxedProcess:
         """Start a program in the sandbox with `fds` (target number -> our descriptor) as its descriptors.
         Raises OSError (errno of the failing step, as a local spawn would) or SandboxGone."""
         channel = self._channel
@@ -171,7 +173,7 @@ class Sandbox:
             raise SandboxGone("the desktop's sandbox is not running")
         targets = tuple(fds)
         request = protocol.Spawn(channel.next_id(), tuple(argv), dict(env), cwd, targets, tty=tty,
-                                 cgroup_files=tuple(cgroup_files))
+                                 cgroup_files=self.app_cgroups)
         reply, received = await channel.request(request, [fds[t] for t in targets])
         if isinstance(reply, protocol.Failed):
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
