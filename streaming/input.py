@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from desktop.control.takeover import LIVE_VIEW_SOURCE
-from desktop.core.errors import ServiceError
+from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as, action_source
 from desktop.input.keys import UNICODE_KEYSYM_BASE
 from desktop.lifecycle.runtime import Desktop
@@ -215,7 +215,7 @@ class RemoteInput:
             return
         try:
             session = self._desktop.session()
-        except ServiceError:
+        except DomainError:
             return  # no desktop: nothing is held any more
         # The live view's own input, whichever task lets go (the socket's, when the viewer leaves): never held
         # off by a takeover, which could leave a key down.
@@ -254,7 +254,7 @@ class RemoteInput:
                 continue
             try:
                 session = self._desktop.session()
-            except ServiceError:
+            except DomainError:
                 continue
             await self._safely(self._apply(session, event))
 
@@ -308,7 +308,7 @@ class RemoteInput:
             return
         try:
             session = self._desktop.session()
-        except ServiceError:
+        except DomainError:
             return
         for keysym in stale:
             self._held_keys.pop(keysym, None)
@@ -320,5 +320,5 @@ class RemoteInput:
         """Run an input action; a refused or failed one is logged, never ends the viewer's input."""
         try:
             await action
-        except ServiceError as exc:
+        except DomainError as exc:
             logger.debug("live view input refused: %s", exc)

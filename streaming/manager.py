@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from desktop.control.takeover import LIVE_VIEW_SOURCE
-from desktop.core.errors import ServiceError, StreamError, StreamNotActive, invalid_action
+from desktop.core.errors import DomainError, StreamError, StreamNotActive, invalid_action
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
@@ -380,7 +380,7 @@ class StreamManager:
                 self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
             self._clipboard_known = text
             await self.desktop.clipboard.set(session, text, "clipboard")
-        except ServiceError as exc:
+        except DomainError as exc:
             raise ControlRefused(f"the desktop's clipboard cannot be set: {exc.message}") from exc
 
     async def _follow_clipboard(self) -> None:
@@ -394,7 +394,7 @@ class StreamManager:
         """The desktop's CLIPBOARD text to `viewer` (`clipboard/updated`), unless its browser has it already."""
         try:
             text = await self.desktop.clipboard.get(self.desktop.session(), "clipboard")
-        except ServiceError as exc:  # nobody owns it, or the owner does not answer: nothing to send
+        except DomainError as exc:  # nobody owns it, or the owner does not answer: nothing to send
             logger.debug("clipboard not read for %s: %s", viewer, exc)
             return
         if not text or text == self._clipboard_known or not self.control.holds(viewer):

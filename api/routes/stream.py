@@ -11,7 +11,7 @@ from api.http.problems import refuse_websocket, upgrade_required
 from api.middleware.auth import ROLE_SCOPE_KEY
 from api.server.scoped_tokens import Role
 from api.server.services import desktop_services
-from desktop.core.errors import ServiceError
+from desktop.core.errors import DomainError
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
 from streaming.control import Access
@@ -96,7 +96,7 @@ async def signaling(websocket: WebSocket) -> None:
     try:
         manager.require_config()
         name = viewer_name(given) if given is not None else None
-    except ServiceError as exc:
+    except DomainError as exc:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from desktop.accessibility.query import Target
 from desktop.actions.waits import Condition, WaitResult, wait_for
-from desktop.core.errors import InputFailed, ServiceError
+from desktop.core.errors import DomainError, InputFailed
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse, PointerState, drag_path
@@ -151,7 +151,7 @@ class BatchOutcome:
     """What a batch did: one result per step run, the first error, and the final observation."""
 
     results: list[StepResult] = field(default_factory=list)
-    error: tuple[int, ServiceError] | None = None
+    error: tuple[int, DomainError] | None = None
     """(index of the failing step, its problem); `len(steps)` for the final observation."""
     settle: SettleResult | None = None
     shot: Screenshot | None = None
@@ -197,7 +197,7 @@ class Actions:
             for index, step in enumerate(steps):
                 try:
                     outcome.results.append(await self._run_step(session, step, pressed))
-                except ServiceError as exc:
+                except DomainError as exc:
                     outcome.error = (index, exc)
                     break
                 except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
@@ -215,7 +215,7 @@ class Actions:
                                                         settle.timeout_ms / 1000)
             if final is not None:
                 outcome.shot = await self.screen.capture(session, final)
-        except ServiceError as exc:
+        except DomainError as exc:
             if outcome.error is None:
                 outcome.error = (index, exc)
 

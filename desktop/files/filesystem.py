@@ -1,7 +1,7 @@
 """The file API: list, stat, read, write, move and delete paths on the server's own file system.
 
 Paths are absolute, `~` / `~/...` (the server user's home), or relative to that home, as in the
-reference. Every blocking call runs in a worker thread; failures are ServiceErrors a client can
+reference. Every blocking call runs in a worker thread; failures are DomainErrors a client can
 act on (404, 403, 409, 400), never a bare 500.
 """
 
