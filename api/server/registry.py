@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from api.http.desktop_paths import DEFAULT_DESKTOP_ID
-from api.server.desktop_services import DesktopServices, IdleAction, Lifecycle
+from api.server.desktop_services import DesktopServices, Lifecycle
 from desktop.core.errors import DesktopIsDefault, DesktopNotFound, TooManyDesktops
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.xserver import display_in_use
-from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.enums import DesktopRuntimeState, OnIdle
 
 logger = logging.getLogger("sandbox_desktop.desktops")
 
@@ -180,7 +180,7 @@ class DesktopRegistry:
             idle = life.idle_timeout_seconds
             if idle is None or now - life.last_activity_at < idle or services.desktop.paused:
                 continue
-            if life.on_idle is IdleAction.PAUSE:
+            if life.on_idle is OnIdle.PAUSE:
                 logger.info("desktop %s paused: idle for %d s", services.id, idle,
                             extra={"desktop": services.id, "reason": f"idle_timeout: no request for {idle} s"})
                 await services.desktop.pause(f"idle_timeout: no request for {idle} s")

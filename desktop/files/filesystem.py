@@ -32,7 +32,6 @@ READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024
 """Incoming chunks are gathered up to this size before one worker-thread write (bounds memory)."""
 
-EntryType = FsEntryType
 T = TypeVar("T")
 
 
@@ -65,7 +64,7 @@ class Entry:
 
     name: str
     path: str
-    entry_type: EntryType
+    entry_type: FsEntryType
     size: int
     modified: str | None
     is_symlink: bool = False
@@ -81,7 +80,7 @@ def describe(path: Path, name: str | None = None) -> Entry:
     return Entry(
         name=lossy(path.name if name is None else name),
         path=lossy(path),
-        entry_type=EntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else EntryType.FILE,
+        entry_type=FsEntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else FsEntryType.FILE,
         size=st.st_size,
         modified=rfc3339(st.st_mtime_ns),
         is_symlink=is_link,

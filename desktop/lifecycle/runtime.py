@@ -55,8 +55,6 @@ from sandbox_desktop_wire.enums import ProcessOwner, TakeoverMode
 from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
-Code = ProblemCode
-
 logger = logging.getLogger("sandbox_desktop.runtime")
 
 StopHook = Callable[[], Awaitable[None]]
@@ -149,9 +147,9 @@ class Desktop:
     def last_error(self) -> tuple[ProblemCode, str] | None:
         report = self.dependencies.report()
         if report.missing and self._state not in (State.STARTING, State.STOPPING):
-            return (Code.DESKTOP_DEPENDENCIES_MISSING, report.message())
+            return (ProblemCode.DESKTOP_DEPENDENCIES_MISSING, report.message())
         if self.supervisor is not None and self.supervisor.failure is not None:
-            return (Code.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
+            return (ProblemCode.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
         return self._last_error
 
     def log(self, message: str) -> None:
@@ -329,7 +327,8 @@ class Desktop:
     async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
         """Start the desktop, or return the running one if the request agrees with it."""
         if not sys.platform.startswith("linux"):
-            self._set_state(State.FAILED, (Code.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
+            self._set_state(State.FAILED,
+                            (ProblemCode.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
             raise DesktopUnsupportedPlatform("Desktop is only supported on Linux")
         if self._state in (State.STARTING, State.STOPPING):
             raise DesktopBusy("Desktop runtime is busy transitioning state")
@@ -352,7 +351,7 @@ class Desktop:
             self.log("desktop runtime startup failed; cleaning up")
             self.log(f"desktop_runtime_failed: {message}")
             await self._teardown()
-            self._set_state(State.FAILED, (Code.DESKTOP_RUNTIME_FAILED, message))
+            self._set_state(State.FAILED, (ProblemCode.DESKTOP_RUNTIME_FAILED, message))
             raise
         return await self.snapshot()
 

@@ -20,12 +20,11 @@ from sandbox_desktop_wire.enums import LogStreamFilter
 
 Stream = Literal["stdout", "stderr", "pty"]
 """`LogStream`'s values (sandbox_desktop_wire/enums.py), spelled as literals for the children's pipes."""
-StreamFilter = LogStreamFilter
 
 CHUNK_BYTES = 8192
 """Largest entry: output is split into chunks of at most this many bytes."""
 
-STREAM_FILTERS: dict[StreamFilter, frozenset[Stream]] = {
+STREAM_FILTERS: dict[LogStreamFilter, frozenset[Stream]] = {
     LogStreamFilter.STDOUT: frozenset({"stdout"}),
     LogStreamFilter.STDERR: frozenset({"stderr"}),
     LogStreamFilter.COMBINED: frozenset({"stdout", "stderr"}),

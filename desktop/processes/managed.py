@@ -17,8 +17,6 @@ from sandbox_desktop_wire.enums import ProcessOwner, ProcessStatus
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
-Owner = ProcessOwner
-
 DRAIN_GRACE_S = 0.5
 """After an exit, how long output still in the pipes may take to arrive before followers are told
 the stream ended (a grandchild that keeps the pipe open must not hold them forever)."""
@@ -62,7 +60,7 @@ class ManagedProcess:
         command: str,
         args: Sequence[str],
         cwd: str | None,
-        owner: Owner,
+        owner: ProcessOwner,
         tty: bool,
         interactive: bool,
         protected: bool,
@@ -74,7 +72,7 @@ class ManagedProcess:
         self.command = command
         self.args = list(args)
         self.cwd = cwd
-        self.owner: Owner = owner
+        self.owner: ProcessOwner = owner
         self.tty = tty
         self.interactive = interactive
         self.protected = protected
