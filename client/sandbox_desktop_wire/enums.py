@@ -29,6 +29,21 @@ class DesktopRuntimeState(enum.StrEnum):
     PAUSED = "paused"
 
 
+class SupervisedChild(enum.StrEnum):
+    """`processes[].name` of `GET /v1/desktop/status`: the children a desktop keeps alive (docs/desktop.md).
+
+    The model keeps the field a plain string, so that a client reads a server that supervises one more."""
+
+    XVFB = "Xvfb"
+    OPENBOX = "openbox"
+    DBUS = "dbus"
+    """The session bus."""
+    AT_SPI = "at-spi"
+    """The accessibility bus's launcher."""
+    PULSE = "pulse"
+    """The sound server."""
+
+
 class RecordingState(enum.StrEnum):
     """`status` of a recording (docs/recording.md)."""
 

@@ -16,7 +16,7 @@ from desktop.lifecycle.options import StartOptions, StateLayout
 from desktop.lifecycle.supervisor import ChildExit, Supervisor
 from desktop.windows.query import WindowInfo, list_windows
 from desktop.x11.thread import XThread
-from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.enums import DesktopRuntimeState, SupervisedChild
 from sandbox_desktop_wire.problems import ProblemCode
 
 
@@ -56,7 +56,7 @@ def rfc3339_ns(epoch_ns: int) -> str:
 
 @dataclass(frozen=True)
 class ChildStatus:
-    name: str
+    name: SupervisedChild
     pid: int | None
     running: bool
     log_path: str | None
