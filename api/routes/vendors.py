@@ -49,7 +49,8 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
             at = plan.press.at
             if isinstance(at, steps.ElementAt):
                 at, _found = await desktop.accessibility.locate(session, at.target)
-            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None, "left", down=True)
+            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
+                                       plan.press.button, down=True)
         except DomainError as exc:
             return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
     final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None

@@ -28,6 +28,7 @@ from desktop.screen.frames import FrameSource
 from desktop.screen.screenshots import Screen, Screenshot, ShotOptions
 from desktop.screen.settle import SettleResult, wait_until_quiet
 from desktop.x11.session import Session
+from sandbox_desktop_wire.enums import MouseButton
 
 logger = logging.getLogger("sandbox_desktop.actions")
 
@@ -63,7 +64,7 @@ class Hover:
 @dataclass(frozen=True)
 class Click:
     at: Where | None
-    button: str = "left"
+    button: MouseButton = MouseButton.LEFT
     count: int = 1
     modifiers: tuple[int, ...] = ()
     """Keysyms held down during the click."""
@@ -72,14 +73,14 @@ class Click:
 @dataclass(frozen=True)
 class Button:
     at: Where | None
-    button: str
+    button: MouseButton
     down: bool
 
 
 @dataclass(frozen=True)
 class Drag:
     path: tuple[Point, ...]
-    button: str = "left"
+    button: MouseButton = MouseButton.LEFT
     modifiers: tuple[int, ...] = ()
     duration_ms: int = 0
 
@@ -192,7 +193,7 @@ class Actions:
         return outcome
 
     async def _run_steps(self, session: Session, steps: list[Step], outcome: BatchOutcome) -> None:
-        pressed: set[str] = set()
+        pressed: set[MouseButton] = set()
         try:
             for index, step in enumerate(steps):
                 try:
@@ -219,7 +220,7 @@ class Actions:
             if outcome.error is None:
                 outcome.error = (index, exc)
 
-    async def _release(self, session: Session, pressed: set[str]) -> None:
+    async def _release(self, session: Session, pressed: set[MouseButton]) -> None:
         """Release the buttons this batch pressed with `down` and left down."""
         for button in sorted(pressed):
             try:
@@ -227,7 +228,7 @@ class Actions:
             except Exception as exc:  # the desktop may be gone; the X server then dropped the press too
                 logger.warning("could not release %s button after a batch: %s", button, exc)
 
-    async def _run_step(self, session: Session, step: Step, pressed: set[str]) -> StepResult:
+    async def _run_step(self, session: Session, step: Step, pressed: set[MouseButton]) -> StepResult:
         mouse = self.mouse
         match step:
             case Move(x, y):
