@@ -379,7 +379,7 @@ class StreamManager:
             with acting_as(LIVE_VIEW_SOURCE):
                 self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
             self._clipboard_known = text
-            await self.desktop.clipboard.set(session, text, "clipboard")
+            await self.desktop.clipboard.set(session, text)
         except DomainError as exc:
             raise ControlRefused(f"the desktop's clipboard cannot be set: {exc.message}") from exc
 
@@ -393,7 +393,7 @@ class StreamManager:
     async def _send_clipboard(self, viewer: str) -> None:
         """The desktop's CLIPBOARD text to `viewer` (`clipboard/updated`), unless its browser has it already."""
         try:
-            text = await self.desktop.clipboard.get(self.desktop.session(), "clipboard")
+            text = await self.desktop.clipboard.get(self.desktop.session())
         except DomainError as exc:  # nobody owns it, or the owner does not answer: nothing to send
             logger.debug("clipboard not read for %s: %s", viewer, exc)
             return

@@ -50,8 +50,8 @@ from desktop.windows.query import close_other_clients
 from desktop.x11.randr import DisplayChange, apply_display, read_geometry
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
+from sandbox_desktop_wire.enums import ClipboardSelection, ProcessOwner, TakeoverMode
 from sandbox_desktop_wire.enums import DesktopRuntimeState as State
-from sandbox_desktop_wire.enums import ProcessOwner, TakeoverMode
 from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
@@ -309,7 +309,7 @@ class Desktop:
                     break
                 await asyncio.to_thread(reaper.kill_pids, rest, 0.5)
             await session.x.call(close_other_clients)
-            await self.clipboard.set(session, "", "both")
+            await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
         self.log("desktop reset")
         logger.info("desktop %s reset", self.id)
