@@ -33,6 +33,7 @@ from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
+from sandbox_desktop_wire.enums import VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
@@ -65,7 +66,7 @@ class StreamStatus:
     """`GET /v1/desktop/stream/status`."""
 
     active: bool
-    codec: str | None = None
+    codec: VideoCodec | None = None
     frame_rate: int | None = None
     """The frame-rate cap now (the configured one, lowered under CPU pressure)."""
     fps: float | None = None
@@ -106,7 +107,7 @@ class StreamManager:
         self._sessions: dict[str, SignalingSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         """Viewer connections being served, and background work (pipelines closing)."""
-        self._pipelines: dict[str, VideoPipeline] = {}
+        self._pipelines: dict[VideoCodec, VideoPipeline] = {}
         self._peers: dict[ViewerPeer, str] = {}
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
