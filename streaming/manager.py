@@ -33,7 +33,7 @@ from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
-from sandbox_desktop_wire.enums import VideoCodec
+from sandbox_desktop_wire.enums import TakeoverMode, VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
@@ -76,7 +76,7 @@ class StreamStatus:
     controller: str | None = None
     takeover: bool | None = None
     """Whether the controller holds the desktop (agent input waits or is refused, docs/control.md)."""
-    takeover_mode: str | None = None
+    takeover_mode: TakeoverMode | None = None
     port_range: tuple[int, int] | None = None
     encoders: int | None = None
     """Running encoders: one per codec in use, however many viewers share it."""
@@ -216,7 +216,7 @@ class StreamManager:
             frame_rate=stats.frame_rate if stats else config.fps,
             fps=stats.fps if stats else 0.0, bitrate=stats.bitrate if stats else 0,
             viewers=len(self._sessions), controller=self.control.host, takeover=self.control.takeover,
-            takeover_mode=str(self.takeover.mode), port_range=config.ports,
+            takeover_mode=self.takeover.mode, port_range=config.ports,
             encoders=len(self._pipelines), keyframes=stats.keyframes if stats else 0,
         )
 
