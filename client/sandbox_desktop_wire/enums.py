@@ -78,6 +78,17 @@ class OnIdle(enum.StrEnum):
     PAUSE = "pause"
 
 
+class DesktopEndReason(enum.StrEnum):
+    """Why a created desktop ended: the code its `endedReason` starts with, before any `: detail`
+    (docs/desktops.md). The model keeps `endedReason` a plain string, the code and what it adds."""
+
+    DELETED = "deleted"
+    TTL_EXPIRED = "ttl_expired"
+    IDLE_TIMEOUT = "idle_timeout"
+    """Also the code of the `pausedReason` of a desktop paused by its idle timeout."""
+    SERVER_SHUTDOWN = "server_shutdown"
+
+
 class MouseButton(enum.StrEnum):
     LEFT = "left"
     MIDDLE = "middle"
