@@ -1,6 +1,6 @@
 """The process registry: children started by the API and by the desktop, their logs and exits."""
 
-from desktop.processes.logs import STREAM_FILTERS, LogBuffer, LogEntry, Stream
+from desktop.processes.logs import STREAM_FILTERS, LogBuffer, LogEntry
 from desktop.processes.managed import ManagedProcess
 from desktop.processes.registry import ProcessConfig, ProcessManager
 from desktop.processes.runner import RunResult
@@ -15,5 +15,4 @@ __all__ = [
     "ProcessManager",
     "RunResult",
     "SpawnError",
-    "Stream",
 ]

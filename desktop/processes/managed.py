@@ -12,8 +12,8 @@ from typing import IO, Any
 
 from desktop.core.errors import Conflict
 from desktop.processes.child import Child
-from desktop.processes.logs import LogBuffer, Stream
-from sandbox_desktop_wire.enums import ProcessOwner, ProcessStatus
+from desktop.processes.logs import LogBuffer
+from sandbox_desktop_wire.enums import LogStream, ProcessOwner, ProcessStatus
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
@@ -32,7 +32,7 @@ class ProcessOutput:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
 
-    def write(self, stream: Stream, data: bytes) -> None:
+    def write(self, stream: LogStream, data: bytes) -> None:
         self.logs.append(stream, data)
         if self._file is not None:
             try:
