@@ -26,6 +26,7 @@ from desktop.screen.cursor import Cursor, CursorReader, composite, draw_marker
 from desktop.screen.encode import MEDIA_TYPES, encode, scale_image, scaled_size
 from desktop.screen.marks import MarkBox, draw_marks
 from desktop.x11.session import Session
+from sandbox_desktop_wire.enums import ScreenshotFormat
 
 logger = logging.getLogger("sandbox_desktop.screen")
 
@@ -55,7 +56,7 @@ class Region:
 class ShotOptions:
     """What to capture and how to encode it; `region=None` is the whole screen."""
 
-    format: str = "png"
+    format: ScreenshotFormat = ScreenshotFormat.PNG
     quality: int = 85
     scale: float = 1.0
     show_cursor: bool = False

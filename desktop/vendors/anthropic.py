@@ -18,7 +18,7 @@ from desktop.input.coordinates import CoordinateSpace
 from desktop.input.keys import parse_chord, parse_keys, text_keysyms
 from desktop.screen.screenshots import Region, Screenshot, ShotOptions
 from desktop.vendors.common import Point, element_at, move_to, text
-from sandbox_desktop_wire.enums import MouseButton
+from sandbox_desktop_wire.enums import MouseButton, ScreenshotFormat
 
 _V1 = frozenset({"key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
                  "double_click", "screenshot", "cursor_position"})
@@ -196,7 +196,7 @@ class Translator:
             raise invalid_action(f"input.region {list(region)} must satisfy 0 <= x1 < x2 <= {w} and "
                                  f"0 <= y1 < y2 <= {h} (top-left, bottom-right in the display)", "input.region")
         rect = Region(*self.space.rect_to_screen(x1, y1, x2 - x1, y2 - y1))
-        return Plan([batch.Capture(ShotOptions(format="png", region=rect))], render="zoom", settle=False)
+        return Plan([batch.Capture(ShotOptions(format=ScreenshotFormat.PNG, region=rect))], render="zoom", settle=False)
 
 
 def image_block(shot: Screenshot) -> dict[str, Any]:
