@@ -27,7 +27,10 @@ from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
-from ._base import AudioCodec, Button, Call, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
+from . import _send as s
+from . import _types as t
+from ._base import Call
+from ._types import AudioCodec, Button, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
 from .local_servers import DEFAULT_URL, resolve_token
 
 if TYPE_CHECKING:
@@ -48,10 +51,10 @@ class AsyncClient:
     The methods act on the `default` desktop (`/v1/desktop/...`); `desktops` has the others.
     """
 
-    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
+    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = s.DEFAULT_TIMEOUT,
                  **httpx_options: Any) -> None:
         self.timeout = timeout
-        self._http = httpx.AsyncClient(**b.client_options(url, resolve_token(token, url), timeout), **httpx_options)
+        self._http = httpx.AsyncClient(**s.client_options(url, resolve_token(token, url), timeout), **httpx_options)
         self._desktop: str | None = None
         """The desktop this client drives: None for `/v1/desktop` (`default`), else an `AsyncDesktopClient`'s id."""
 
@@ -76,8 +79,8 @@ class AsyncClient:
     async def send(self, call: Call[T]) -> T:
         """Send one prepared `Call` and return its parsed answer; raises `ApiError` for a non-2xx status."""
         response = await self._http.request(call.method, b.scoped(call.path, self._desktop),
-                                            **b.request_options(call, self.timeout))
-        b.check(response)
+                                            **s.request_options(call, self.timeout))
+        s.check(response)
         return call.parse(response)
 
     # Lifecycle
@@ -329,7 +332,7 @@ class AsyncClient:
         return await self.send(b.recording(recording_id))
 
     async def download_recording(self, recording_id: str, path: str | os.PathLike[str], *,
-                                progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
+                                progress: Progress | None = None, chunk_size: int = s.DOWNLOAD_CHUNK) -> Path:
         """`GET /v1/desktop/recordings/{id}/download`: stream the MP4 to `path` in chunks, calling
         `progress(done, total)` after each; returns the `Path`. A failed download leaves no file."""
         return await self._download(b.download_recording(recording_id), Path(path), progress, chunk_size)
@@ -342,16 +345,16 @@ class AsyncClient:
         png or jpeg; `moves` keeps pointer moves as steps), streamed to `path`; returns the `Path`.
         `ConflictError` while it records (docs/trajectories.md)."""
         call = b.download_trajectory(recording_id, image_format, parquet, moves)
-        return await self._download(call, Path(path), progress, b.DOWNLOAD_CHUNK)
+        return await self._download(call, Path(path), progress, s.DOWNLOAD_CHUNK)
 
     async def _download(self, call: b.Call[None], target: Path, progress: Progress | None, chunk_size: int) -> Path:
         """Stream a binary response to `target`; a failed download leaves no file."""
         async with self._http.stream(call.method, b.scoped(call.path, self._desktop),
-                                    **b.request_options(call, self.timeout)) as response:
+                                    **s.request_options(call, self.timeout)) as response:
             if not response.is_success:
                 await response.aread()
-                b.check(response)
-            total, done = b.content_length(response), 0
+                s.check(response)
+            total, done = s.content_length(response), 0
             try:
                 # The file is written off the event loop: a slow disk must not stall other tasks.
                 with open(target, "wb") as f:
@@ -398,8 +401,8 @@ class AsyncClient:
         return await self.send(b.processes(owner))
 
     # Events and waits
-    async def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
-                   clipboard: b.Condition | None = None, element: b.Condition | None = None,
+    async def wait(self, *, window: t.Condition | None = None, screen: t.Condition | None = None,
+                   clipboard: t.Condition | None = None, element: t.Condition | None = None,
                    timeout_ms: int | None = None) -> WaitResponse:
         """`POST /v1/desktop/wait`: wait until exactly one condition holds (see `Client.wait`)."""
         return await self.send(b.wait(window, screen, clipboard, element, timeout_ms))
@@ -409,11 +412,11 @@ class AsyncClient:
         """`GET /v1/desktop/events`: the desktop's events as they happen (see `Client.events`)."""
         call = b.events(types, since)
         async with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
-                                     timeout=b.events_timeout(self.timeout)) as response:
+                                     timeout=s.events_timeout(self.timeout)) as response:
             if not response.is_success:
                 await response.aread()
-                b.check(response)
-            decoder = b.SseDecoder()
+                s.check(response)
+            decoder = s.SseDecoder()
             async for line in response.aiter_lines():
                 event = decoder.feed(line)
                 if event is not None:
@@ -431,7 +434,7 @@ class AsyncClient:
         """`POST /v1/desktop/accessibility/find`: the elements matching every given criterion (see `Client.find`)."""
         return await self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
 
-    async def act(self, element: b.Element, action: b.ElementActionName | ElementAction, *,
+    async def act(self, element: t.Element, action: t.ElementActionName | ElementAction, *,
                   value: str | None = None) -> ActResponse:
         """`POST /v1/desktop/accessibility/act`: act on one element (see `Client.act`)."""
         return await self.send(b.act(element, action, value))

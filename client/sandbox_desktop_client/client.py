@@ -26,7 +26,10 @@ from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
-from ._base import AudioCodec, Button, Call, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
+from . import _send as s
+from . import _types as t
+from ._base import Call
+from ._types import AudioCodec, Button, ImageFormat, Owner, Progress, Screenshot, Selection, VideoCodec
 from .local_servers import DEFAULT_URL, resolve_token
 
 if TYPE_CHECKING:
@@ -47,10 +50,10 @@ class Client:
     The methods act on the `default` desktop (`/v1/desktop/...`); `desktops` has the others.
     """
 
-    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = b.DEFAULT_TIMEOUT,
+    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = s.DEFAULT_TIMEOUT,
                  **httpx_options: Any) -> None:
         self.timeout = timeout
-        self._http = httpx.Client(**b.client_options(url, resolve_token(token, url), timeout), **httpx_options)
+        self._http = httpx.Client(**s.client_options(url, resolve_token(token, url), timeout), **httpx_options)
         self._desktop: str | None = None
         """The desktop this client drives: None for `/v1/desktop` (`default`), else a `DesktopClient`'s id."""
 
@@ -75,8 +78,8 @@ class Client:
     def send(self, call: Call[T]) -> T:
         """Send one prepared `Call` and return its parsed answer; raises `ApiError` for a non-2xx status."""
         response = self._http.request(call.method, b.scoped(call.path, self._desktop),
-                                      **b.request_options(call, self.timeout))
-        b.check(response)
+                                      **s.request_options(call, self.timeout))
+        s.check(response)
         return call.parse(response)
 
     # Lifecycle
@@ -328,7 +331,7 @@ class Client:
         return self.send(b.recording(recording_id))
 
     def download_recording(self, recording_id: str, path: str | os.PathLike[str], *,
-                          progress: Progress | None = None, chunk_size: int = b.DOWNLOAD_CHUNK) -> Path:
+                          progress: Progress | None = None, chunk_size: int = s.DOWNLOAD_CHUNK) -> Path:
         """`GET /v1/desktop/recordings/{id}/download`: stream the MP4 to `path` in chunks, calling
         `progress(done, total)` after each; returns the `Path`. A failed download leaves no file."""
         return self._download(b.download_recording(recording_id), Path(path), progress, chunk_size)
@@ -341,16 +344,16 @@ class Client:
         png or jpeg; `moves` keeps pointer moves as steps), streamed to `path`; returns the `Path`.
         `ConflictError` while it records (docs/trajectories.md)."""
         call = b.download_trajectory(recording_id, image_format, parquet, moves)
-        return self._download(call, Path(path), progress, b.DOWNLOAD_CHUNK)
+        return self._download(call, Path(path), progress, s.DOWNLOAD_CHUNK)
 
     def _download(self, call: b.Call[None], target: Path, progress: Progress | None, chunk_size: int) -> Path:
         """Stream a binary response to `target`; a failed download leaves no file."""
         with self._http.stream(call.method, b.scoped(call.path, self._desktop),
-                              **b.request_options(call, self.timeout)) as response:
+                              **s.request_options(call, self.timeout)) as response:
             if not response.is_success:
                 response.read()
-                b.check(response)
-            total, done = b.content_length(response), 0
+                s.check(response)
+            total, done = s.content_length(response), 0
             try:
                 with open(target, "wb") as f:
                     for chunk in response.iter_bytes(chunk_size):
@@ -396,8 +399,8 @@ class Client:
         return self.send(b.processes(owner))
 
     # Events and waits
-    def wait(self, *, window: b.Condition | None = None, screen: b.Condition | None = None,
-             clipboard: b.Condition | None = None, element: b.Condition | None = None,
+    def wait(self, *, window: t.Condition | None = None, screen: t.Condition | None = None,
+             clipboard: t.Condition | None = None, element: t.Condition | None = None,
              timeout_ms: int | None = None) -> WaitResponse:
         """`POST /v1/desktop/wait`: wait until exactly one condition holds (docs/events.md), e.g.
         `window={"title": "Save", "until": "gone"}`, `screen={"until": "settled", "quietMs": 300}`,
@@ -416,11 +419,11 @@ class Client:
         how many this reader lost by falling behind."""
         call = b.events(types, since)
         with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
-                               timeout=b.events_timeout(self.timeout)) as response:
+                               timeout=s.events_timeout(self.timeout)) as response:
             if not response.is_success:
                 response.read()
-                b.check(response)
-            decoder = b.SseDecoder()
+                s.check(response)
+            decoder = s.SseDecoder()
             for line in response.iter_lines():
                 event = decoder.feed(line)
                 if event is not None:
@@ -445,7 +448,7 @@ class Client:
         `states` (`"enabled"`, `"checked"`), in `window`. `ClientError` (400) names a wrong field."""
         return self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
 
-    def act(self, element: b.Element, action: b.ElementActionName | ElementAction, *,
+    def act(self, element: t.Element, action: t.ElementActionName | ElementAction, *,
             value: str | None = None) -> ActResponse:
         """`POST /v1/desktop/accessibility/act`: `click` (a real pointer click), `focus`, `invoke` (its
         default action), `setValue` (`value` into a field) or `select` one element: an id, a number of the

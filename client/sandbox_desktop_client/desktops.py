@@ -19,7 +19,7 @@ from typing import TypeVar
 from sandbox_desktop_wire.desktops import DesktopResource, TokenResponse
 
 from . import _base as b
-from ._base import AudioCodec, OnIdle, Role, VideoCodec
+from ._types import AudioCodec, OnIdle, Role, VideoCodec
 from .async_client import AsyncClient
 from .client import Client
 
