@@ -110,7 +110,8 @@ def read_sysctl(path: str) -> str:
         return f.read().strip()
 
 
-def _setns(path: str) -> None:
+def join_namespace(path: str) -> None:
+    """Move the calling thread (only it) into the network namespace at `path`."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         if _libc.setns(fd, CLONE_NEWNET) != 0:
@@ -127,7 +128,7 @@ async def in_namespace(path: str, fn: Callable[[], T]) -> T:
 
     def body() -> None:
         try:
-            _setns(path)
+            join_namespace(path)
             future.set_result(fn())
         except BaseException as error:  # handed to the awaiting task
             future.set_exception(error)

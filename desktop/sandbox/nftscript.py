@@ -3,8 +3,8 @@
 One table per server (`inet sdnet_<pid>_<block>`) in the host's namespace, where a desktop cannot touch it
 even as root in its own namespace (docs/sandbox-network.md, "How it is built"):
 
-    forward      replies to a desktop pass; nothing opens a connection into a desktop; a desktop's IPv6 is
-                 dropped; a desktop's new packets jump by their input link (`egress` map) to its chain d<n>
+    forward      a desktop's IPv6 is dropped; its IPv4 jumps by its input link (`egress` map) to its chain
+                 d<n>, which always decides; replies to a desktop pass; nothing else reaches one
     input        anything a desktop sends to the host itself (any of its addresses, any port, the server's
                  included) jumps to its refusal chain r<n> (`refuse` map)
     postrouting  the server's block leaves masqueraded as the host
@@ -49,11 +49,11 @@ def table_script(table: str, block: IPv4Network, supernet: IPv4Network, resolver
   set resolvers {{ type ipv4_addr; {dns} }}
   chain forward {{
     type filter hook forward priority {FILTER_PRIORITY}; policy accept;
-    oifname @links ct state established,related accept
-    oifname @links drop
     iifname @links meta nfproto ipv6 drop
     iifname vmap @egress
     iifname @links drop
+    oifname @links ct state established,related accept
+    oifname @links drop
   }}
   chain input {{
     type filter hook input priority {FILTER_PRIORITY}; policy accept;
