@@ -14,6 +14,7 @@ creates belong to that namespace (the forwarded ports' listeners) and /proc/sys/
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import TypeVar
 
+from desktop.sandbox import libnft
+
 T = TypeVar("T")
 
 STATE_DIR = "/run/sandbox-desktop"
@@ -35,6 +38,8 @@ STATE_DIR = "/run/sandbox-desktop"
 NETNS_DIR = "/run/netns"
 COMMAND_TIMEOUT_S = 20.0
 CLONE_NEWNET = 0x40000000
+MNT_DETACH = 2
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 TABLE = re.compile(r"sdnet_(\d+)_(\d+)")
 NETNS = re.compile(r"sdnet-(\d+)-(\d+)-(\d+)")
@@ -85,9 +90,16 @@ async def run(argv: list[str], script: str = "", check: bool = True) -> str:
     return out.decode(errors="replace")
 
 
-async def nft(script: str) -> None:
-    """Apply one nftables script: one transaction, all of it or nothing."""
-    await run(["nft", "-f", "-"], script)
+async def nft(script: str) -> str:
+    """Apply one nftables script: one transaction, all of it or nothing; its output (for `list`). In-process
+    through libnftables where it loads (libnft.py: no process start), else by running `nft -f -`."""
+    library = libnft.shared()
+    if library is None:
+        return await run(["nft", "-f", "-"], script)
+    try:
+        return await asyncio.to_thread(library.run, script)
+    except libnft.NftError as error:
+        raise HostCommandFailed(f"nft: {error}\n{script}") from None
 
 
 async def ip_batch(lines: Iterable[str], netns: str | None = None, force: bool = False) -> None:
@@ -97,6 +109,30 @@ async def ip_batch(lines: Iterable[str], netns: str | None = None, force: bool =
     if text:
         await run(["ip", *(["-n", netns] if netns else []), *(["-force"] if force else []), "-batch", "-"], text,
                   check=not force)
+
+
+def link_down(name: str) -> None:
+    """Take a link of the calling thread's namespace down (SIOCSIFFLAGS), as `ip link set down` does; a link
+    that is already gone is fine."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH22x", name.encode(), 0)
+        try:
+            flags = struct.unpack_from("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH22x", name.encode(), flags & ~IFF_UP))
+        except OSError as error:
+            if error.errno != errno.ENODEV:
+                raise
+
+
+def unname_namespace(name: str) -> None:
+    """Detach and remove /run/netns/<name>, as `ip netns del` does: the namespace lives on only while a
+    process or socket still holds it, and the kernel destroys its links when it goes."""
+    path = os.path.join(NETNS_DIR, name)
+    if _libc.umount2(path.encode(), MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.ENOENT):
+        code = ctypes.get_errno()
+        raise OSError(code, f"umount {path}: {os.strerror(code)}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def write_sysctl(path: str, value: str) -> None:
@@ -192,7 +228,7 @@ async def live_owners() -> dict[int, Names]:
 async def tables() -> list[tuple[int, int]]:
     """(pid, block) of every sandbox-desktop network table on the host."""
     found = []
-    for line in (await run(["nft", "list", "tables"])).splitlines():
+    for line in (await nft("list tables")).splitlines():
         family, _, name = line.removeprefix("table ").partition(" ")
         match = TABLE.fullmatch(name.strip())
         if family == "inet" and match:

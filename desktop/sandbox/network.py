@@ -9,14 +9,15 @@
     net.log(limit=50)  # its newest new connections, allowed and refused (ConnectionRecord), oldest first
     await net.close(); await hub.close()                      # nothing left behind
 
-Each desktop is a *slot*: a network namespace whose `eth0` is one end of a veth pair, the other end (`sdn<block>-
-<n>`) in the host's namespace with a /31 of the server's block; the server's nftables table
-(nftscript.py) decides, by that link, what each desktop's packets may reach, masquerades what leaves, and logs
-new connections to an NFLOG group the server reads (nflog.py). Forwarded host ports are listeners inside the
-namespace (portforward.py). Costs on a 2-core VM (bench/sandbox_network.py): a slot takes ~20 ms of `ip`/`nft`
-runs, so the hub keeps `pool_size` slots ready in the background and `create` only adds the desktop's
-rules (one `nft` run); `close` only takes the link down and drops the namespace (one `ip` run), and the
-removal of its rules, which waits on the kernel, happens in batches afterwards (`_sweep`).
+Each desktop is a *slot*: a network namespace whose `eth0` is one end of a veth pair, the other end
+(`sdn<block>-<n>`) in the host's namespace with a /31 of the server's block. The server's nftables table
+(nftscript.py) decides, by that link, what each desktop's packets may reach, masquerades what leaves, and
+logs new connections to an NFLOG group the server reads (nflog.py). Forwarded host ports are listeners inside
+the namespace (portforward.py). Making a slot takes two `ip` runs (~10-20 ms on a 2-core VM), so the hub
+keeps `pool_size` slots ready in the background, and `create` only adds the desktop's rules: one nftables
+transaction, in-process through libnftables (libnft.py). `close` takes the link down and unnames the
+namespace (two system calls) and removes its rules (one transaction); the kernel destroys the link soon
+after. Figures: bench/sandbox_network.py, docs/sandbox-network.md.
 
 The rootless path (no root, no nft) is not built: `open` raises NetworkUnavailable saying why, and the caller
 runs desktops without isolation, saying so (docs/sandbox-network.md, "Where it is not available").
@@ -52,8 +53,6 @@ BLOCK_PREFIX = 23
 LOG_RECORDS = 1000
 """Connection records kept per desktop: the newest, in memory."""
 NFLOG_FIRST_GROUP = 0x5D00
-SWEEP_DELAY_S = 0.5
-"""Closed desktops' rules are removed together after this pause: one kernel wait for many."""
 LINK_GONE_TIMEOUT_S = 3.0
 
 log = logging.getLogger(__name__)
@@ -274,7 +273,7 @@ class NetworkHub:
         self._pool.clear()
         self._desktops.clear()
         self._reader.close()
-        await nethost.ip_batch([*(f"netns del {s.netns}" for s in slots)], force=True)
+        await asyncio.to_thread(_cut, slots)
         with contextlib.suppress(nethost.HostCommandFailed):
             await nethost.nft(f"delete table inet {self.names.table}\n")
         await self._links_gone([s.link for s in slots])
@@ -351,24 +350,24 @@ class NetworkHub:
         await self._drop_slots([desktop._slot])
 
     async def _drop_slots(self, slots: list[_Slot]) -> None:
-        """The fast part of a removal: links down (isolated at once, even if a process still holds the
-        namespace) and namespaces unnamed; the rest goes to the sweep."""
+        """Links down (cut off at once, even if a process still holds the namespace), namespaces unnamed,
+        their rules removed; the kernel destroys the links a moment later, and the sweep waits for that
+        before it hands their addresses out again."""
         if not self._open:
             return
-        await nethost.ip_batch([line for s in slots for line in (f"link set {s.link} down", f"netns del {s.netns}")],
-                               force=True)
+        await asyncio.to_thread(_cut, slots)
+        try:
+            await nethost.nft(nftscript.forget_script(self.names.table, [(s.number, s.link, s.ruled) for s in slots]))
+        except nethost.HostCommandFailed:  # left for the table's removal when the hub closes
+            log.warning("the rules of closed desktop networks were not removed", exc_info=True)
         self._closing += slots
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.create_task(self._sweep(), name="sandbox-network-sweep")
 
     async def _sweep(self) -> None:
-        """Remove closed slots' rules in one transaction, wait for their links to go, free their addresses."""
+        """Wait for closed slots' links to go, then free their addresses."""
         while self._closing and self._open:
-            await asyncio.sleep(SWEEP_DELAY_S)
             slots, self._closing = self._closing, []
-            with contextlib.suppress(nethost.HostCommandFailed):
-                await nethost.nft(nftscript.forget_script(self.names.table, [(s.number, s.link, s.ruled)
-                                                                             for s in slots]))
             await self._links_gone([s.link for s in slots])
             for s in slots:
                 self._slots.pop(s.number, None)
@@ -391,3 +390,10 @@ class NetworkHub:
             desktop._records.append(ConnectionRecord(time.time(), verdict, packet.protocol, packet.address,
                                                      packet.port))
 
+
+
+def _cut(slots: Sequence[_Slot]) -> None:
+    """Links down and namespaces unnamed, in-process (no `ip` run): a closing desktop is cut off at once."""
+    for slot in slots:
+        nethost.link_down(slot.link)
+        nethost.unname_namespace(slot.netns)
