@@ -256,6 +256,29 @@ async def remove_leftovers(owners: dict[int, Names]) -> list[str]:
     return [*script, *namespaces, *links]
 
 
+async def forward_blockers(own_table: str) -> list[str]:
+    """Other tables' forward chains that drop by default (Docker, ufw and firewalld make one): every table's
+    base chain must accept a packet, so theirs drops the desktops' egress unless it accepts their links."""
+    return dropping_forward_chains(await nft("list chains"), own_table)
+
+
+def dropping_forward_chains(listing: str, own_table: str) -> list[str]:
+    """What `forward_blockers` says, read off the text of `nft list chains`."""
+    found, table, chain = [], "", ""
+    for line in listing.splitlines():
+        words = line.split()
+        if words[:1] == ["table"]:
+            table = " ".join(words[1:3])
+        elif words[:1] == ["chain"]:
+            chain = words[1]
+        elif "hook forward" in line and "policy drop" in line and table != f"inet {own_table}":
+            found.append(f"the forward chain {chain!r} of table {table!r} drops by default: desktops reach "
+                         "nothing beyond the host unless it accepts their links (sdn*) and their replies, e.g. "
+                         "`iptables -I DOCKER-USER -i sdn+ -j ACCEPT` and `iptables -I DOCKER-USER -o sdn+ -m "
+                         "conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT` (docs/sandbox-network.md)")
+    return found
+
+
 def overlapping_routes(supernet: IPv4Network) -> list[str]:
     """Routes of the host that overlap `supernet` and are not on a link of ours: another network uses it."""
     found = []

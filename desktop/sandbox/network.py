@@ -87,6 +87,10 @@ class _Slot:
     netns: str
     index: int
     """Its /31 within the block."""
+    gateway: IPv4Address
+    """The host's end of its link (the even address of the /31)."""
+    address: IPv4Address
+    """The desktop's end."""
     ruled: bool = False
     """Whether its rules chain exists (set when a desktop took it)."""
 
@@ -103,7 +107,7 @@ class DesktopNetwork:
     _hub: NetworkHub = field(repr=False)
     _slot: _Slot = field(repr=False)
     _forwarder: PortForwarder = field(repr=False)
-    _records: deque[ConnectionRecord] = field(default_factory=lambda: deque(maxlen=LOG_RECORDS), repr=False)
+    _records: deque[ConnectionRecord] = field(repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     closed: bool = False
 
@@ -162,6 +166,9 @@ class NetworkHub:
         self._refill: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._open = True
+        self.warnings: list[str] = []
+        """What on this host may keep desktops' traffic from flowing although the hub works (another
+        firewall's forward chain that drops by default), for the operator; also logged at open."""
 
     @property
     def log_group(self) -> int:
@@ -226,6 +233,9 @@ class NetworkHub:
         finally:
             os.close(claim)
         hub = cls(names, blocks[number], server_ports, resolvers, search, block_lock, reader, pool_size)
+        hub.warnings = await nethost.forward_blockers(names.table)
+        for warning in hub.warnings:
+            log.warning("desktop networks: %s", warning)
         reader.start(hub._logged)
         hub._refill = asyncio.create_task(hub._fill_pool(), name="sandbox-network-pool")
         return hub
@@ -239,7 +249,12 @@ class NetworkHub:
             raise RuntimeError("the network hub is closed")
         slot = self._pool.popleft() if self._pool else await self._new_slot()
         self._wake_pool()
-        forwarder = PortForwarder(self._netns_path(slot))
+        records: deque[ConnectionRecord] = deque(maxlen=LOG_RECORDS)
+
+        def forwarded(port: int) -> None:
+            records.append(ConnectionRecord(time.time(), "forwarded", "tcp", "127.0.0.1", port))
+
+        forwarder = PortForwarder(self._netns_path(slot), forwarded)
         try:
             await self._apply(slot, rules, forwarder, field, first=True)
         except BaseException:
@@ -249,9 +264,8 @@ class NetworkHub:
             else:  # untouched: a caller's mistake (a bad host, a taken port) costs no slot
                 self._pool.appendleft(slot)
             raise
-        base = int(self.block.network_address) + 2 * slot.index
-        network = DesktopNetwork(desktop_id, self._netns_path(slot), str(IPv4Address(base + 1)),
-                                 str(IPv4Address(base)), rules, self, slot, forwarder)
+        network = DesktopNetwork(desktop_id, self._netns_path(slot), str(slot.address), str(slot.gateway), rules,
+                                 self, slot, forwarder, records)
         self._desktops[slot.number] = network
         return network
 
@@ -309,12 +323,13 @@ class NetworkHub:
             raise RuntimeError(f"all {self.block.num_addresses // 2} desktop networks of {self.block} are in use")
         self._serial += 1
         number, index = self._serial, self._free.popleft()
-        slot = _Slot(number, self.names.link(number), self.names.netns(number), index)
-        self._slots[number] = slot
         base = int(self.block.network_address) + 2 * index
         host, desktop = IPv4Address(base), IPv4Address(base + 1)
+        slot = _Slot(number, self.names.link(number), self.names.netns(number), index, host, desktop)
+        self._slots[number] = slot
         try:
-            await nethost.nft(nftscript.slot_script(self.names.table, number, slot.link, self.log_group))
+            await nethost.nft(nftscript.slot_script(self.names.table, number, slot.link, str(desktop),
+                                                    self.log_group))
             await nethost.ip_batch([f"netns add {slot.netns}",
                                     f"link add {slot.link} type veth peer name eth0 netns {slot.netns}",
                                     f"addr add {host}/31 dev {slot.link}", f"link set {slot.link} up"])
@@ -357,7 +372,8 @@ class NetworkHub:
             return
         await asyncio.to_thread(_cut, slots)
         try:
-            await nethost.nft(nftscript.forget_script(self.names.table, [(s.number, s.link, s.ruled) for s in slots]))
+            await nethost.nft(nftscript.forget_script(self.names.table, [(s.number, s.link, str(s.address), s.ruled)
+                                                                         for s in slots]))
         except nethost.HostCommandFailed:  # left for the table's removal when the hub closes
             log.warning("the rules of closed desktop networks were not removed", exc_info=True)
         self._closing += slots

@@ -3,7 +3,8 @@
 One table per server (`inet sdnet_<pid>_<block>`) in the host's namespace, where a desktop cannot touch it
 even as root in its own namespace (docs/sandbox-network.md, "How it is built"):
 
-    forward      a desktop's IPv6 is dropped; its IPv4 jumps by its input link (`egress` map) to its chain
+    forward      a desktop's IPv6 is dropped, and IPv4 from any source but its own address (`sources`: a root
+                 inside cannot spoof another's); the rest jumps by its input link (`egress` map) to its chain
                  d<n>, which always decides; replies to a desktop pass; nothing else reaches one
     input        anything a desktop sends to the host itself (any of its addresses, any port, the server's
                  included) jumps to its refusal chain r<n> (`refuse` map)
@@ -42,6 +43,7 @@ def table_script(table: str, block: IPv4Network, supernet: IPv4Network, resolver
     dns = f"elements = {{ {', '.join(resolvers)} }}" if resolvers else ""
     return f"""table inet {table} {{
   set links {{ type ifname; }}
+  set sources {{ type ifname . ipv4_addr; }}
   map egress {{ type ifname : verdict; }}
   map refuse {{ type ifname : verdict; }}
   set never {{ type ipv4_addr; flags interval; elements = {{ {never} }} }}
@@ -50,6 +52,7 @@ def table_script(table: str, block: IPv4Network, supernet: IPv4Network, resolver
   chain forward {{
     type filter hook forward priority {FILTER_PRIORITY}; policy accept;
     iifname @links meta nfproto ipv6 drop
+    iifname @links iifname . ip saddr != @sources drop
     iifname vmap @egress
     iifname @links drop
     oifname @links ct state established,related accept
@@ -68,7 +71,7 @@ def table_script(table: str, block: IPv4Network, supernet: IPv4Network, resolver
 """
 
 
-def slot_script(table: str, slot: int, link: str, group: int) -> str:
+def slot_script(table: str, slot: int, link: str, address: str, group: int) -> str:
     """A pooled slot's chains and sets: until its desktop's rules exist, its link is in `links` (dropped)."""
     t = f"inet {table}"
     return f"""add chain {t} a{slot}
@@ -82,6 +85,7 @@ add rule {t} r{slot} reject with icmpx type admin-prohibited
 add set {t} h{slot} {{ type ipv4_addr; flags interval; auto-merge; }}
 add set {t} p{slot} {{ type ipv4_addr . inet_service; flags interval; }}
 add element {t} links {{ "{link}" }}
+add element {t} sources {{ "{link}" . {address} }}
 add element {t} refuse {{ "{link}" : goto r{slot} }}
 """
 
@@ -116,14 +120,15 @@ def rules_script(table: str, slot: int, link: str, rules: NetworkRules, allowed:
     return "\n".join(lines) + "\n"
 
 
-def forget_script(table: str, slots: Iterable[tuple[int, str, bool]]) -> str:
-    """Remove closed desktops' chains, sets and map entries: (slot, link, whether its rules were set)."""
+def forget_script(table: str, slots: Iterable[tuple[int, str, str, bool]]) -> str:
+    """Remove closed desktops' chains, sets and map entries: (slot, link, address, whether its rules were set)."""
     t = f"inet {table}"
     lines = []
-    for slot, link, ruled in slots:
+    for slot, link, address, ruled in slots:
         if ruled:
             lines += [f"delete element {t} egress {{ \"{link}\" }}", f"delete chain {t} d{slot}"]
         lines += [f"delete element {t} refuse {{ \"{link}\" }}", f"delete element {t} links {{ \"{link}\" }}",
+                  f"delete element {t} sources {{ \"{link}\" . {address} }}",
                   f"delete chain {t} a{slot}", f"delete chain {t} r{slot}", f"delete set {t} h{slot}",
                   f"delete set {t} p{slot}"]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ import contextlib
 import errno
 import functools
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from desktop.core.errors import invalid_action
 from desktop.sandbox.nethost import in_namespace
@@ -28,8 +28,10 @@ CHUNK = 1 << 16
 class PortForwarder:
     """The listeners of one desktop's forwarded host ports, and the connections they relay."""
 
-    def __init__(self, netns_path: str) -> None:
+    def __init__(self, netns_path: str, on_connection: Callable[[int], None] | None = None) -> None:
         self.netns_path = netns_path
+        self._on_connection = on_connection
+        """Told the port of each connection accepted, for the desktop's log."""
         self._servers: dict[int, asyncio.Server] = {}
         self._relays: set[asyncio.Task[None]] = set()
 
@@ -65,6 +67,8 @@ class PortForwarder:
             writer.close()
             return
         self._relays.add(task)
+        if self._on_connection is not None:
+            self._on_connection(port)
         try:
             await self._relay(reader, writer, port)
         finally:

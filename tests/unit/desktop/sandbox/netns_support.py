@@ -26,10 +26,13 @@ PROBE = r"""
 import errno, json, socket, sys
 out = []
 for target in sys.argv[1:]:
+    target, _, source = target.partition("@")
     host, port = target.rsplit(":", 1)
     s = socket.socket()
     s.settimeout(2.0)
     try:
+        if source:
+            s.bind((source, 0))
         s.connect((host, int(port)))
         out.append("ok:" + s.recv(64).decode().strip())
     except socket.timeout:
@@ -54,8 +57,9 @@ def missing_tools() -> str | None:
 
 
 def probe(netns_path: str, *targets: str) -> list[str]:
-    """Connect from inside the namespace to each `host:port`: `ok:<banner>`, `refused` (nothing listens),
-    `unreachable` (the rules refused it: admin-prohibited), `no-route` or `timeout`."""
+    """Connect from inside the namespace to each `host:port` (`host:port@source` from that source address):
+    `ok:<banner>`, `refused` (nothing listens), `unreachable` (the rules refused it: admin-prohibited),
+    `no-route` or `timeout`."""
     done = subprocess.run(["nsenter", f"--net={netns_path}", sys.executable, "-I", "-S", "-c", PROBE, *targets],
                           capture_output=True, text=True, timeout=60, check=True)
     return list(json.loads(done.stdout))

@@ -12,6 +12,7 @@ import pytest
 
 from desktop.core.errors import InvalidAction
 from desktop.sandbox import nflog
+from desktop.sandbox.nethost import dropping_forward_chains
 from desktop.sandbox.netrules import AllowRule, Destinations, EgressMode, NetworkRules, resolve
 from desktop.sandbox.nftscript import disjoint, rules_script
 from desktop.sandbox.resolvers import read_resolv_conf, resolv_conf
@@ -130,3 +131,27 @@ def test_nflog_messages_parse_to_their_prefix_protocol_address_and_port() -> Non
                       nflog.LoggedPacket("4 allowed", "icmp", "1.1.1.1", None)]
     assert nflog.parse_packet(packet_message(b"1 allowed", b"\x60" + b"\0" * 39)[16:]) is None  # IPv6: not ours
     assert list(nflog.messages(data[:-3])) == list(nflog.messages(data))[:2]  # a cut message is ignored
+
+
+def test_another_firewall_dropping_forwarded_packets_is_named() -> None:
+    listing = """table ip filter {
+\tchain FORWARD {
+\t\ttype filter hook forward priority filter; policy drop;
+\t}
+\tchain INPUT {
+\t\ttype filter hook input priority filter; policy drop;
+\t}
+}
+table inet sdnet_1_0 {
+\tchain forward {
+\t\ttype filter hook forward priority filter - 5; policy drop;
+\t}
+}
+table inet other {
+\tchain fwd {
+\t\ttype filter hook forward priority filter; policy accept;
+\t}
+}
+"""
+    (warning,) = dropping_forward_chains(listing, "sdnet_1_0")
+    assert "'FORWARD' of table 'ip filter' drops by default" in warning and "DOCKER-USER -i sdn+" in warning

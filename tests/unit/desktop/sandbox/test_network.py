@@ -153,6 +153,7 @@ def test_a_forwarded_host_port_is_the_same_port_on_the_desktops_loopback(loop: a
                 assert await aprobe(network, f"127.0.0.1:{FORWARDED_PORT}", f"127.0.0.1:{HOST_LOOPBACK_PORT}") == [
                     "ok:host-service", "refused"]
                 assert service.accepted == 1
+                await logged(network, "forwarded", "127.0.0.1", FORWARDED_PORT)
                 await network.update(NetworkRules.parse("none"))
                 assert await aprobe(network, f"127.0.0.1:{FORWARDED_PORT}") == ["refused"]
                 with pytest.raises(InvalidAction, match=r"network\.forwardHostPorts\[1\].*server's own"):
@@ -181,6 +182,37 @@ def test_update_changes_the_rules_of_a_live_namespace(loop: asyncio.AbstractEven
             assert await aprobe(network, *targets) == ["unreachable", f"ok:remote-{PORTS[1]}"]  # kept
         finally:
             await network.close()
+    run(loop, scenario)
+
+
+def test_a_root_inside_cannot_spoof_and_a_process_outliving_the_close_reaches_nothing(
+        loop: asyncio.AbstractEventLoop, hub: NetworkHub, remote: Remote) -> None:
+    target = f"{remote.address}:{PORTS[0]}"
+
+    async def scenario() -> None:
+        network = await hub.create("spoof", NetworkRules())
+        other = await hub.create("spoofed", NetworkRules())
+        holder = None
+        try:
+            for address in (other.address, "10.250.255.77"):  # another desktop's address, an outside one
+                subprocess.run(["nsenter", f"--net={network.netns_path}", "ip", "addr", "add", f"{address}/32",
+                                "dev", "eth0"], check=True, timeout=30)
+            assert await aprobe(network, target, f"{target}@{other.address}", f"{target}@10.250.255.77") == [
+                f"ok:remote-{PORTS[0]}", "timeout", "timeout"]
+            holder = subprocess.Popen(["nsenter", f"--net={network.netns_path}", "sleep", "60"])
+            held = f"/proc/{holder.pid}/ns/net"
+            deadline = time.monotonic() + 10
+            while os.readlink(held) == os.readlink("/proc/self/ns/net") and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # nsenter has not joined yet
+            await network.close()
+            assert not os.path.exists(network.netns_path)
+            assert (await asyncio.to_thread(probe, held, target))[0] != f"ok:remote-{PORTS[0]}"
+        finally:
+            if holder is not None:
+                holder.kill()
+                holder.wait(30)
+            await network.close()
+            await other.close()
     run(loop, scenario)
 
 
