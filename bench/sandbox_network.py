@@ -11,6 +11,7 @@ connect latency through its NAT against the host's own.
    until its link is gone too (the kernel destroys it once the namespace goes).
 4. TCP connect to a "remote" namespace (netns_support.remote_host, 10.250.x.x): from a desktop (its link,
    the host's forward chain, the masquerade) and from the host itself, medians of many connects.
+5. Kernel memory per desktop network (slab and per-CPU, 50 made; other work on the machine adds noise).
 """
 
 from __future__ import annotations
@@ -114,6 +115,25 @@ async def main(count: int, remote_address: str) -> None:
             await hub.close()
 
 
+def kernel_kib() -> int:
+    """The kernel's slab and per-CPU memory, KiB: where namespaces, links and rules live."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return sum(int(fields[name].split()[0]) for name in ("Slab", "Percpu"))
+
+
+async def memory(count: int = 50) -> None:
+    hub = await NetworkHub.open([2468], resolvers=[], pool_size=0)
+    try:
+        before = kernel_kib()
+        networks = [await hub.create(f"mem-{i}", NetworkRules()) for i in range(count)]
+        grown = kernel_kib() - before
+        print(f"kernel memory (Slab + Percpu) per desktop network, {count} made: {grown / count / 1024:.2f} MiB")
+        for network in networks:
+            await network.close()
+    finally:
+        await hub.close()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20)
@@ -124,3 +144,4 @@ if __name__ == "__main__":
           f"(connects: {CONNECTS})")
     with remote_host((PORT,)) as remote:
         asyncio.run(main(args.count, remote.address))
+    asyncio.run(memory())
