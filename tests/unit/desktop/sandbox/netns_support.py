@@ -67,12 +67,14 @@ def probe(netns_path: str, *targets: str) -> list[str]:
 
 @dataclass
 class Listener:
-    """A TCP server on a thread (inside `netns` if given) that greets each client with `banner` and counts them."""
+    """A TCP server on a thread (inside `netns` if given) that greets each client with `banner` and counts them;
+    with `echo`, it then echoes what the client sends until either side closes (one client at a time)."""
 
     address: str
     port: int
     banner: str
     netns: str | None = None
+    echo: bool = False
     accepted: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -111,6 +113,10 @@ class Listener:
                 self.accepted += 1
                 with client:
                     client.sendall(f"{self.banner}\n".encode())
+                    client.settimeout(10)
+                    with contextlib.suppress(OSError):
+                        while self.echo and (data := client.recv(4096)):
+                            client.sendall(data)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from typing import TypeVar
 import pytest
 
 from desktop.core.errors import InvalidAction
+from desktop.sandbox import nethost
 from desktop.sandbox.network import ConnectionRecord, DesktopNetwork, NetworkHub, NetworkRules, NetworkUnavailable
 from tests.support.paths import REPO
 from tests.unit.desktop.sandbox.netns_support import Listener, Remote, leftovers, missing_tools, probe, remote_host
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tool
 T = TypeVar("T")
 PORTS = (47101, 47102, 53)
 """The remote's ports: two services, and DNS (it is the hubs' resolver)."""
-HOST_LOOPBACK_PORT, SERVER_PORT, FORWARDED_PORT = 47111, 47112, 47113
+HOST_LOOPBACK_PORT, SERVER_PORT, FORWARDED_PORT, ECHO_PORT = 47111, 47112, 47113, 47116
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +182,31 @@ def test_update_changes_the_rules_of_a_live_namespace(loop: asyncio.AbstractEven
             with pytest.raises(InvalidAction, match=r"network\.allow\[0\]"):
                 await network.update(NetworkRules.parse("allowlist", ["no-such-host.invalid"]))
             assert await aprobe(network, *targets) == ["unreachable", f"ok:remote-{PORTS[1]}"]  # kept
+        finally:
+            await network.close()
+    run(loop, scenario)
+
+
+def test_an_update_cuts_open_connections_the_new_rules_refuse(loop: asyncio.AbstractEventLoop, hub: NetworkHub,
+                                                              remote: Remote) -> None:
+    def connect(address: str) -> socket.socket:  # runs in the desktop's namespace: its socket is the desktop's
+        return socket.create_connection((address, ECHO_PORT), timeout=5)
+
+    async def scenario() -> None:
+        network = await hub.create("cut", NetworkRules())
+        try:
+            with Listener("0.0.0.0", ECHO_PORT, "echo", f"/run/netns/{remote.netns}", echo=True), \
+                    await nethost.in_namespace(network.netns_path, lambda: connect(remote.address)) as client:
+                assert client.recv(64) == b"echo\n"
+                client.sendall(b"ping")
+                assert client.recv(64) == b"ping"  # open, and kept open by an update that allows it
+                await network.update(NetworkRules.parse("allowlist", [f"{remote.address}:{ECHO_PORT}"]))
+                client.sendall(b"pong")
+                assert client.recv(64) == b"pong"
+                await network.update(NetworkRules.parse("none"))
+                client.sendall(b"again")
+                with pytest.raises(ConnectionResetError):
+                    await asyncio.to_thread(client.recv, 64)
         finally:
             await network.close()
     run(loop, scenario)
