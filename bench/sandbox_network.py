@@ -61,16 +61,14 @@ async def timed(coroutine: object) -> float:
 
 async def wait_pool(hub: NetworkHub) -> None:
     deadline = time.monotonic() + 10
-    while len(hub._pool) < hub.pool_size and time.monotonic() < deadline:
+    while hub._slots.ready < hub.pool_size and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
 
 
 async def wait_gone(hub: NetworkHub) -> float:
     start = time.perf_counter()
     deadline = time.monotonic() + 10
-    while hub._closing or (hub._sweeper is not None and not hub._sweeper.done()):
-        if time.monotonic() > deadline:
-            break
+    while not hub._slots.settled and time.monotonic() < deadline:
         await asyncio.sleep(0.005)
     return time.perf_counter() - start
 

@@ -24,7 +24,14 @@ import pytest
 
 from desktop.core.errors import InvalidAction
 from desktop.sandbox import nethost
-from desktop.sandbox.network import ConnectionRecord, DesktopNetwork, NetworkHub, NetworkRules, NetworkUnavailable
+from desktop.sandbox.network import (
+    ConnectionRecord,
+    DesktopNetwork,
+    NetworkHub,
+    NetworkRules,
+    NetworkUnavailable,
+    Verdict,
+)
 from tests.support.paths import REPO
 from tests.unit.desktop.sandbox.netns_support import Listener, Remote, leftovers, missing_tools, probe, remote_host
 
@@ -100,7 +107,7 @@ def test_default_egress_reaches_the_world_but_not_the_host_its_loopback_the_serv
                                "unreachable", "unreachable", "unreachable", "unreachable"]
                 assert (host_loopback.accepted, in_other.accepted) == (0, 0)
                 assert await aprobe(other, "127.0.0.1:47114") == ["ok:other-desktop"]  # its own, on its loopback
-            allowed = await logged(one, "allowed", remote.address, PORTS[0])
+            allowed = await logged(one, Verdict.ALLOWED, remote.address, PORTS[0])
             assert (allowed.protocol, abs(allowed.at - time.time()) < 30) == ("tcp", True)
             await logged(one, "refused", one.gateway, SERVER_PORT)
             await logged(one, "refused", other.address, 47114)
