@@ -97,6 +97,7 @@ class Listener:
             server = socket.socket()
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             server.bind((self.address, self.port))
+            self.port = server.getsockname()[1]  # the one the kernel chose, for port 0
             server.listen(16)
             server.settimeout(0.1)
         except BaseException as error:

@@ -40,7 +40,9 @@ pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tool
 T = TypeVar("T")
 PORTS = (47101, 47102, 53)
 """The remote's ports: two services, and DNS (it is the hubs' resolver)."""
-HOST_LOOPBACK_PORT, SERVER_PORT, FORWARDED_PORT, ECHO_PORT = 47111, 47112, 47113, 47116
+IDLE_PORT, ECHO_PORT = 47111, 47116
+"""A port nothing listens on inside a desktop, and the remote's echo service. The host's ports (the server's,
+a loopback service, a forwarded one) are whatever the kernel gives: the host is shared with other tests."""
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +61,10 @@ def remote() -> Iterator[Remote]:
 
 @pytest.fixture(scope="module")
 def hub(loop: asyncio.AbstractEventLoop, remote: Remote) -> Iterator[NetworkHub]:
-    """The server's hub; the server itself listens on 0.0.0.0:SERVER_PORT, as one bound to every address."""
-    with Listener("0.0.0.0", SERVER_PORT, "server"):
-        made = loop.run_until_complete(NetworkHub.open([SERVER_PORT], resolvers=[remote.address]))
+    """The server's hub; the server itself listens on 0.0.0.0 (`hub.server_ports[0]`), as one bound to every
+    address."""
+    with Listener("0.0.0.0", 0, "server") as server:
+        made = loop.run_until_complete(NetworkHub.open([server.port], resolvers=[remote.address]))
         try:
             yield made
         finally:
@@ -92,16 +95,18 @@ async def logged(network: DesktopNetwork, verdict: str, address: str, port: int)
 
 def test_default_egress_reaches_the_world_but_not_the_host_its_loopback_the_server_or_another_desktop(
         loop: asyncio.AbstractEventLoop, hub: NetworkHub, remote: Remote) -> None:
+    server_port = hub.server_ports[0]
+
     async def scenario() -> None:
         one = await hub.create("one", NetworkRules())
         other = await hub.create("other", NetworkRules())
         try:
-            with Listener("127.0.0.1", HOST_LOOPBACK_PORT, "host-loopback") as host_loopback, \
+            with Listener("127.0.0.1", 0, "host-loopback") as host_loopback, \
                     Listener("0.0.0.0", 47114, "other-desktop", other.netns_path) as in_other:
                 got = await aprobe(one, f"{remote.address}:{PORTS[0]}", f"{remote.address}:{PORTS[1]}",
-                                   f"127.0.0.1:{HOST_LOOPBACK_PORT}", f"{one.gateway}:{SERVER_PORT}",
-                                   f"{remote.host_address}:{SERVER_PORT}", f"{other.address}:47114",
-                                   f"{other.gateway}:{HOST_LOOPBACK_PORT}")
+                                   f"127.0.0.1:{host_loopback.port}", f"{one.gateway}:{server_port}",
+                                   f"{remote.host_address}:{server_port}", f"{other.address}:47114",
+                                   f"{other.gateway}:{host_loopback.port}")
                 assert got == [f"ok:remote-{PORTS[0]}", f"ok:remote-{PORTS[1]}",
                                "refused",  # the desktop's own loopback, where nothing listens
                                "unreachable", "unreachable", "unreachable", "unreachable"]
@@ -109,7 +114,7 @@ def test_default_egress_reaches_the_world_but_not_the_host_its_loopback_the_serv
                 assert await aprobe(other, "127.0.0.1:47114") == ["ok:other-desktop"]  # its own, on its loopback
             allowed = await logged(one, Verdict.ALLOWED, remote.address, PORTS[0])
             assert (allowed.protocol, abs(allowed.at - time.time()) < 30) == ("tcp", True)
-            await logged(one, "refused", one.gateway, SERVER_PORT)
+            await logged(one, "refused", one.gateway, server_port)
             await logged(one, "refused", other.address, 47114)
             assert not [r for r in other.log() if r.address == remote.address]  # each desktop its own log
             assert "nameserver " + remote.address in one.resolv_conf()
@@ -127,7 +132,7 @@ def test_egress_none_reaches_nothing(loop: asyncio.AbstractEventLoop, hub: Netwo
         network = await hub.create("none", NetworkRules.parse("none"))
         try:
             got = await aprobe(network, *(f"{remote.address}:{port}" for port in PORTS),
-                               f"{network.gateway}:{SERVER_PORT}")
+                               f"{network.gateway}:{hub.server_ports[0]}")
             assert got == ["unreachable"] * 4
             await logged(network, "refused", remote.address, PORTS[0])
             assert "nameserver" not in network.resolv_conf().replace("# no", "")
@@ -142,11 +147,11 @@ def test_an_allowlist_reaches_only_what_it_lists_and_dns(loop: asyncio.AbstractE
         network = await hub.create("listed", NetworkRules.parse("allowlist", [f"{remote.address}:{PORTS[0]}"]))
         try:
             got = await aprobe(network, *(f"{remote.address}:{port}" for port in PORTS),
-                               f"{network.gateway}:{SERVER_PORT}")
+                               f"{network.gateway}:{hub.server_ports[0]}")
             assert got == [f"ok:remote-{PORTS[0]}", "unreachable", "ok:remote-53", "unreachable"]
             await network.update(NetworkRules.parse("allowlist", [f"{remote.address}/30"]))  # a block, any port
             got = await aprobe(network, *(f"{remote.address}:{port}" for port in PORTS[:2]),
-                               f"{remote.host_address}:{SERVER_PORT}")  # in the block, but the host's
+                               f"{remote.host_address}:{hub.server_ports[0]}")  # in the block, but the host's
             assert got == [f"ok:remote-{PORTS[0]}", f"ok:remote-{PORTS[1]}", "unreachable"]
         finally:
             await network.close()
@@ -156,18 +161,19 @@ def test_an_allowlist_reaches_only_what_it_lists_and_dns(loop: asyncio.AbstractE
 def test_a_forwarded_host_port_is_the_same_port_on_the_desktops_loopback(loop: asyncio.AbstractEventLoop,
                                                                          hub: NetworkHub) -> None:
     async def scenario() -> None:
-        with Listener("127.0.0.1", FORWARDED_PORT, "host-service") as service:
-            network = await hub.create("fwd", NetworkRules.parse("none", None, [FORWARDED_PORT]))
+        with Listener("127.0.0.1", 0, "host-service") as service:
+            forwarded = service.port
+            network = await hub.create("fwd", NetworkRules.parse("none", None, [forwarded]))
             try:
-                assert await aprobe(network, f"127.0.0.1:{FORWARDED_PORT}", f"127.0.0.1:{HOST_LOOPBACK_PORT}") == [
+                assert await aprobe(network, f"127.0.0.1:{forwarded}", f"127.0.0.1:{IDLE_PORT}") == [
                     "ok:host-service", "refused"]
                 assert service.accepted == 1
-                await logged(network, "forwarded", "127.0.0.1", FORWARDED_PORT)
+                await logged(network, "forwarded", "127.0.0.1", forwarded)
                 await network.update(NetworkRules.parse("none"))
-                assert await aprobe(network, f"127.0.0.1:{FORWARDED_PORT}") == ["refused"]
+                assert await aprobe(network, f"127.0.0.1:{forwarded}") == ["refused"]
                 with pytest.raises(InvalidAction, match=r"network\.forwardHostPorts\[1\].*server's own"):
-                    await network.update(NetworkRules.parse("none", None, [FORWARDED_PORT, SERVER_PORT]))
-                assert await aprobe(network, f"127.0.0.1:{FORWARDED_PORT}") == ["refused"]  # unchanged
+                    await network.update(NetworkRules.parse("none", None, [forwarded, hub.server_ports[0]]))
+                assert await aprobe(network, f"127.0.0.1:{forwarded}") == ["refused"]  # unchanged
             finally:
                 await network.close()
     run(loop, scenario)
@@ -254,7 +260,7 @@ def test_two_servers_coexist_and_one_closing_leaves_the_other_working(loop: asyn
                                                                       hub: NetworkHub, remote: Remote) -> None:
     async def scenario() -> None:
         mine = await hub.create("mine", NetworkRules())
-        second = await NetworkHub.open([SERVER_PORT], resolvers=[], pool_size=0)
+        second = await NetworkHub.open([1], resolvers=[], pool_size=0)
         try:
             assert (second.names.table, second.block) != (hub.names.table, hub.block)
             assert second.log_group != hub.log_group
@@ -276,7 +282,7 @@ def test_two_servers_coexist_and_one_closing_leaves_the_other_working(loop: asyn
 
 def test_close_leaves_nothing_behind(loop: asyncio.AbstractEventLoop, remote: Remote) -> None:
     async def scenario() -> None:
-        hub = await NetworkHub.open([SERVER_PORT], resolvers=[], pool_size=2)
+        hub = await NetworkHub.open([1], resolvers=[], pool_size=2)
         names = hub.names
         try:
             first = await hub.create("a", NetworkRules.parse("allowlist", ["10.250.0.0/16:1-100"], [47115]))
@@ -320,7 +326,7 @@ def test_a_server_starting_removes_what_a_dead_server_left_and_nothing_of_a_live
 
     async def scenario() -> None:
         mine = await hub.create("survivor", NetworkRules())
-        starting = await NetworkHub.open([SERVER_PORT], resolvers=[], pool_size=0)
+        starting = await NetworkHub.open([1], resolvers=[], pool_size=0)
         try:
             assert leftovers(table, f"sdnet-{pid}-{block}-", f"sdn{block}-") == []
             assert not os.path.exists(netns_path)
@@ -338,7 +344,7 @@ def test_the_hub_says_why_a_machine_cannot_isolate(loop: asyncio.AbstractEventLo
     os.symlink(shutil.which("ip") or "/usr/sbin/ip", os.path.join(only_ip, "ip"))
     monkeypatch.setenv("PATH", only_ip)
     with pytest.raises(NetworkUnavailable, match=r"`nft` is not installed \(package nftables\)"):
-        run(loop, lambda: NetworkHub.open([SERVER_PORT]))
+        run(loop, lambda: NetworkHub.open([1]))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(NetworkUnavailable, match=r"`ip` is not installed \(package iproute2\)"):
-        run(loop, lambda: NetworkHub.open([SERVER_PORT]))
+        run(loop, lambda: NetworkHub.open([1]))
