@@ -287,6 +287,11 @@ def test_close_leaves_nothing_behind(loop: asyncio.AbstractEventLoop, remote: Re
         try:
             first = await hub.create("a", NetworkRules.parse("allowlist", ["10.250.0.0/16:1-100"], [47115]))
             second = await hub.create("b", NetworkRules())
+            # More at once than the pool holds: the rest are made on the spot, each its own.
+            crowd = await asyncio.gather(*(hub.create(f"c{i}", NetworkRules.parse("none")) for i in range(5)))
+            assert len({n.address for n in (first, second, *crowd)}) == 7
+            assert len({n.netns_path for n in (first, second, *crowd)}) == 7
+            await asyncio.gather(*(n.close() for n in crowd[:3]))
             await first.close()
             assert not os.path.exists(first.netns_path)
             assert await asyncio.to_thread(probe, second.netns_path, f"{remote.address}:{PORTS[0]}") == [
