@@ -44,6 +44,7 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 TABLE = re.compile(r"sdnet_(\d+)_(\d+)")
 NETNS = re.compile(r"sdnet-(\d+)-(\d+)-(\d+)")
 LINK = re.compile(r"sdn(\d+)-(\d+)")
+BLOCK_LOCK = re.compile(r"network-block-(\d+)\.lock")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -249,9 +250,9 @@ async def remove_leftovers(owners: dict[int, Names]) -> list[str]:
         await nft("\n".join(script) + "\n")
     await ip_batch([*(f"netns del {name}" for name in namespaces), *(f"link del {name}" for name in links)],
                    force=True)
-    for block in range(256):
-        path = Names(0, block).block_lock
-        if block not in owners and os.path.exists(path) and not lock_held(path):
+    for name in _listdir(STATE_DIR):
+        path = os.path.join(STATE_DIR, name)
+        if (m := BLOCK_LOCK.fullmatch(name)) and int(m[1]) not in owners and not lock_held(path):
             os.unlink(path)
     return [*script, *namespaces, *links]
 

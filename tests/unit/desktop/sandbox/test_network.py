@@ -335,6 +335,8 @@ def test_a_server_starting_removes_what_a_dead_server_left_and_nothing_of_a_live
         try:
             assert leftovers(table, f"sdnet-{pid}-{block}-", f"sdn{block}-") == []
             assert not os.path.exists(netns_path)
+            dead_lock = nethost.Names(pid, block).block_lock
+            assert not os.path.exists(dead_lock) or starting.names.block_lock == dead_lock  # gone, or claimed anew
             assert await aprobe(mine, f"{remote.address}:{PORTS[0]}") == [f"ok:remote-{PORTS[0]}"]
         finally:
             await starting.close()
