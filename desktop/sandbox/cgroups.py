@@ -151,7 +151,14 @@ class CgroupRoot:
 
     def close(self) -> None:
         """Kill every desktop's processes and remove all this server made (a v2 leaf holding the server itself
-        stays, with its top cgroup, until the server exits; the next server's open removes them)."""
+        stays, with its top cgroup, until the server exits; the next server's open removes them). Blocks for
+        the milliseconds that takes: on the event loop, `aclose`."""
+        run_sync(self._close_steps())
+
+    async def aclose(self) -> None:
+        await run_async(self._close_steps())
+
+    def _close_steps(self) -> Steps[None]:
         if self.closed:
             return
         self.closed = True
@@ -160,7 +167,7 @@ class CgroupRoot:
             steps += [cgroupfs.remove_tree(h.top, self.timeout) for h in self._layout.joined if not h.holds_server]
             for step in steps:  # one stuck desktop does not keep the others' processes alive
                 try:
-                    run_sync(step)
+                    yield from step
                 except (OSError, Timeout) as e:
                     logger.warning("cgroups left at close (the next server's start removes them): %s", e)
         finally:
@@ -180,7 +187,8 @@ def probe() -> Probe:
 
 
 class DesktopCgroup:
-    """One desktop's cgroups: `session` and `apps` below the desktop's own, in each hierarchy."""
+    """One desktop's cgroups: `session` and `apps` below the desktop's own, in each hierarchy. One operation at
+    a time (the desktop's lifecycle runs pause, resume, reset and delete one after another)."""
 
     def __init__(self, root: CgroupRoot, layout: Layout, desktop_id: str) -> None:
         self.root = root
@@ -319,9 +327,10 @@ class DesktopCgroup:
 
     def _kill_with_freezer(self, freezer: Hierarchy, killer: Hierarchy | None, kind: CgroupKind | None,
                            gone: Callable[[], bool], what: str) -> Steps[None]:
-        """Without cgroup.kill: freeze (nothing forks away meanwhile), SIGKILL every process, thaw. A v1-frozen
-        process dies only once thawed, whoever froze it: v1 thaws the frozen cgroups around it meanwhile.
-        Either way the freeze state of the desktop and its kinds is as before."""
+        """Kill where a freezer is in the way or must help. With cgroup.kill (`killer`) beside a v1 freezer: kill,
+        then thaw what is frozen, since a v1-frozen process dies only once thawed. Without cgroup.kill: freeze
+        (nothing forks away meanwhile), SIGKILL every process, thaw. Either way the freeze state of the desktop
+        and its kinds is as before."""
         chain = [None, *CgroupKind] if kind is None else [None, kind]
         before = {k: self._self_frozen(freezer, k) for k in chain}
         if killer is not None:

@@ -241,6 +241,21 @@ def test_kill_of_a_frozen_desktop_kills_and_keeps_it_frozen(
     assert session.poll() is None
 
 
+def test_the_server_moves_a_process_in_itself(root: CgroupRoot) -> None:
+    need(root, Feature.KILL)
+    cgroup = root.create("moved")
+    outside = subprocess.Popen(SLEEP)
+    try:
+        cgroup.add(outside.pid, APPS)
+        assert cgroup.pids(APPS) == [outside.pid] and cgroup.pids(SESSION) == []
+        assert all(str(outside.pid) in Path(path).read_text().split() for path in cgroup.procs_files(APPS))
+        run(cgroup.kill())
+        assert outside.wait(5) == -signal.SIGKILL
+    finally:
+        outside.kill()
+        outside.wait(5)
+
+
 def test_remove_leaves_nothing(any_root: CgroupRoot, spawned: Callable[..., subprocess.Popen[bytes]]) -> None:
     cgroup = any_root.create("gone", Limits(memory_mb=256, pids=64, cpu=1))
     children = [spawned(cgroup, kind, SLEEP) for kind in (SESSION, APPS, APPS)]
@@ -283,7 +298,7 @@ def test_two_servers_side_by_side_and_one_closing(spawned: Callable[..., subproc
         keeper = spawned(kept, APPS, SLEEP)
         victim = spawned(first.create("same-id", Limits(pids=64)), APPS, SLEEP)
         first_tops = first.tops
-        first.close()
+        run(first.aclose())
         assert victim.wait(5) == -signal.SIGKILL
         assert not any(top.exists() for top in first_tops)
         assert keeper.poll() is None and kept.pids() == [keeper.pid]
