@@ -19,9 +19,11 @@ is in `missing` with the reason, and a limit of it is reported as not enforced, 
     cg.add(pid, CgroupKind.SESSION)              # or the server moves a process itself
     cg.usage()                                   # Usage(memory_bytes, cpu_seconds, pids, oom_kills): file reads
     await cg.freeze(); await cg.thaw()           # pause/resume; freeze returns once the kernel says frozen
+    cg.frozen()                                  # what the kernel says; freeze/thaw/frozen take a kind too
+    cg.set_limits(Limits(memory_mb=4096))        # at runtime; returns the fields not enforced here, with why
     await cg.kill(CgroupKind.APPS)               # reset; kill() ends everything, double-forked daemons too
     await cg.remove()                            # delete: kill, then remove its cgroups
-    root.close()                                 # at shutdown: every desktop's processes and cgroups gone
+    await root.aclose()                          # at shutdown (close() off the loop): all processes and cgroups gone
 
 Several servers share a machine: names carry the pid and a random token, a server removes only its own top
 cgroups, and at open removes those whose server died (pid gone and no process holding the flock each server
