@@ -1,0 +1,1 @@
+"""desktop/sandbox/: the desktop's cgroups on real hierarchies, their limits, and how this machine is read."""
