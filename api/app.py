@@ -22,7 +22,7 @@ from api.approvals import gate as approval_policy
 from api.http.desktop_paths import per_desktop, per_desktop_websockets
 from api.http.openapi import build_openapi
 from api.http.operations import Operation
-from api.http.problems import handle_http_exception, handle_service_error, handle_unexpected, refuse_websocket
+from api.http.problems import handle_domain_error, handle_http_exception, handle_unexpected, refuse_websocket
 from api.http.router import IndexedRouter
 from api.mcp import http as mcp_http
 from api.middleware.auth import TokenAuthMiddleware
@@ -40,7 +40,7 @@ from api.server.registry import DesktopRegistry
 from api.server.scoped_tokens import TokenStore
 from api.server.services import ServerServices
 from desktop.core.dependencies import DependencyChecker
-from desktop.core.errors import ApiDisabled, ServiceError
+from desktop.core.errors import ApiDisabled, DomainError
 from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
 from sandbox_desktop_client import local_servers
@@ -218,7 +218,7 @@ def create_app(config: ServerConfig) -> Starlette:
             Middleware(TokenAuthMiddleware, token=config.token, scoped=tokens),
         ],
         exception_handlers={
-            ServiceError: handle_service_error,
+            DomainError: handle_domain_error,
             HTTPException: handle_http_exception,
             Exception: handle_unexpected,
         },

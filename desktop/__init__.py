@@ -4,6 +4,7 @@ Rooms, lowest first; each imports only the rooms before it (tests/unit/test_arch
 docs/architecture.md draws it):
 
     core          errors, geometry, parsing, the machine's dependencies
+    sandbox       each desktop's own network: namespace, egress rules, forwarded ports, connection log
     x11           the X connection: thread, raw requests, reconnect, selections, XDND, RandR, Session
     processes     the process registry behind /v1/processes, and the reaper
     sound         PulseAudio per desktop and its shared reader

@@ -22,9 +22,10 @@ from av.video.frame import VideoFrame
 
 from desktop.screen.encode import encode
 from recording.trajectory import Step
+from sandbox_desktop_wire.enums import ScreenshotFormat
+from sandbox_desktop_wire.trajectory import TrajectoryImageFormat
 
-IMAGE_FORMATS = {"png": "png", "jpeg": "jpg"}
-"""Image format → file extension."""
+EXTENSIONS = {TrajectoryImageFormat.PNG: "png", TrajectoryImageFormat.JPEG: "jpg"}
 JPEG_QUALITY = 90
 ENCODERS = 2
 """Threads encoding images while the decoder goes on (the machines this runs on have 2+ cores)."""
@@ -47,17 +48,19 @@ class ExportSummary:
     parquet: bool
 
 
-def export(video: Path, steps: Sequence[Step], archive: Path, *, image_format: str = "png",
+def export(video: Path, steps: Sequence[Step], archive: Path, *,
+           image_format: TrajectoryImageFormat = TrajectoryImageFormat.PNG,
            parquet: bool | None = None) -> ExportSummary:
     """Write the zip `archive` for `steps` of the recording `video`; `parquet` None: when pyarrow is there."""
-    extension = IMAGE_FORMATS[image_format]
+    extension = EXTENSIONS[image_format]
+    fmt = ScreenshotFormat(image_format)  # each a trajectory may use is a screenshot format
     times = sorted({t for step in steps for t in (step.before_ms, step.after_ms)})
     names = {t: f"images/{t:09d}.{extension}" for t in times}
     images: dict[int, bytes] = {}
     with ThreadPoolExecutor(ENCODERS, thread_name_prefix="trajectory") as pool:
         pending: list[tuple[list[int], Future[bytes]]] = []
         for frame_times, frame in frames_at(video, times):
-            pending.append((frame_times, pool.submit(_encode, frame, image_format)))
+            pending.append((frame_times, pool.submit(_encode, frame, fmt)))
         for frame_times, future in pending:
             data = future.result()
             for t in frame_times:
@@ -104,7 +107,7 @@ def frames_at(video: Path, times_ms: Sequence[int]) -> Iterator[tuple[list[int],
         yield list(times_ms[wanted:]), previous
 
 
-def _encode(frame: VideoFrame, image_format: str) -> bytes:
+def _encode(frame: VideoFrame, image_format: ScreenshotFormat) -> bytes:
     return encode(frame.to_image(), image_format, JPEG_QUALITY)
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import av
 from av.video.frame import PictureType, VideoFrame
 
-CODECS = ("h264", "vp8")
+from sandbox_desktop_wire.enums import VideoCodec
+
+CODECS = (VideoCodec.H264, VideoCodec.VP8)
 """Codecs aiortc can packetize, in our order of preference."""
-MIME_TYPES = {"h264": "video/H264", "vp8": "video/VP8"}
+MIME_TYPES = {VideoCodec.H264: "video/H264", VideoCodec.VP8: "video/VP8"}
 TIME_BASE = fractions.Fraction(1, 90_000)
 """The RTP video clock: packets carry their pts in it, so aiortc converts nothing."""
 REFERENCE_PIXELS = 1440 * 900
@@ -41,8 +43,8 @@ def encoder_threads() -> int:
 class EncoderSettings:
     """What one stream is encoded with."""
 
-    codec: str
-    """`h264` or `vp8`."""
+    codec: VideoCodec
+    """One of CODECS."""
     width: int
     height: int
     fps: int
@@ -77,7 +79,7 @@ class VideoEncoder:
 def _open(s: EncoderSettings) -> av.VideoCodecContext:
     kbps = s.bitrate // 1000
     threads = encoder_threads()
-    if s.codec == "h264":
+    if s.codec is VideoCodec.H264:
         context = av.CodecContext.create("libx264", "w")
         # Quality-driven (crf) below a VBV ceiling: a static screen costs a few kbps, a busy one
         # stays under the cap with a buffer of ~0.5 s. Keyframes only on request (scenecut off).

@@ -20,11 +20,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from desktop.control.takeover import LIVE_VIEW_SOURCE
-from desktop.core.errors import ServiceError
+from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as, action_source
 from desktop.input.keys import UNICODE_KEYSYM_BASE
+from desktop.input.mouse import BUTTONS
 from desktop.lifecycle.runtime import Desktop
 from desktop.x11.session import Session
+from sandbox_desktop_wire.enums import MouseButton
 
 logger = logging.getLogger("sandbox_desktop.stream.input")
 
@@ -32,7 +34,8 @@ OP_MOVE, OP_SCROLL, OP_KEY_DOWN, OP_KEY_UP, OP_BUTTON_DOWN, OP_BUTTON_UP, OP_PIN
 OP_PONG = 0x03
 """Server → client: the ping's client timestamps and the server's (neko `payload.Pong`)."""
 HEADER = struct.Struct("!BH")
-BUTTON_NAMES = {1: "left", 2: "middle", 3: "right", 8: "back", 9: "forward"}
+BUTTON_NAMES = {number: button for button, number in BUTTONS.items()}
+"""The X button numbers a viewer sends, as the buttons the desktop presses."""
 WHEEL_BUTTONS = {4: (0, -1), 5: (0, 1), 6: (-1, 0), 7: (1, 0)}
 """Buttons 4-7 sent as buttons: one wheel click each, as (dx, dy)."""
 CONTROL_L = 0xFFE3
@@ -170,7 +173,7 @@ class RemoteInput:
         self._queue: collections.deque[Event | _ReleaseAll] = collections.deque()
         self._wake = asyncio.Event()
         self._held_keys: dict[int, float] = {}
-        self._held_buttons: set[str] = set()
+        self._held_buttons: set[MouseButton] = set()
         self._pointer: tuple[int, int] | None = None
         self._wheel = WheelAccumulator()
         self._task: asyncio.Task[None] | None = None
@@ -215,7 +218,7 @@ class RemoteInput:
             return
         try:
             session = self._desktop.session()
-        except ServiceError:
+        except DomainError:
             return  # no desktop: nothing is held any more
         # The live view's own input, whichever task lets go (the socket's, when the viewer leaves): never held
         # off by a takeover, which could leave a key down.
@@ -254,7 +257,7 @@ class RemoteInput:
                 continue
             try:
                 session = self._desktop.session()
-            except ServiceError:
+            except DomainError:
                 continue
             await self._safely(self._apply(session, event))
 
@@ -308,7 +311,7 @@ class RemoteInput:
             return
         try:
             session = self._desktop.session()
-        except ServiceError:
+        except DomainError:
             return
         for keysym in stale:
             self._held_keys.pop(keysym, None)
@@ -320,5 +323,5 @@ class RemoteInput:
         """Run an input action; a refused or failed one is logged, never ends the viewer's input."""
         try:
             await action
-        except ServiceError as exc:
+        except DomainError as exc:
             logger.debug("live view input refused: %s", exc)

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from desktop.control.takeover import LIVE_VIEW_SOURCE
-from desktop.core.errors import ServiceError, StreamError, StreamNotActive, invalid_action
+from desktop.core.errors import DomainError, StreamError, StreamNotActive, invalid_action
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
+from sandbox_desktop_wire.enums import TakeoverMode, VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
@@ -65,7 +66,7 @@ class StreamStatus:
     """`GET /v1/desktop/stream/status`."""
 
     active: bool
-    codec: str | None = None
+    codec: VideoCodec | None = None
     frame_rate: int | None = None
     """The frame-rate cap now (the configured one, lowered under CPU pressure)."""
     fps: float | None = None
@@ -75,7 +76,7 @@ class StreamStatus:
     controller: str | None = None
     takeover: bool | None = None
     """Whether the controller holds the desktop (agent input waits or is refused, docs/control.md)."""
-    takeover_mode: str | None = None
+    takeover_mode: TakeoverMode | None = None
     port_range: tuple[int, int] | None = None
     encoders: int | None = None
     """Running encoders: one per codec in use, however many viewers share it."""
@@ -106,7 +107,7 @@ class StreamManager:
         self._sessions: dict[str, SignalingSession] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         """Viewer connections being served, and background work (pipelines closing)."""
-        self._pipelines: dict[str, VideoPipeline] = {}
+        self._pipelines: dict[VideoCodec, VideoPipeline] = {}
         self._peers: dict[ViewerPeer, str] = {}
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
@@ -215,7 +216,7 @@ class StreamManager:
             frame_rate=stats.frame_rate if stats else config.fps,
             fps=stats.fps if stats else 0.0, bitrate=stats.bitrate if stats else 0,
             viewers=len(self._sessions), controller=self.control.host, takeover=self.control.takeover,
-            takeover_mode=str(self.takeover.mode), port_range=config.ports,
+            takeover_mode=self.takeover.mode, port_range=config.ports,
             encoders=len(self._pipelines), keyframes=stats.keyframes if stats else 0,
         )
 
@@ -379,8 +380,8 @@ class StreamManager:
             with acting_as(LIVE_VIEW_SOURCE):
                 self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
             self._clipboard_known = text
-            await self.desktop.clipboard.set(session, text, "clipboard")
-        except ServiceError as exc:
+            await self.desktop.clipboard.set(session, text)
+        except DomainError as exc:
             raise ControlRefused(f"the desktop's clipboard cannot be set: {exc.message}") from exc
 
     async def _follow_clipboard(self) -> None:
@@ -393,8 +394,8 @@ class StreamManager:
     async def _send_clipboard(self, viewer: str) -> None:
         """The desktop's CLIPBOARD text to `viewer` (`clipboard/updated`), unless its browser has it already."""
         try:
-            text = await self.desktop.clipboard.get(self.desktop.session(), "clipboard")
-        except ServiceError as exc:  # nobody owns it, or the owner does not answer: nothing to send
+            text = await self.desktop.clipboard.get(self.desktop.session())
+        except DomainError as exc:  # nobody owns it, or the owner does not answer: nothing to send
             logger.debug("clipboard not read for %s: %s", viewer, exc)
             return
         if not text or text == self._clipboard_known or not self.control.holds(viewer):

@@ -25,6 +25,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from aiortc.rtcrtpparameters import RTCRtpCodecCapability
 from aiortc.sdp import SessionDescription, candidate_from_sdp
 
+from sandbox_desktop_wire.enums import VideoCodec
 from streaming.encoders import CODECS, MIME_TYPES
 from streaming.ports import HostPolicy, host_policy
 from streaming.track import ViewerTrack
@@ -41,7 +42,7 @@ class NegotiationError(Exception):
     """The viewer's answer cannot be used (no common codec, malformed SDP)."""
 
 
-def codec_preferences(preferred: str) -> list[RTCRtpCodecCapability]:
+def codec_preferences(preferred: VideoCodec) -> list[RTCRtpCodecCapability]:
     """aiortc's video codecs, `preferred` first, the other one as a fallback, each with its RTX."""
     order = [preferred, *(c for c in CODECS if c != preferred)]
     capabilities = RTCRtpSender.getCapabilities("video").codecs
@@ -54,7 +55,7 @@ def opus_preferences() -> list[RTCRtpCodecCapability]:
     return [c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType.lower() == "audio/opus"]
 
 
-def negotiated_codec(answer_sdp: str, preferred: str) -> str:
+def negotiated_codec(answer_sdp: str, preferred: VideoCodec) -> VideoCodec:
     """The codec aiortc sends with: the first of our preferences that the answer accepted."""
     try:
         description = SessionDescription.parse(answer_sdp)
@@ -71,11 +72,11 @@ def negotiated_codec(answer_sdp: str, preferred: str) -> str:
 class ViewerPeer:
     """A peer connection sending `track` and carrying input on the `data` channel."""
 
-    def __init__(self, codec: str, policy: HostPolicy, on_message: Callable[[bytes | str], None],
+    def __init__(self, codec: VideoCodec, policy: HostPolicy, on_message: Callable[[bytes | str], None],
                  on_state: Callable[[str], None]) -> None:
         self.preferred = codec
         self.policy = policy
-        self.codec: str | None = None
+        self.codec: VideoCodec | None = None
         """The negotiated codec, once the answer is applied."""
         self.track = ViewerTrack()
         self.audio: MediaStreamTrack | None = None
@@ -119,7 +120,7 @@ class ViewerPeer:
             await self._pc.setLocalDescription(offer)
         return self._pc.localDescription.sdp
 
-    async def accept(self, answer_sdp: str) -> str:
+    async def accept(self, answer_sdp: str) -> VideoCodec:
         """Apply the viewer's answer and the candidates it trickled so far; returns the codec."""
         codec = negotiated_codec(answer_sdp, self.preferred)
         await self._pc.setRemoteDescription(RTCSessionDescription(sdp=answer_sdp, type="answer"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import av
 
 from desktop.screen.frames import Frame, FrameSource
+from sandbox_desktop_wire.enums import VideoCodec
 from streaming.canvas import Canvas, video_size
 from streaming.encoders import TIME_BASE, EncoderSettings, VideoEncoder, default_bitrate
 from streaming.pointer import Pointer, PointerReader
@@ -58,7 +59,7 @@ class PipelineStats:
 class _Painter:
     """Pointer, canvas and encoder; lives in the pipeline's thread (X connections are single-threaded)."""
 
-    def __init__(self, display: str, codec: str, fps: int, bitrate: int | None) -> None:
+    def __init__(self, display: str, codec: VideoCodec, fps: int, bitrate: int | None) -> None:
         self.display = display
         self.codec = codec
         self.fps = fps
@@ -131,7 +132,8 @@ def _report_crash(task: asyncio.Task[None]) -> None:
 class VideoPipeline:
     """Encodes the desktop once for every attached track; runs while at least one is attached."""
 
-    def __init__(self, frames: FrameSource, display: str, codec: str, fps: int, bitrate: int | None = None) -> None:
+    def __init__(self, frames: FrameSource, display: str, codec: VideoCodec, fps: int,
+                 bitrate: int | None = None) -> None:
         self.codec = codec
         self.rate = FrameRate(fps)
         self._frames = frames

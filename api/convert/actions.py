@@ -14,7 +14,7 @@ from api.convert.waits import CONDITIONS, condition_of, result_fields
 from api.http.problems import problem_document
 from desktop.accessibility.service import Accessibility
 from desktop.actions import batch as steps
-from desktop.core.errors import FieldError, ServiceError, invalid_action
+from desktop.core.errors import DomainError, FieldError, invalid_action
 from desktop.input.coordinates import Area, CoordinateSpace, ImageFit, fit_image
 from desktop.input.keys import keysym_for_name, parse_chord, parse_keys, text_keysyms
 from desktop.screen.screenshots import Region, Screenshot, ShotOptions
@@ -230,7 +230,7 @@ def result_model(index: int, action: Any, result: steps.StepResult, space: Coord
     return model
 
 
-def problem_of(exc: ServiceError) -> dict[str, Any]:
+def problem_of(exc: DomainError) -> dict[str, Any]:
     return problem_document(exc)
 
 

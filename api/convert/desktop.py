@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from api.convert.windows import window_model
-from desktop.lifecycle.options import StartOptions, parse_port_range
+from desktop.lifecycle.options import StartOptions, parse_codec, parse_port_range
 from desktop.lifecycle.snapshot import DesktopSnapshot
 from sandbox_desktop_wire.desktop import (
     DesktopErrorInfo,
@@ -16,6 +16,7 @@ from sandbox_desktop_wire.desktop import (
     DesktopStartRequest,
     DesktopStatusResponse,
 )
+from sandbox_desktop_wire.enums import AudioCodec, VideoCodec
 
 
 def resolution(options: StartOptions) -> DesktopResolution:
@@ -62,4 +63,9 @@ def start_options(body: DesktopStartRequest) -> StartOptions:
         fields["state_dir"] = Path(fields["state_dir"]).expanduser()
     if "webrtc_port_range" in fields:
         fields["webrtc_port_range"] = parse_port_range(fields["webrtc_port_range"])
+    # Plain strings on the wire (a wrong name is a 400 naming the field, docs/errors.md), members from here on.
+    if "stream_video_codec" in fields:
+        fields["stream_video_codec"] = parse_codec(VideoCodec, fields["stream_video_codec"], "streamVideoCodec")
+    if "stream_audio_codec" in fields:
+        fields["stream_audio_codec"] = parse_codec(AudioCodec, fields["stream_audio_codec"], "streamAudioCodec")
     return StartOptions(**fields)

@@ -112,7 +112,7 @@ def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
     )
 
 
-def service_error_response(exc: DomainError) -> Response:
+def domain_error_response(exc: DomainError) -> Response:
     """Render a domain exception raised anywhere below api/."""
     return problem_response(problem_document(exc), problem_headers(exc))
 
@@ -124,12 +124,12 @@ def http_error_response(status: int, detail: str, headers: dict[str, str] | None
     return problem_response(problem_body(status, kind, title, detail, code), headers)
 
 
-async def handle_service_error(request: Request, exc: Exception) -> Response:
+async def handle_domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
     status = status_of(exc)
     if status >= 500:
         logger.warning("%s %s -> %d %s", request.method, request.url.path, status, exc.message)
-    return service_error_response(exc)
+    return domain_error_response(exc)
 
 
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
@@ -156,7 +156,7 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
 async def refuse_websocket(websocket: WebSocket, exc: DomainError) -> None:
     """Answer a WebSocket handshake with the problem document, or close with 1008 if the server cannot."""
     try:
-        await websocket.send_denial_response(service_error_response(exc))
+        await websocket.send_denial_response(domain_error_response(exc))
     except RuntimeError:
         await websocket.close(1008, exc.message[:120])
 

@@ -47,7 +47,7 @@ def node(element: Element, space: CoordinateSpace, children: list[wire.Accessibl
     bounds = None
     if element.bounds is not None:
         b = element.bounds
-        if space.kind == "screen":
+        if space.kind is CoordinateSpaceKind.SCREEN:
             bounds = wire.ElementBounds(x=b.x, y=b.y, width=b.width, height=b.height)
         else:
             left, top = space.from_screen(max(b.x, 0), max(b.y, 0))

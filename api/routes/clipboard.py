@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from api.http.operations import Operation
 from api.server.services import desktop_of
-from desktop.clipboard.owner import selection_names
+from desktop.clipboard.owner import parse_selection
 from desktop.core.errors import DesktopError, FieldError, invalid_action
 from desktop.x11.selection import PNG, PNG_SIGNATURE
 from sandbox_desktop_wire.base import OkResponse
@@ -45,8 +45,7 @@ def read_format(request: Request, query: ClipboardQuery) -> ClipboardFormat:
 
 
 async def get_clipboard(request: Request, query: ClipboardQuery) -> ClipboardResponse | Response:
-    selection = query.selection or "clipboard"
-    selection_names(selection, location="query", allow_both=False)  # a 400 whatever the desktop's state
+    selection = parse_selection(query.selection, location="query", allow_both=False)  # a 400 whatever the state
     fmt = read_format(request, query)
     desktop = desktop_of(request)
     match fmt:
@@ -76,8 +75,7 @@ def decode_png(encoded: str) -> bytes:
 
 
 async def set_clipboard(request: Request, body: ClipboardWriteRequest) -> OkResponse:
-    selection = body.selection or "clipboard"
-    selection_names(selection, location="body", allow_both=True)
+    selection = parse_selection(body.selection, location="body", allow_both=True)
     if body.text is None and body.image is None:
         raise FieldError([{"location": "body", "field": "text", "message": "field required (or give `image`)",
                            "type": "missing"}], wrong_shape=True)

@@ -15,9 +15,9 @@ from starlette.responses import Response
 from api.convert.desktop import resolution, start_options
 from api.http.desktop_paths import MANY_PREFIX
 from api.http.operations import Operation
-from api.server.desktop_services import DesktopServices, IdleAction, Lifecycle
+from api.server.desktop_services import DesktopServices, Lifecycle
 from api.server.registry import Ended
-from api.server.scoped_tokens import DEFAULT_TTL_S, Role
+from api.server.scoped_tokens import DEFAULT_TTL_S
 from api.server.services import desktop_services, server_of
 from desktop.core.errors import invalid_action
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
@@ -29,6 +29,7 @@ from sandbox_desktop_wire.desktops import (
     TokenRequest,
     TokenResponse,
 )
+from sandbox_desktop_wire.enums import OnIdle, TokenRole
 from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS
 from sandbox_desktop_wire.problems import ProblemCode
 
@@ -104,10 +105,10 @@ def tag_filter(request: Request) -> dict[str, str]:
 
 
 async def create_desktop(request: Request, body: DesktopCreateRequest) -> Response:
-    on_idle = IdleAction.DELETE
+    on_idle = OnIdle.DELETE
     if body.on_idle is not None:
         try:
-            on_idle = IdleAction(body.on_idle)
+            on_idle = OnIdle(body.on_idle)
         except ValueError:
             raise invalid_action("onIdle must be `delete` or `pause`", "onIdle") from None
     lifecycle = Lifecycle(tags=check_tags(dict(body.tags or {})), ttl_seconds=body.ttl_seconds,
@@ -152,7 +153,7 @@ async def delete_desktop(request: Request) -> None:
 
 async def issue_token(request: Request, body: TokenRequest) -> Response:
     try:
-        role = Role(body.role)
+        role = TokenRole(body.role)
     except ValueError:
         raise invalid_action("role must be `view` or `control`", "role") from None
     services = desktop_services(request)

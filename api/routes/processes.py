@@ -16,8 +16,8 @@ from desktop.accessibility.browsers import with_accessibility
 from desktop.core.errors import PayloadTooLarge
 from desktop.core.parsing import ascii_int
 from desktop.lifecycle.home import ACCESSIBILITY_MARK
-from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager, Stream
-from sandbox_desktop_wire.enums import LogStreamFilter
+from desktop.processes import STREAM_FILTERS, LogBuffer, ManagedProcess, ProcessConfig, ProcessManager
+from sandbox_desktop_wire.enums import LogStream, LogStreamFilter
 from sandbox_desktop_wire.processes import (
     KillQuery,
     ProcessConfigModel,
@@ -187,7 +187,7 @@ def _last_event_id(request: Request) -> int:
 
 
 async def _events(
-    logs: LogBuffer, streams: frozenset[Stream], since: int, tail: int | None
+    logs: LogBuffer, streams: frozenset[LogStream], since: int, tail: int | None
 ) -> AsyncIterator[bytes]:
     """The SSE body: `event: log` per entry, a keep-alive comment every 15 s of silence."""
     async for entry in logs.follow(streams=streams, since=since, tail=tail, heartbeat_s=KEEPALIVE_S):

@@ -9,9 +9,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from api.http.operations import Operation
 from api.http.problems import refuse_websocket, upgrade_required
 from api.middleware.auth import ROLE_SCOPE_KEY
-from api.server.scoped_tokens import Role
 from api.server.services import desktop_services
-from desktop.core.errors import ServiceError
+from desktop.core.errors import DomainError
+from sandbox_desktop_wire.enums import TokenRole
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.stream import DesktopStreamStatusResponse
 from streaming.control import Access
@@ -80,9 +80,9 @@ class WebSocketLink:
 def access_of(websocket: WebSocket) -> Access:
     """The server token is the admin; a scoped token's role says the rest (docs/control.md, "Roles")."""
     match websocket.scope.get(ROLE_SCOPE_KEY):
-        case Role.VIEW:
+        case TokenRole.VIEW:
             return Access.VIEW
-        case Role.CONTROL:
+        case TokenRole.CONTROL:
             return Access.CONTROL
         case _:
             return Access.ADMIN
@@ -96,7 +96,7 @@ async def signaling(websocket: WebSocket) -> None:
     try:
         manager.require_config()
         name = viewer_name(given) if given is not None else None
-    except ServiceError as exc:
+    except DomainError as exc:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()

@@ -20,7 +20,7 @@ from api.convert.processes import decode_input
 from api.http.operations import Operation
 from api.http.problems import refuse_websocket, upgrade_required
 from api.server.services import server_of
-from desktop.core.errors import PayloadTooLarge, ServiceError
+from desktop.core.errors import DomainError, PayloadTooLarge
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.enums import LogStreamFilter
@@ -134,7 +134,7 @@ class TerminalSession:
                     self.process.resize(frame.cols, frame.rows)
                 else:
                     await self._write(frame)
-            except ServiceError as exc:
+            except DomainError as exc:
                 await self._send_error(exc.message)
 
     async def _write(self, frame: InputFrame) -> None:
@@ -158,7 +158,7 @@ async def terminal(websocket: WebSocket) -> None:
     try:
         process = manager.get(websocket.path_params["id"])
         process.require_tty()
-    except ServiceError as exc:
+    except DomainError as exc:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()

@@ -38,7 +38,7 @@ async def recording_trajectory(request: Request, query: TrajectoryQuery) -> Resp
     archive = Path(name)
     try:
         await asyncio.to_thread(trajectory_export.export, video, steps, archive,
-                                image_format=query.image_format.value, parquet=query.parquet)
+                                image_format=query.image_format, parquet=query.parquet)
     except BaseException:
         archive.unlink(missing_ok=True)
         raise

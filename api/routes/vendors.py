@@ -12,7 +12,7 @@ from api.http.operations import Operation
 from api.http.problems import problem_document
 from api.server.services import desktop_of, desktop_services
 from desktop.actions import batch as steps
-from desktop.core.errors import ServiceError, invalid_action
+from desktop.core.errors import DomainError, invalid_action
 from desktop.events.action_log import acting_as
 from desktop.screen.screenshots import ShotOptions
 from desktop.vendors import anthropic, openai
@@ -49,8 +49,9 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
             at = plan.press.at
             if isinstance(at, steps.ElementAt):
                 at, _found = await desktop.accessibility.locate(session, at.target)
-            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None, "left", down=True)
-        except ServiceError as exc:
+            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
+                                       plan.press.button, down=True)
+        except DomainError as exc:
             return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
     final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
     settle = settle_of(body.settle) if plan.settle else None

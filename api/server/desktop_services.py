@@ -22,7 +22,6 @@ from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import OnIdle, TakeoverMode
 from streaming.manager import StreamManager
 
-IdleAction = OnIdle
 """What happens to a desktop nobody has used for its `idleTimeoutSeconds`."""
 
 
@@ -34,7 +33,7 @@ class Lifecycle:
     created_at: float = field(default_factory=time.time)
     ttl_seconds: int | None = None
     idle_timeout_seconds: int | None = None
-    on_idle: IdleAction = IdleAction.DELETE
+    on_idle: OnIdle = OnIdle.DELETE
     last_activity_at: float = field(default_factory=time.time)
     home_template: Path | None = None
     """Copied into HOME at creation and at every reset."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -23,7 +23,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from desktop.screen.screenshots import Screenshot, ShotOptions
-from sandbox_desktop_wire.desktop import DesktopState
+from sandbox_desktop_wire.enums import DesktopRuntimeState
 
 if TYPE_CHECKING:
     from api.server.desktop_services import DesktopServices
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 disable_created_metrics()  # `_created` samples double the output and no dashboard reads them
 
-DESKTOP_STATES: tuple[str, ...] = get_args(DesktopState)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SHOT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -143,8 +142,8 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
     states = [s.desktop.state for s in desktops]
     counts = GaugeMetricFamily("sandbox_desktop_desktops", "Desktops of the server by state (`default` included)",
                                labels=["state"])
-    for name in DESKTOP_STATES:
-        counts.add_metric([name], states.count(name))
+    for name in DesktopRuntimeState:
+        counts.add_metric([name.value], states.count(name))
     yield counts
     yield GaugeMetricFamily("sandbox_desktop_max_desktops", "Desktops the server holds at once (--max-desktops)",
                             value=registry.max_desktops)
@@ -164,9 +163,9 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
     fps = GaugeMetricFamily("sandbox_desktop_stream_fps", "Frames per second sent to viewers", labels=["desktop"])
     for services, current in zip(desktops, states, strict=True):
         label = services.id
-        up.add_metric([label], current == "active")
-        for name in DESKTOP_STATES:
-            state.add_metric([label, name], name == current)
+        up.add_metric([label], current == DesktopRuntimeState.ACTIVE)
+        for name in DesktopRuntimeState:
+            state.add_metric([label, name.value], name == current)
         supervisor = services.desktop.supervisor
         restarts.add_metric([label], supervisor.restart_count if supervisor else 0)
         recording.add_metric([label], services.recordings.recording)

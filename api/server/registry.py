@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from api.http.desktop_paths import DEFAULT_DESKTOP_ID
-from api.server.desktop_services import DesktopServices, IdleAction, Lifecycle
+from api.server.desktop_services import DesktopServices, Lifecycle
 from desktop.core.errors import DesktopIsDefault, DesktopNotFound, TooManyDesktops
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.xserver import display_in_use
-from sandbox_desktop_wire.enums import DesktopRuntimeState
+from sandbox_desktop_wire.enums import DesktopEndReason, DesktopRuntimeState, OnIdle
 
 logger = logging.getLogger("sandbox_desktop.desktops")
 
@@ -59,11 +59,17 @@ class DisplayAllocator:
 class Ended:
     """What is left of a deleted desktop: why and when it ended."""
 
-    def __init__(self, services: DesktopServices, reason: str) -> None:
+    def __init__(self, services: DesktopServices, code: DesktopEndReason, detail: str | None = None) -> None:
         self.id = services.id
         self.lifecycle = services.lifecycle
-        self.reason = reason
+        self.code = code
+        self.reason = reason_text(code, detail)
+        """`endedReason`: the code, and the detail after a colon."""
         self.ended_at = time.time()
+
+
+def reason_text(code: DesktopEndReason, detail: str | None) -> str:
+    return f"{code}: {detail}" if detail else str(code)
 
 
 class DesktopRegistry:
@@ -137,21 +143,23 @@ class DesktopRegistry:
                                            "tags": lifecycle.tags})
         return services
 
-    async def delete(self, desktop_id: str, reason: str = "deleted") -> Ended:
+    async def delete(self, desktop_id: str, code: DesktopEndReason = DesktopEndReason.DELETED,
+                     detail: str | None = None) -> Ended:
         """Stop everything the desktop ran and forget it; its recordings stay on disk."""
         if desktop_id == DEFAULT_DESKTOP_ID:
             raise DesktopIsDefault("the default desktop cannot be deleted; "
                                    "POST /v1/desktop/stop stops it")
         services = self.get(desktop_id)
         del self._desktops[desktop_id]
-        ended = Ended(services, reason)
+        ended = Ended(services, code, detail)
         self._ended[desktop_id] = ended
         self._on_deleted(desktop_id)
         while len(self._ended) > ENDED_KEPT:
             self._ended.pop(next(iter(self._ended)))
         await services.close()
         await asyncio.to_thread(_remove_all_but_recordings, services.desktop.layout.root)
-        logger.info("desktop %s deleted: %s", desktop_id, reason, extra={"desktop": desktop_id, "reason": reason})
+        logger.info("desktop %s deleted: %s", desktop_id, ended.reason,
+                    extra={"desktop": desktop_id, "reason": ended.reason})
         return ended
 
     # -- ending by themselves ---------------------------------------------------------------------
@@ -175,17 +183,19 @@ class DesktopRegistry:
                 continue
             expires = life.expires_at
             if expires is not None and now >= expires:
-                await self.delete(services.id, f"ttl_expired: {life.ttl_seconds} s after creation")
+                await self.delete(services.id, DesktopEndReason.TTL_EXPIRED, f"{life.ttl_seconds} s after creation")
                 continue
             idle = life.idle_timeout_seconds
             if idle is None or now - life.last_activity_at < idle or services.desktop.paused:
                 continue
-            if life.on_idle is IdleAction.PAUSE:
+            detail = f"no request for {idle} s"
+            if life.on_idle is OnIdle.PAUSE:
+                reason = reason_text(DesktopEndReason.IDLE_TIMEOUT, detail)
                 logger.info("desktop %s paused: idle for %d s", services.id, idle,
-                            extra={"desktop": services.id, "reason": f"idle_timeout: no request for {idle} s"})
-                await services.desktop.pause(f"idle_timeout: no request for {idle} s")
+                            extra={"desktop": services.id, "reason": reason})
+                await services.desktop.pause(reason)
             else:
-                await self.delete(services.id, f"idle_timeout: no request for {idle} s")
+                await self.delete(services.id, DesktopEndReason.IDLE_TIMEOUT, detail)
 
     async def shutdown(self) -> None:
         """Server exit: end the reaper, then close every desktop (created ones are gone with the server)."""
@@ -194,7 +204,8 @@ class DesktopRegistry:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         created = [i for i in self._desktops if i != DEFAULT_DESKTOP_ID]
-        await asyncio.gather(*(self.delete(i, "server shut down") for i in created), return_exceptions=True)
+        await asyncio.gather(*(self.delete(i, DesktopEndReason.SERVER_SHUTDOWN) for i in created),
+                             return_exceptions=True)
         await self.default.close()
 
 

@@ -28,7 +28,6 @@ MAX_TOKENS = 4096
 """Live scoped tokens a server keeps; issuing one more drops the oldest (expired ones go first)."""
 
 
-Role = TokenRole
 
 
 # What a view token may do on its desktop: (method, path below the desktop's prefix).
@@ -40,7 +39,7 @@ _VIEW = {("GET", "/status"), ("HEAD", "/status"), ("GET", "/screenshot"), ("HEAD
 @dataclass(frozen=True)
 class ScopedToken:
     desktop_id: str
-    role: Role
+    role: TokenRole
     expires_at: float
 
     def allows(self, method: str, path: str) -> bool:
@@ -49,7 +48,7 @@ class ScopedToken:
         if about is None or about[0] != self.desktop_id:
             return False
         rest = about[1]
-        if self.role is Role.VIEW:
+        if self.role is TokenRole.VIEW:
             return (method, rest) in _VIEW or (rest == "" and method in ("GET", "HEAD"))
         # Admin only: a token cannot mint tokens, nor end the desktop it was lent.
         return rest != "/tokens" and not (rest == "" and method == "DELETE")
@@ -65,7 +64,7 @@ class TokenStore:
     def __init__(self) -> None:
         self._tokens: dict[bytes, ScopedToken] = {}
 
-    def issue(self, desktop_id: str, role: Role, ttl_s: int) -> tuple[str, ScopedToken]:
+    def issue(self, desktop_id: str, role: TokenRole, ttl_s: int) -> tuple[str, ScopedToken]:
         now = time.time()
         self._tokens = {k: v for k, v in self._tokens.items() if v.expires_at > now}
         while len(self._tokens) >= MAX_TOKENS:

@@ -37,17 +37,16 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._base import Call, CreateOptions, Progress, Screenshot, StartOptions
-    from .async_client import AsyncClient
-    from .client import Client
-    from .desktops import AsyncDesktopClient, AsyncDesktops, DesktopClient, Desktops
+    from ._base import Call
+    from ._types import CreateOptions, Progress, Screenshot, StartOptions
+    from .async_client import AsyncClient, AsyncDesktopClient, AsyncDesktops
+    from .client import Client, DesktopClient, Desktops
     from .errors import ApiError, ClientError, ConflictError, NotFoundError, ServerError
 
 _EXPORTS = {
-    "Call": "._base", "CreateOptions": "._base", "Progress": "._base", "Screenshot": "._base",
-    "StartOptions": "._base", "AsyncClient": ".async_client", "Client": ".client",
-    "DesktopClient": ".desktops", "AsyncDesktopClient": ".desktops", "Desktops": ".desktops",
-    "AsyncDesktops": ".desktops",
+    "Call": "._base", "CreateOptions": "._types", "Progress": "._types", "Screenshot": "._types",
+    "StartOptions": "._types", "AsyncClient": ".async_client", "AsyncDesktopClient": ".async_client",
+    "AsyncDesktops": ".async_client", "Client": ".client", "DesktopClient": ".client", "Desktops": ".client",
     "ApiError": ".errors", "ClientError": ".errors", "ConflictError": ".errors", "NotFoundError": ".errors",
     "ServerError": ".errors",
 }

@@ -1,19 +1,17 @@
-"""What the sync and async clients share: each endpoint as a `Call` (request + parser), and the settings.
+"""What the sync and async clients share: each endpoint as a `Call` (request + parser).
 
 Each endpoint is one function here returning a `Call`; `Client` and `AsyncClient` only send them, so the
 two clients cannot drift apart. Their public signatures (keyword-only options) are in client.py and
-async_client.py; these builders are internal and take their arguments in order.
+async_client.py; these builders are internal and take their arguments in order. How a `Call` is sent is
+in _send.py, the types of the signatures and answers in _types.py.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import math
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, Generic, TypeVar, Unpack
 
 import httpx
 from pydantic import BaseModel
@@ -34,104 +32,19 @@ from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
 from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
 from sandbox_desktop_wire.display import DisplayChangeResponse
-from sandbox_desktop_wire.elements import ElementQuery
-from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
-from sandbox_desktop_wire.mouse import Button, MousePositionResponse
-from sandbox_desktop_wire.processes import Owner, ProcessInfo, ProcessListResponse, ProcessRunResponse
+from sandbox_desktop_wire.mouse import MousePositionResponse
+from sandbox_desktop_wire.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
-from sandbox_desktop_wire.screenshot import ImageFormat
 from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse, WindowCloseResponse
 
-from .errors import error_for
+from ._types import Condition, CreateOptions, Element, Screenshot, StartOptions
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-DEFAULT_TIMEOUT = 30.0
-DOWNLOAD_CHUNK = 1 << 20
-
-Progress = Callable[[int, int | None], None]
-"""Called after each chunk of a download with (bytes written, total bytes or None)."""
-
-__all__ = ["Button", "Call", "CreateOptions", "ImageFormat", "OnIdle", "Owner", "Progress", "Role", "Screenshot",
-           "Selection", "StartOptions"]
-
-Selection = Literal["clipboard", "primary", "both"]
-"""An X selection: `clipboard` (ctrl+c/ctrl+v), `primary` (the mouse selection); `both` for writes only."""
-Role = Literal["view", "control"]
-"""A desktop token's role: `view` watches, `control` drives too (docs/desktops.md)."""
-OnIdle = Literal["delete", "pause"]
-"""What an idle desktop's timeout does to it."""
-VideoCodec = Literal["vp8", "h264", "vp9"]
-AudioCodec = Literal["opus", "g722"]
-
-
-class StartOptions(TypedDict, total=False):
-    """A desktop's start options (`DesktopStartRequest`, docs/desktop.md); left out or None is the
-    server's default. `Client.start` and `desktops.create` take these as keyword arguments."""
-
-    width: int | None
-    height: int | None
-    dpi: int | None
-    display_num: int | None
-    state_dir: str | None
-    stream_video_codec: VideoCodec | None
-    stream_audio_codec: AudioCodec | None
-    stream_frame_rate: int | None
-    webrtc_port_range: str | None
-    recording_fps: int | None
-    max_width: int | None
-    max_height: int | None
-
-
-class CreateOptions(StartOptions, total=False):
-    """`desktops.create`'s options: the start options and the desktop's lifecycle (`DesktopCreateRequest`)."""
-
-    tags: Mapping[str, str] | None
-    ttl_seconds: int | None
-    idle_timeout_seconds: int | None
-    on_idle: OnIdle | None
-    home_template: str | None
-    approve: list[str] | None
-
-
-@dataclass(frozen=True)
-class Screenshot:
-    """What `screenshot()` returns: the encoded image and the frame it was taken in, read from the
-    `X-*` response headers (docs/screenshots.md)."""
-
-    data: bytes
-    media_type: str
-    screen_width: int
-    screen_height: int
-    region: tuple[int, int, int, int]
-    """The captured rectangle (x, y, width, height) in screen pixels."""
-    image_width: int
-    """The image's own size in pixels: the region's times `scale`."""
-    image_height: int
-    scale: float
-    cursor: tuple[int, int] | None = None
-    """The pointer in screen pixels, when asked for with `show_cursor`."""
-    marks: int | None = None
-    """With `som`, how many numbered boxes the image shows (`marks()` lists them)."""
-    window_id: str | None = None
-    """A window's screenshot (`window_screenshot`): the window's id; `region` is its rectangle on the screen,
-    so image pixel (0, 0) is screen pixel (region[0], region[1]) (docs/windows.md)."""
-
-    def to_screen(self, x: int, y: int) -> tuple[int, int]:
-        """Map a pixel of this image to screen pixels (exact for any scale and region)."""
-        rx, ry, rw, rh = self.region
-        return (rx + math.floor((x + 0.5) * rw / self.image_width),
-                ry + math.floor((y + 0.5) * rh / self.image_height))
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the image to a file."""
-        with open(path, "wb") as f:
-            f.write(self.data)
 
 
 @dataclass(frozen=True)
@@ -146,28 +59,6 @@ class Call(Generic[T]):
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     extra_timeout: float = 0.0
-
-
-
-
-def client_options(url: str, token: str | None, timeout: float) -> dict[str, Any]:
-    """Keyword arguments for `httpx.Client`/`httpx.AsyncClient`."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return {"base_url": url.rstrip("/"), "headers": headers, "timeout": timeout}
-
-
-def request_options(call: Call[Any], timeout: float | None) -> dict[str, Any]:
-    """Keyword arguments for `client.request(...)` / `client.build_request(...)`."""
-    options: dict[str, Any] = {"params": call.params or None, "json": call.json}
-    if call.extra_timeout and timeout is not None:
-        options["timeout"] = timeout + call.extra_timeout
-    return options
-
-
-def check(response: httpx.Response) -> None:
-    """Raise `ApiError` for a non-2xx response (its body read)."""
-    if not response.is_success:
-        raise error_for(response)
 
 
 def wire(**fields: Any) -> dict[str, Any]:
@@ -435,11 +326,6 @@ def processes(owner: str | None) -> Call[list[ProcessInfo]]:
                 params=wire(owner=owner))
 
 
-def content_length(response: httpx.Response) -> int | None:
-    value = response.headers.get("content-length")
-    return int(value) if value and value.isascii() and value.isdigit() else None
-
-
 # -- many desktops (docs/desktops.md) -------------------------------------------------------------
 
 SINGLE_PREFIX = "/v1/desktop/"
@@ -499,12 +385,6 @@ def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[T
 
 # -- events and waits (docs/events.md) ------------------------------------------------------------
 
-Condition = Mapping[str, Any] | BaseModel
-"""A wait condition: a wire-format dict (`{"title": "Save", "until": "gone"}`) or its model (`WindowCondition`)."""
-EVENTS_READ_TIMEOUT = 45.0
-"""The server sends a keep-alive every 15 s: a stream silent for this long is broken."""
-
-
 def _condition(value: Condition | None) -> dict[str, Any] | None:
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -525,38 +405,7 @@ def events(types: Iterable[str] | None, since: int | None) -> Call[None]:
     return Call("GET", "/v1/desktop/events", nothing, params=params)
 
 
-def events_timeout(timeout: float | None) -> httpx.Timeout:
-    return httpx.Timeout(timeout, read=max(timeout or 0, EVENTS_READ_TIMEOUT))
-
-
-class SseDecoder:
-    """Server-Sent Events, one line at a time: `feed` returns the event a blank line completes."""
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> DesktopEvent | None:
-        if line.startswith("data:"):
-            self._data.append(line[5:].removeprefix(" "))
-        elif not line and self._data:
-            text, self._data = "\n".join(self._data), []
-            return DesktopEvent.model_validate_json(text) if '"seq"' in text else _missed(text)
-        return None  # `id:`, `event:` (both repeated in the JSON) and `:` comments
-
-
-def _missed(text: str) -> DesktopEvent:
-    """`events.missed` has no `seq` of its own: it stands between two events."""
-    return DesktopEvent.model_validate({"seq": 0, "t": 0.0, "at": "", **json.loads(text)})
-
-
 # -- accessibility (docs/accessibility.md) --------------------------------------------------------
-
-Element = str | int | Mapping[str, Any] | ElementQuery
-"""What `act` acts on: an element's id, a number of the last set-of-marks screenshot, or a query that must
-match exactly one element (a wire-format dict, `{"role": "button", "name": "OK"}`, or an `ElementQuery`)."""
-ElementActionName = Literal["click", "focus", "invoke", "setValue", "select"]
-"""`ElementAction`'s values, for type hints that take plain strings."""
-
 
 def tree(window: str, depth: int | None, interactive: bool, include_hidden: bool) -> Call[TreeResponse]:
     # Flags only when set, as `screenshot` does: the server's defaults are the False ones.

@@ -29,6 +29,21 @@ class DesktopRuntimeState(enum.StrEnum):
     PAUSED = "paused"
 
 
+class SupervisedChild(enum.StrEnum):
+    """`processes[].name` of `GET /v1/desktop/status`: the children a desktop keeps alive (docs/desktop.md).
+
+    The model keeps the field a plain string, so that a client reads a server that supervises one more."""
+
+    XVFB = "Xvfb"
+    OPENBOX = "openbox"
+    DBUS = "dbus"
+    """The session bus."""
+    AT_SPI = "at-spi"
+    """The accessibility bus's launcher."""
+    PULSE = "pulse"
+    """The sound server."""
+
+
 class RecordingState(enum.StrEnum):
     """`status` of a recording (docs/recording.md)."""
 
@@ -61,6 +76,17 @@ class OnIdle(enum.StrEnum):
 
     DELETE = "delete"
     PAUSE = "pause"
+
+
+class DesktopEndReason(enum.StrEnum):
+    """Why a created desktop ended: the code its `endedReason` starts with, before any `: detail`
+    (docs/desktops.md). The model keeps `endedReason` a plain string, the code and what it adds."""
+
+    DELETED = "deleted"
+    TTL_EXPIRED = "ttl_expired"
+    IDLE_TIMEOUT = "idle_timeout"
+    """Also the code of the `pausedReason` of a desktop paused by its idle timeout."""
+    SERVER_SHUTDOWN = "server_shutdown"
 
 
 class MouseButton(enum.StrEnum):

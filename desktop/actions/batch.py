@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from desktop.accessibility.query import Target
 from desktop.actions.waits import Condition, WaitResult, wait_for
-from desktop.core.errors import InputFailed, ServiceError
+from desktop.core.errors import DomainError, InputFailed
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse, PointerState, drag_path
@@ -28,6 +28,7 @@ from desktop.screen.frames import FrameSource
 from desktop.screen.screenshots import Screen, Screenshot, ShotOptions
 from desktop.screen.settle import SettleResult, wait_until_quiet
 from desktop.x11.session import Session
+from sandbox_desktop_wire.enums import MouseButton
 
 logger = logging.getLogger("sandbox_desktop.actions")
 
@@ -63,7 +64,7 @@ class Hover:
 @dataclass(frozen=True)
 class Click:
     at: Where | None
-    button: str = "left"
+    button: MouseButton = MouseButton.LEFT
     count: int = 1
     modifiers: tuple[int, ...] = ()
     """Keysyms held down during the click."""
@@ -72,14 +73,14 @@ class Click:
 @dataclass(frozen=True)
 class Button:
     at: Where | None
-    button: str
+    button: MouseButton
     down: bool
 
 
 @dataclass(frozen=True)
 class Drag:
     path: tuple[Point, ...]
-    button: str = "left"
+    button: MouseButton = MouseButton.LEFT
     modifiers: tuple[int, ...] = ()
     duration_ms: int = 0
 
@@ -151,7 +152,7 @@ class BatchOutcome:
     """What a batch did: one result per step run, the first error, and the final observation."""
 
     results: list[StepResult] = field(default_factory=list)
-    error: tuple[int, ServiceError] | None = None
+    error: tuple[int, DomainError] | None = None
     """(index of the failing step, its problem); `len(steps)` for the final observation."""
     settle: SettleResult | None = None
     shot: Screenshot | None = None
@@ -192,12 +193,12 @@ class Actions:
         return outcome
 
     async def _run_steps(self, session: Session, steps: list[Step], outcome: BatchOutcome) -> None:
-        pressed: set[str] = set()
+        pressed: set[MouseButton] = set()
         try:
             for index, step in enumerate(steps):
                 try:
                     outcome.results.append(await self._run_step(session, step, pressed))
-                except ServiceError as exc:
+                except DomainError as exc:
                     outcome.error = (index, exc)
                     break
                 except Exception as exc:  # an X protocol error or a bug: report it, run nothing more
@@ -215,11 +216,11 @@ class Actions:
                                                         settle.timeout_ms / 1000)
             if final is not None:
                 outcome.shot = await self.screen.capture(session, final)
-        except ServiceError as exc:
+        except DomainError as exc:
             if outcome.error is None:
                 outcome.error = (index, exc)
 
-    async def _release(self, session: Session, pressed: set[str]) -> None:
+    async def _release(self, session: Session, pressed: set[MouseButton]) -> None:
         """Release the buttons this batch pressed with `down` and left down."""
         for button in sorted(pressed):
             try:
@@ -227,7 +228,7 @@ class Actions:
             except Exception as exc:  # the desktop may be gone; the X server then dropped the press too
                 logger.warning("could not release %s button after a batch: %s", button, exc)
 
-    async def _run_step(self, session: Session, step: Step, pressed: set[str]) -> StepResult:
+    async def _run_step(self, session: Session, step: Step, pressed: set[MouseButton]) -> StepResult:
         mouse = self.mouse
         match step:
             case Move(x, y):

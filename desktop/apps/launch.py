@@ -21,7 +21,7 @@ from desktop.core.errors import (
     CommandBusy,
     CommandNotFound,
     DesktopError,
-    ServiceError,
+    DomainError,
     StreamError,
     TargetNotFound,
     field_errors,
@@ -82,7 +82,7 @@ def target_missing(process: ManagedProcess, target: str, home: str) -> DesktopEr
                           output=output or None, errors=field_errors("target", message))
 
 
-def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: str) -> ServiceError:
+def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: str) -> DomainError:
     """A spawn refused by the OS, told in the request's own terms. `app_field` is None when the
     program is the server's choice (xdg-open): then it failing, like the desktop HOME missing as
     the working directory, is the server's fault."""

@@ -27,7 +27,16 @@ from Xlib import error as xerror
 from Xlib.display import Display
 
 from desktop.core.errors import DesktopError, DesktopFailed, DesktopInactive, invalid_action
-from desktop.x11.selection import PNG, Atoms, Content, ReadFormat, SelectionOwner, SelectionReader, resolve
+from desktop.x11.selection import (
+    PNG,
+    Atoms,
+    Content,
+    ReadFormat,
+    SelectionOwner,
+    SelectionReader,
+    XSelection,
+    resolve,
+)
 from desktop.x11.session import Session
 from desktop.x11.xdnd import DragSource, DropResult
 from sandbox_desktop_wire.enums import ClipboardSelection
@@ -35,12 +44,12 @@ from sandbox_desktop_wire.enums import ClipboardSelection
 T = TypeVar("T")
 logger = logging.getLogger("sandbox_desktop.clipboard")
 
-# Wire selection names and the X selections each one means.
-SELECTIONS: dict[ClipboardSelection, tuple[str, ...]] = {
-    ClipboardSelection.CLIPBOARD: ("CLIPBOARD",),
-    ClipboardSelection.PRIMARY: ("PRIMARY",),
-    ClipboardSelection.BOTH: ("CLIPBOARD", "PRIMARY"),
+SELECTIONS: dict[ClipboardSelection, tuple[XSelection, ...]] = {
+    ClipboardSelection.CLIPBOARD: (XSelection.CLIPBOARD,),
+    ClipboardSelection.PRIMARY: (XSelection.PRIMARY,),
+    ClipboardSelection.BOTH: (XSelection.CLIPBOARD, XSelection.PRIMARY),
 }
+"""The X selections each of the wire's selections means."""
 _CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
 
 
@@ -48,14 +57,16 @@ class ConnectionLost(Exception):
     """The clipboard thread's X connection broke (the X server restarted or went away)."""
 
 
-def selection_names(selection: str, *, location: str, allow_both: bool) -> tuple[str, ...]:
-    """The X selections a wire name stands for; anything else is a 400 naming `selection`."""
+def parse_selection(selection: str | None, *, location: str, allow_both: bool) -> ClipboardSelection:
+    """The wire's selection (`clipboard` when absent); anything else is a 400 naming `selection`."""
+    if selection is None:
+        return ClipboardSelection.CLIPBOARD
     allowed = tuple(SELECTIONS) if allow_both else (ClipboardSelection.CLIPBOARD, ClipboardSelection.PRIMARY)
     if selection not in allowed:
         hint = " (`both` is only meaningful when writing)" if selection == ClipboardSelection.BOTH else ""
         message = f"selection must be {' or '.join(f'`{a}`' for a in allowed)}, not `{selection}`{hint}"
         raise invalid_action(message, "selection", location)
-    return SELECTIONS[ClipboardSelection(selection)]
+    return ClipboardSelection(selection)
 
 
 class _Connection:
@@ -98,7 +109,7 @@ class _Connection:
                                  self.drags.next_deadline()) if d is not None]
         return min(deadlines, default=None)
 
-    def begin_set(self, selections: tuple[str, ...], content: Content, future: Future[None]) -> None:
+    def begin_set(self, selections: tuple[XSelection, ...], content: Content, future: Future[None]) -> None:
         # ICCCM wants a real server time for SetSelectionOwner: a zero-length append to our own
         # property makes the server stamp a PropertyNotify, which finishes the set (_finish_set).
         atoms = tuple(self.atoms[name] for name in selections)
@@ -116,7 +127,7 @@ class _Connection:
         else:
             resolve(future)
 
-    def begin_get(self, selection: str, future: Future[str]) -> None:
+    def begin_get(self, selection: XSelection, future: Future[str]) -> None:
         atom = self.atoms[selection]
         value = self.owner.value(atom)
         if value is not None:  # ours: no round trip to ourselves
@@ -124,7 +135,7 @@ class _Connection:
         else:
             self.reader.read(atom, selection, future)
 
-    def begin_get_image(self, selection: str, future: Future[bytes | None]) -> None:
+    def begin_get_image(self, selection: XSelection, future: Future[bytes | None]) -> None:
         atom = self.atoms[selection]
         value = self.owner.value(atom)
         if value is not None:
@@ -197,19 +208,19 @@ class ClipboardThread:
     def start(self) -> None:
         self._thread.start()
 
-    def set(self, selections: tuple[str, ...], content: Content) -> Future[None]:
+    def set(self, selections: tuple[XSelection, ...], content: Content) -> Future[None]:
         """Own `selections` with `content`; resolves once the server confirms the ownership."""
         future: Future[None] = Future()
         self._submit(lambda x: x.begin_set(selections, content, future), future)
         return future
 
-    def get_image(self, selection: str) -> Future[bytes | None]:
+    def get_image(self, selection: XSelection) -> Future[bytes | None]:
         """The `image/png` of `selection`, or None when its owner offers none (or nobody owns it)."""
         future: Future[bytes | None] = Future()
         self._submit(lambda x: x.begin_get_image(selection, future), future)
         return future
 
-    def get(self, selection: str) -> Future[str]:
+    def get(self, selection: XSelection) -> Future[str]:
         """The text of `selection`: ours directly, another client's through ConvertSelection."""
         future: Future[str] = Future()
         self._submit(lambda x: x.begin_get(selection, future), future)
@@ -315,21 +326,22 @@ class Clipboard:
         self._thread: ClipboardThread | None = None
         self._lock = asyncio.Lock()
 
-    async def set(self, session: Session, text: str | None, selection: str = "clipboard",
-                  image: bytes | None = None) -> None:
+    async def set(self, session: Session, text: str | None,
+                  selection: ClipboardSelection = ClipboardSelection.CLIPBOARD, image: bytes | None = None) -> None:
         """Own `selection` (clipboard, primary or both) with `text` and/or a PNG `image` until replaced or taken."""
-        names = selection_names(selection, location="body", allow_both=True)
+        names = SELECTIONS[selection]
         content = Content(text, {PNG: image} if image is not None else {})
         await self._call(session.display, lambda thread: thread.set(names, content))
 
-    async def get_image(self, session: Session, selection: str = "clipboard") -> bytes | None:
+    async def get_image(self, session: Session,
+                        selection: ClipboardSelection = ClipboardSelection.CLIPBOARD) -> bytes | None:
         """The PNG on `selection` (clipboard or primary); None when nothing there offers `image/png`."""
-        (name,) = selection_names(selection, location="query", allow_both=False)
+        (name,) = SELECTIONS[selection]
         return await self._call(session.display, lambda thread: thread.get_image(name))
 
-    async def get(self, session: Session, selection: str = "clipboard") -> str:
+    async def get(self, session: Session, selection: ClipboardSelection = ClipboardSelection.CLIPBOARD) -> str:
         """The text of `selection` (clipboard or primary); "" when nothing owns it."""
-        (name,) = selection_names(selection, location="query", allow_both=False)
+        (name,) = SELECTIONS[selection]
         return await self._call(session.display, lambda thread: thread.get(name))
 
     async def drop(self, session: Session, uris: tuple[str, ...], x: int, y: int) -> DropResult:

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 
 from sandbox_desktop_wire.problems import ProblemCode
 
-Code = ProblemCode
 # Members of every problem document (RFC 7807 and `code`): no domain fact may take their names.
 _RESERVED = frozenset({"type", "title", "status", "detail", "code"})
 
@@ -25,7 +24,7 @@ _RESERVED = frozenset({"type", "title", "status", "detail", "code"})
 class DomainError(Exception):
     """Base class: a problem code, a human message and the domain facts (extension members, wire names)."""
 
-    code: ClassVar[ProblemCode] = Code.INTERNAL_ERROR
+    code: ClassVar[ProblemCode] = ProblemCode.INTERNAL_ERROR
 
     def __init__(
         self,
@@ -33,28 +32,17 @@ class DomainError(Exception):
         *,
         code: str | None = None,
         retry_after: int | None = None,
-        headers: dict[str, str] | None = None,
         **facts: Any,
     ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = ProblemCode(code)  # type: ignore[misc]  # an instance naming a more precise code
-        # `headers` is the older spelling of retry_after (desktop/screen/screenshots.py still uses it); nothing else
-        # of HTTP may come this way: api/http/problems.py decides the headers.
-        if headers:
-            if headers.keys() != {"Retry-After"}:
-                raise TypeError(f"headers {sorted(headers)}: only Retry-After, as retry_after, is a domain fact")
-            retry_after = int(headers["Retry-After"])
         self.retry_after = retry_after
         """Seconds after which the same request may succeed (the desktop is restarting a child)."""
         if _RESERVED & facts.keys():
             raise TypeError(f"{sorted(_RESERVED & facts.keys())} are the problem's own members, not facts")
         self.extensions = {k: v for k, v in facts.items() if v is not None}
-
-
-ServiceError = DomainError
-"""The older name of DomainError, which every package still catches."""
 
 
 class GenericError(DomainError):
@@ -67,43 +55,43 @@ class GenericError(DomainError):
 
 
 class InvalidRequest(GenericError):
-    code = Code.INVALID_REQUEST
+    code = ProblemCode.INVALID_REQUEST
 
 
 class UnsupportedMediaType(GenericError):
-    code = Code.UNSUPPORTED_MEDIA_TYPE
+    code = ProblemCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class PayloadTooLarge(GenericError):
-    code = Code.PAYLOAD_TOO_LARGE
+    code = ProblemCode.PAYLOAD_TOO_LARGE
 
 
 class Conflict(GenericError):
-    code = Code.CONFLICT
+    code = ProblemCode.CONFLICT
 
 
 class StreamError(GenericError):
-    code = Code.STREAM_ERROR
+    code = ProblemCode.STREAM_ERROR
 
 
 class Timeout(GenericError):
-    code = Code.TIMEOUT
+    code = ProblemCode.TIMEOUT
 
 
 class PermissionDenied(GenericError):
-    code = Code.PERMISSION_DENIED
+    code = ProblemCode.PERMISSION_DENIED
 
 
 class ApiDisabled(PermissionDenied):
     """A route of an API the server was started without (`--no-process-api`)."""
 
-    code = Code.API_DISABLED
+    code = ProblemCode.API_DISABLED
 
 
 class NotFound(DomainError):
     """A named resource does not exist: `details: {resource, id}` as in the reference."""
 
-    code = Code.NOT_FOUND
+    code = ProblemCode.NOT_FOUND
 
     def __init__(self, resource: str, ident: str, message: str | None = None) -> None:
         super().__init__(message or f"{resource.replace('_', ' ')} {ident}",
@@ -113,7 +101,7 @@ class NotFound(DomainError):
 class RangeNotSatisfiable(DomainError):
     """A byte range (of a recording's download) that starts past the end of a file of `size` bytes."""
 
-    code = Code.RANGE_NOT_SATISFIABLE
+    code = ProblemCode.RANGE_NOT_SATISFIABLE
 
     def __init__(self, message: str, *, size: int) -> None:
         self.size = size
@@ -123,11 +111,11 @@ class RangeNotSatisfiable(DomainError):
 class DesktopAlreadyActive(Conflict):
     """A start asking for another geometry or state directory than the running desktop's."""
 
-    code = Code.DESKTOP_ALREADY_ACTIVE
+    code = ProblemCode.DESKTOP_ALREADY_ACTIVE
 
 
 class StreamNotActive(Conflict):
-    code = Code.STREAM_NOT_ACTIVE
+    code = ProblemCode.STREAM_NOT_ACTIVE
 
 
 def field_errors(field: str, message: str, location: str = "body") -> list[dict[str, str]]:
@@ -136,124 +124,99 @@ def field_errors(field: str, message: str, location: str = "body") -> list[dict[
 
 
 class DesktopError(DomainError):
-    """A desktop problem; its detail is the raw message.
-
-    `DesktopError("window_not_found", message)`, the older spelling, makes the typed subclass of that
-    code (a `WindowNotFound`); new code raises the subclass by name: `WindowNotFound(message)`.
-    """
-
-    _by_code: ClassVar[dict[ProblemCode, type[DesktopError]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "code" in cls.__dict__:
-            DesktopError._by_code.setdefault(cls.code, cls)
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> DesktopError:
-        if cls is DesktopError:
-            if len(args) != 2:
-                raise TypeError("DesktopError(code, message): name the problem code, or raise a subclass")
-            try:
-                cls = DesktopError._by_code[ProblemCode(args[0])]
-            except (KeyError, ValueError):
-                raise ValueError(f"unknown desktop problem code {args[0]!r}") from None
-        return super().__new__(cls)
-
-    def __init__(self, *args: str, **facts: Any) -> None:
-        message = args[-1]  # (message) or, the older spelling, (code, message)
-        super().__init__(message, **facts)
+    """A desktop problem; its detail is the raw message. Raised as a subclass, which names the code."""
 
 
 class DesktopUnsupportedPlatform(DesktopError):
-    code = Code.DESKTOP_UNSUPPORTED_PLATFORM
+    code = ProblemCode.DESKTOP_UNSUPPORTED_PLATFORM
 
 
 class DependenciesMissing(DesktopError):
     """Carries `missingDependencies` and `installCommand`."""
 
-    code = Code.DESKTOP_DEPENDENCIES_MISSING
+    code = ProblemCode.DESKTOP_DEPENDENCIES_MISSING
 
 
 class DesktopInactive(DesktopError):
-    code = Code.DESKTOP_RUNTIME_INACTIVE
+    code = ProblemCode.DESKTOP_RUNTIME_INACTIVE
 
 
 class DesktopBusy(DesktopError):
     """Starting or stopping: another start or stop must wait."""
 
-    code = Code.DESKTOP_RUNTIME_STARTING
+    code = ProblemCode.DESKTOP_RUNTIME_STARTING
 
 
 class DesktopFailed(DesktopError):
     """The desktop failed, or is restarting a crashed child (then with `retry_after`)."""
 
-    code = Code.DESKTOP_RUNTIME_FAILED
+    code = ProblemCode.DESKTOP_RUNTIME_FAILED
 
 
 class DesktopNotReady(DesktopError):
-    code = Code.DESKTOP_NOT_READY
+    code = ProblemCode.DESKTOP_NOT_READY
 
 
 class InvalidAction(DesktopError):
     """A value a desktop route cannot use; `field` is its wire name."""
 
-    code = Code.DESKTOP_INVALID_ACTION
+    code = ProblemCode.DESKTOP_INVALID_ACTION
 
 
 class ScreenshotFailed(DesktopError):
-    code = Code.DESKTOP_SCREENSHOT_FAILED
+    code = ProblemCode.DESKTOP_SCREENSHOT_FAILED
 
 
 class InputFailed(DesktopError):
-    code = Code.DESKTOP_INPUT_FAILED
+    code = ProblemCode.DESKTOP_INPUT_FAILED
 
 
 class WindowNotFound(DesktopError):
-    code = Code.WINDOW_NOT_FOUND
+    code = ProblemCode.WINDOW_NOT_FOUND
 
 
 class NoFocusedWindow(DesktopError):
-    code = Code.NO_FOCUSED_WINDOW
+    code = ProblemCode.NO_FOCUSED_WINDOW
 
 
 class AppNotFound(DesktopError):
-    code = Code.APP_NOT_FOUND
+    code = ProblemCode.APP_NOT_FOUND
 
 
 class AppExited(DesktopError):
-    code = Code.APP_EXITED
+    code = ProblemCode.APP_EXITED
 
 
 class AppNotExecutable(DesktopError):
-    code = Code.APP_NOT_EXECUTABLE
+    code = ProblemCode.APP_NOT_EXECUTABLE
 
 
 class TargetNotFound(DesktopError):
-    code = Code.TARGET_NOT_FOUND
+    code = ProblemCode.TARGET_NOT_FOUND
 
 
 class ClipboardFailed(DesktopError):
-    code = Code.CLIPBOARD_FAILED
+    code = ProblemCode.CLIPBOARD_FAILED
 
 
 class StreamAlreadyActive(DesktopError):
-    code = Code.STREAM_ALREADY_ACTIVE
+    code = ProblemCode.STREAM_ALREADY_ACTIVE
 
 
 class DesktopNotFound(DesktopError):
-    code = Code.DESKTOP_NOT_FOUND
+    code = ProblemCode.DESKTOP_NOT_FOUND
 
 
 class DesktopPaused(DesktopError):
-    code = Code.DESKTOP_PAUSED
+    code = ProblemCode.DESKTOP_PAUSED
 
 
 class DesktopIsDefault(DesktopError):
-    code = Code.DESKTOP_IS_DEFAULT
+    code = ProblemCode.DESKTOP_IS_DEFAULT
 
 
 class TooManyDesktops(DesktopError):
-    code = Code.TOO_MANY_DESKTOPS
+    code = ProblemCode.TOO_MANY_DESKTOPS
 
 
 def invalid_action(message: str, field: str, location: str = "body") -> InvalidAction:
@@ -282,47 +245,47 @@ class SpawnError(UnusableValue):
 
 
 class CommandNotFound(SpawnError):
-    code = Code.COMMAND_NOT_FOUND
+    code = ProblemCode.COMMAND_NOT_FOUND
 
 
 class CommandNotExecutable(SpawnError):
     """A directory, a file without the execute permission, a script whose interpreter is missing."""
 
-    code = Code.COMMAND_NOT_EXECUTABLE
+    code = ProblemCode.COMMAND_NOT_EXECUTABLE
 
 
 class CommandBusy(SpawnError):
     """The program is open for writing (ETXTBSY): it can be started once the write is done."""
 
-    code = Code.COMMAND_BUSY
+    code = ProblemCode.COMMAND_BUSY
 
 
 class WorkingDirectoryNotFound(SpawnError):
-    code = Code.CWD_NOT_FOUND
+    code = ProblemCode.CWD_NOT_FOUND
 
 
 class WorkingDirectoryNotDirectory(SpawnError):
-    code = Code.CWD_NOT_DIRECTORY
+    code = ProblemCode.CWD_NOT_DIRECTORY
 
 
 class WorkingDirectoryNotAccessible(SpawnError):
-    code = Code.CWD_NOT_ACCESSIBLE
+    code = ProblemCode.CWD_NOT_ACCESSIBLE
 
 
 class ArgumentsTooLong(SpawnError):
     """An argument over the kernel's limit for one string, or all of them over the limit for all."""
 
-    code = Code.ARGUMENTS_TOO_LONG
+    code = ProblemCode.ARGUMENTS_TOO_LONG
 
 
 class FieldError(DomainError):
     """Request validation failed; `errors` names each bad field. `wrong_shape`: the JSON has the wrong
     shape (a type, a missing field, an enum) rather than a value out of range (docs/errors.md "Bad input")."""
 
-    code = Code.INVALID_REQUEST
+    code = ProblemCode.INVALID_REQUEST
 
     def __init__(self, errors: list[dict[str, str]], *, wrong_shape: bool = False,
-                 code: str = Code.INVALID_REQUEST) -> None:
+                 code: str = ProblemCode.INVALID_REQUEST) -> None:
         self.wrong_shape = wrong_shape
         fields = ", ".join(e["field"] for e in errors) or "request"
         first = errors[0]["message"] if errors else "invalid request"

@@ -1,4 +1,4 @@
-"""Translating OSErrors into the ServiceErrors a client can act on, and paths fit for JSON."""
+"""Translating OSErrors into the DomainErrors a client can act on, and paths fit for JSON."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 from desktop.core.errors import (
     Conflict,
+    DomainError,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
     PermissionDenied,
-    ServiceError,
     StreamError,
 )
 
@@ -32,7 +32,7 @@ def lossy(text: str | os.PathLike[str]) -> str:
 
 def map_os_error(
     exc: OSError, path: Path | str, *, resource: str = "file", write: bool = False
-) -> ServiceError:
+) -> DomainError:
     """Translate an OSError about `path` into the error a client should see."""
     p = lossy(path)
     reason = exc.strerror or str(exc)
@@ -70,7 +70,7 @@ def map_os_error(
 
 @contextmanager
 def os_errors(path: Path | str, *, resource: str = "file", write: bool = False) -> Iterator[None]:
-    """Re-raise any OSError inside the block as the matching ServiceError about `path`."""
+    """Re-raise any OSError inside the block as the matching DomainError about `path`."""
     try:
         yield
     except OSError as exc:

@@ -1,7 +1,7 @@
 """The file API: list, stat, read, write, move and delete paths on the server's own file system.
 
 Paths are absolute, `~` / `~/...` (the server user's home), or relative to that home, as in the
-reference. Every blocking call runs in a worker thread; failures are ServiceErrors a client can
+reference. Every blocking call runs in a worker thread; failures are DomainErrors a client can
 act on (404, 403, 409, 400), never a bare 500.
 """
 
@@ -32,7 +32,6 @@ READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024
 """Incoming chunks are gathered up to this size before one worker-thread write (bounds memory)."""
 
-EntryType = FsEntryType
 T = TypeVar("T")
 
 
@@ -65,7 +64,7 @@ class Entry:
 
     name: str
     path: str
-    entry_type: EntryType
+    entry_type: FsEntryType
     size: int
     modified: str | None
     is_symlink: bool = False
@@ -81,7 +80,7 @@ def describe(path: Path, name: str | None = None) -> Entry:
     return Entry(
         name=lossy(path.name if name is None else name),
         path=lossy(path),
-        entry_type=EntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else EntryType.FILE,
+        entry_type=FsEntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else FsEntryType.FILE,
         size=st.st_size,
         modified=rfc3339(st.st_mtime_ns),
         is_symlink=is_link,

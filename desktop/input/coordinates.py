@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from desktop.screen.encode import scaled_size
+from sandbox_desktop_wire.enums import CoordinateSpaceKind
 
-SpaceKind = Literal["screen", "image", "normalized", "window"]
 NORMALIZED_EXTENT = 1000
 """The normalised grid (Gemini style): 0-1000 on both axes, whatever the screen's aspect."""
 _FIT_ROUNDS = 16
@@ -66,7 +65,7 @@ class CoordinateSpace:
     """The frame a client's coordinates are in: screen pixels, image pixels of `width`x`height`, 0-1000,
     or a window's client area (`area`, optionally seen scaled to `width`x`height`)."""
 
-    kind: SpaceKind
+    kind: CoordinateSpaceKind
     screen_width: int
     screen_height: int
     width: int
@@ -77,17 +76,17 @@ class CoordinateSpace:
 
     @classmethod
     def screen(cls, screen_width: int, screen_height: int) -> CoordinateSpace:
-        return cls("screen", screen_width, screen_height, screen_width, screen_height)
+        return cls(CoordinateSpaceKind.SCREEN, screen_width, screen_height, screen_width, screen_height)
 
     @classmethod
     def image(cls, screen_width: int, screen_height: int, width: int, height: int) -> CoordinateSpace:
         if width < 1 or height < 1:
             raise ValueError(f"an image space needs a positive size, got {width}x{height}")
-        return cls("image", screen_width, screen_height, width, height)
+        return cls(CoordinateSpaceKind.IMAGE, screen_width, screen_height, width, height)
 
     @classmethod
     def normalized(cls, screen_width: int, screen_height: int) -> CoordinateSpace:
-        return cls("normalized", screen_width, screen_height, NORMALIZED_EXTENT, NORMALIZED_EXTENT)
+        return cls(CoordinateSpaceKind.NORMALIZED, screen_width, screen_height, NORMALIZED_EXTENT, NORMALIZED_EXTENT)
 
     @classmethod
     def window(cls, screen_width: int, screen_height: int, area: Area, width: int | None = None,
@@ -96,7 +95,7 @@ class CoordinateSpace:
         width, height = width or area.width, height or area.height
         if min(width, height, area.width, area.height) < 1:
             raise ValueError(f"a window space needs a positive size, got {width}x{height} of {area}")
-        return cls("window", screen_width, screen_height, width, height, area)
+        return cls(CoordinateSpaceKind.WINDOW, screen_width, screen_height, width, height, area)
 
     @property
     def span(self) -> Area:
@@ -110,22 +109,22 @@ class CoordinateSpace:
     @property
     def max_x(self) -> int:
         """The largest x a client may send (1000 is allowed on the normalised grid, as Gemini sends it)."""
-        return NORMALIZED_EXTENT if self.kind == "normalized" else self.width - 1
+        return NORMALIZED_EXTENT if self.kind is CoordinateSpaceKind.NORMALIZED else self.width - 1
 
     @property
     def max_y(self) -> int:
-        return NORMALIZED_EXTENT if self.kind == "normalized" else self.height - 1
+        return NORMALIZED_EXTENT if self.kind is CoordinateSpaceKind.NORMALIZED else self.height - 1
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
         """A client point as the screen pixel it designates (clamped to the space's area)."""
-        if self.kind == "normalized":
+        if self.kind is CoordinateSpaceKind.NORMALIZED:
             return grid_to_screen_axis(x, self.screen_width), grid_to_screen_axis(y, self.screen_height)
         a = self.span
         return a.x + to_screen_axis(x, self.width, a.width), a.y + to_screen_axis(y, self.height, a.height)
 
     def from_screen(self, x: int, y: int) -> tuple[int, int]:
         """A screen pixel as a point of this space (clamped to it)."""
-        if self.kind == "normalized":
+        if self.kind is CoordinateSpaceKind.NORMALIZED:
             return screen_to_grid_axis(x, self.screen_width), screen_to_grid_axis(y, self.screen_height)
         a = self.span
         return from_screen_axis(x - a.x, self.width, a.width), from_screen_axis(y - a.y, self.height, a.height)

@@ -55,11 +55,8 @@ def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: s
                           f"(0 <= x < {session.width}, 0 <= y < {session.height})", field)
 
 
-def button_number(name: str) -> int:
-    try:
-        return BUTTONS[MouseButton(name)]
-    except ValueError:
-        raise invalid_action(f"button must be one of {', '.join(BUTTONS)}", "button") from None
+def button_number(button: MouseButton) -> int:
+    return BUTTONS[button]
 
 
 # -- in-thread primitives (take the Display) ---------------------------------------------------
@@ -285,7 +282,8 @@ class Mouse:
             self._record("move", x=x, y=y)
             return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
 
-    async def click(self, session: Session, x: int, y: int, button: str = "left", count: int = 1) -> PointerState:
+    async def click(self, session: Session, x: int, y: int, button: MouseButton = MouseButton.LEFT,
+                    count: int = 1) -> PointerState:
         check_point(session, x, y)
         if not 1 <= count <= MAX_CLICKS:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
@@ -294,7 +292,8 @@ class Mouse:
             self._record("click", x=x, y=y, button=button, count=count)
             return await _click(session.x, (x, y), number, count)
 
-    async def button(self, session: Session, x: int | None, y: int | None, button: str, down: bool) -> PointerState:
+    async def button(self, session: Session, x: int | None, y: int | None, button: MouseButton,
+                     down: bool) -> PointerState:
         if (x is None) != (y is None):
             raise invalid_action("x and y must both be provided when setting coordinates", "x" if x is None else "y")
         at = None
@@ -310,7 +309,8 @@ class Mouse:
                 state = await session.x.call(_button_job, at, number)
             return await _settled(session.x, state, at)
 
-    async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int], button: str = "left",
+    async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int],
+                   button: MouseButton = MouseButton.LEFT,
                    steps: int | None = None, duration_ms: int = 0) -> PointerState:
         check_point(session, *start, x_field="startX", y_field="startY")
         check_point(session, *end, x_field="endX", y_field="endY")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from desktop.core.errors import DesktopAlreadyActive, invalid_action
 from desktop.core.parsing import ascii_int
@@ -31,8 +31,8 @@ DEFAULT_MAX_HEIGHT = 1600
 """The largest screen a desktop may switch to at runtime unless its start asks for more (docs/display.md):
 the X server keeps a framebuffer of this size for its whole life (+8 MiB of RSS over 1440x900; 4K costs +24 MiB)."""
 DEFAULT_DISPLAY_NUM = 99
-STREAM_VIDEO_CODECS = tuple(c.value for c in VideoCodec)
-STREAM_AUDIO_CODECS = tuple(c.value for c in AudioCodec)
+
+E = TypeVar("E", VideoCodec, AudioCodec)
 
 
 def framebuffer_size(width: int, height: int, max_width: int | None = None,
@@ -57,8 +57,8 @@ class StartOptions:
     dpi: int = DEFAULT_DPI
     display_num: int = DEFAULT_DISPLAY_NUM
     state_dir: Path | None = None
-    stream_video_codec: str = "vp8"
-    stream_audio_codec: str = "opus"
+    stream_video_codec: VideoCodec = VideoCodec.VP8
+    stream_audio_codec: AudioCodec = AudioCodec.OPUS
     stream_frame_rate: int = 30
     webrtc_port_range: tuple[int, int] = (59050, 59070)
     recording_fps: int | None = None
@@ -100,10 +100,6 @@ class StartOptions:
             _invalid(f"Desktop dpi must be between {MIN_DPI} and {MAX_DPI}", "dpi")
         if not MIN_DISPLAY_NUM <= self.display_num <= MAX_DISPLAY_NUM:
             _invalid(f"displayNum must be between {MIN_DISPLAY_NUM} and {MAX_DISPLAY_NUM}", "displayNum")
-        if self.stream_video_codec not in STREAM_VIDEO_CODECS:
-            _invalid(f"streamVideoCodec must be one of {', '.join(STREAM_VIDEO_CODECS)}", "streamVideoCodec")
-        if self.stream_audio_codec not in STREAM_AUDIO_CODECS:
-            _invalid(f"streamAudioCodec must be one of {', '.join(STREAM_AUDIO_CODECS)}", "streamAudioCodec")
         if not MIN_FPS <= self.stream_frame_rate <= MAX_FPS:
             _invalid(f"streamFrameRate must be between {MIN_FPS} and {MAX_FPS}", "streamFrameRate")
         if self.recording_fps is not None and not MIN_FPS <= self.recording_fps <= MAX_FPS:
@@ -125,6 +121,14 @@ def parse_port_range(text: str) -> tuple[int, int]:
     if not sep or first is None or last is None:
         _invalid("webrtcPortRange must look like '59050-59070'", "webrtcPortRange")
     return first, last
+
+
+def parse_codec(kind: type[E], name: str, field: str) -> E:
+    """`name` as one of the codecs of `kind`; anything else is a 400 naming `field` and the codecs."""
+    try:
+        return kind(name)
+    except ValueError:
+        _invalid(f"{field} must be one of {', '.join(kind)}", field)
 
 
 def _invalid(message: str, field: str) -> NoReturn:

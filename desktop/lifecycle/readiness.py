@@ -12,6 +12,7 @@ from Xlib import display as xdisplay
 from desktop.core.errors import DesktopError, DesktopFailed
 from desktop.lifecycle.runtime import Desktop
 from desktop.screen.screenshots import Region, ShotOptions
+from sandbox_desktop_wire.enums import SupervisedChild
 
 CHECK_TIMEOUT = 2.0
 """Seconds one check may take; a probe must answer well inside the orchestrator's own timeout."""
@@ -59,7 +60,7 @@ async def check_readiness(desktop: Desktop) -> Readiness:
 
     async def window_manager() -> None:
         supervisor = desktop.require_active()
-        openbox = supervisor.children.get("openbox")
+        openbox = supervisor.children.get(SupervisedChild.OPENBOX)
         if openbox is None or not openbox.running:
             raise DesktopFailed("the window manager (openbox) is not running")
 

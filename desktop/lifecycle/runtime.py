@@ -50,12 +50,9 @@ from desktop.windows.query import close_other_clients
 from desktop.x11.randr import DisplayChange, apply_display, read_geometry
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
-from sandbox_desktop_wire.enums import DesktopRuntimeState as State
-from sandbox_desktop_wire.enums import ProcessOwner, TakeoverMode
+from sandbox_desktop_wire.enums import ClipboardSelection, DesktopRuntimeState, ProcessOwner, TakeoverMode
 from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
-
-Code = ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.runtime")
 
@@ -92,7 +89,7 @@ class Desktop:
         self.supervisor: Supervisor | None = None
         self.x: XThread | None = None
         self._session: tuple[tuple[object, ...], Session] | None = None  # the last session() and its sources
-        self._state = State.INACTIVE
+        self._state = DesktopRuntimeState.INACTIVE
         self._last_error: tuple[ProblemCode, str] | None = None
         self.paused_reason: str | None = None
         """Why every process of the desktop is frozen (`pause`), or None while it runs."""
@@ -118,7 +115,7 @@ class Desktop:
 
     # -- state -------------------------------------------------------------------------------
 
-    def _set_state(self, state: State, error: tuple[ProblemCode, str] | None = None) -> None:
+    def _set_state(self, state: DesktopRuntimeState, error: tuple[ProblemCode, str] | None = None) -> None:
         if state != self._state:
             logger.info("desktop %s -> %s", self._state, state)
             self.events.state_changed(self._state, state)
@@ -131,27 +128,27 @@ class Desktop:
         code comparing it with a name (metrics' labels) needs no enum."""
         return self.current_state()
 
-    def current_state(self) -> State:
+    def current_state(self) -> DesktopRuntimeState:
         """The state as on the wire, folding in missing dependencies and supervisor health."""
-        if self._state in (State.STARTING, State.STOPPING):
+        if self._state in (DesktopRuntimeState.STARTING, DesktopRuntimeState.STOPPING):
             return self._state
         if self.paused_reason is not None:
-            return State.PAUSED
+            return DesktopRuntimeState.PAUSED
         if self.dependencies.report().missing:
-            return State.INSTALL_REQUIRED
-        if self._state == State.ACTIVE and self.supervisor is not None:
+            return DesktopRuntimeState.INSTALL_REQUIRED
+        if self._state == DesktopRuntimeState.ACTIVE and self.supervisor is not None:
             if self.supervisor.failure is not None:
-                return State.FAILED
+                return DesktopRuntimeState.FAILED
             if self.supervisor.recovering:
-                return State.STARTING
+                return DesktopRuntimeState.STARTING
         return self._state
 
     def last_error(self) -> tuple[ProblemCode, str] | None:
         report = self.dependencies.report()
-        if report.missing and self._state not in (State.STARTING, State.STOPPING):
-            return (Code.DESKTOP_DEPENDENCIES_MISSING, report.message())
+        if report.missing and self._state not in (DesktopRuntimeState.STARTING, DesktopRuntimeState.STOPPING):
+            return (ProblemCode.DESKTOP_DEPENDENCIES_MISSING, report.message())
         if self.supervisor is not None and self.supervisor.failure is not None:
-            return (Code.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
+            return (ProblemCode.DESKTOP_RUNTIME_FAILED, self.supervisor.failure)
         return self._last_error
 
     def log(self, message: str) -> None:
@@ -195,15 +192,15 @@ class Desktop:
         if report.missing:
             raise DependenciesMissing(report.message(),
                                       missingDependencies=list(report.missing), installCommand=report.install_command)
-        if self._state == State.INACTIVE:
+        if self._state == DesktopRuntimeState.INACTIVE:
             raise DesktopInactive("Desktop runtime has not been started")
         if self.paused_reason is not None:
             raise DesktopPaused(f"the desktop is paused ({self.paused_reason}); "
                                 f"POST /v1/desktops/{self.id}/resume first", resume=f"/v1/desktops/{self.id}/resume")
-        if self._state in (State.STARTING, State.STOPPING):
+        if self._state in (DesktopRuntimeState.STARTING, DesktopRuntimeState.STOPPING):
             raise DesktopBusy("Desktop runtime is busy transitioning state")
         supervisor = self.supervisor
-        if self._state == State.FAILED or supervisor is None or supervisor.failure is not None:
+        if self._state == DesktopRuntimeState.FAILED or supervisor is None or supervisor.failure is not None:
             message = (self.last_error() or ("", "Desktop runtime failed"))[1]
             raise DesktopFailed(message)
         if supervisor.recovering:
@@ -249,7 +246,7 @@ class Desktop:
     def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment for a user process: the server's, plus the desktop's when active."""
         env = dict(os.environ)
-        if self._state == State.ACTIVE and self.supervisor is not None:
+        if self._state == DesktopRuntimeState.ACTIVE and self.supervisor is not None:
             env.update(self.supervisor.env())
             # User processes are the user's: the desktop's stop must not find and end them.
             env.pop("SANDBOX_DESKTOP_INSTANCE", None)
@@ -280,7 +277,7 @@ class Desktop:
         self.paused_reason = reason
         # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
         await asyncio.to_thread(reaper.stop_marked, self._marker)
-        self.events.state_changed(State.ACTIVE, State.PAUSED)
+        self.events.state_changed(DesktopRuntimeState.ACTIVE, DesktopRuntimeState.PAUSED)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
 
@@ -311,7 +308,7 @@ class Desktop:
                     break
                 await asyncio.to_thread(reaper.kill_pids, rest, 0.5)
             await session.x.call(close_other_clients)
-            await self.clipboard.set(session, "", "both")
+            await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
         self.log("desktop reset")
         logger.info("desktop %s reset", self.id)
@@ -322,16 +319,17 @@ class Desktop:
             return
         await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
         self.paused_reason = None
-        self.events.state_changed(State.PAUSED, self.current_state())
+        self.events.state_changed(DesktopRuntimeState.PAUSED, self.current_state())
         logger.info("desktop %s resumed", self.id)
         self.log("desktop resumed")
 
     async def start(self, options: StartOptions, requested: Iterable[str] = ()) -> DesktopSnapshot:
         """Start the desktop, or return the running one if the request agrees with it."""
         if not sys.platform.startswith("linux"):
-            self._set_state(State.FAILED, (Code.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
+            self._set_state(DesktopRuntimeState.FAILED,
+                            (ProblemCode.DESKTOP_UNSUPPORTED_PLATFORM, "Desktop is only supported on Linux"))
             raise DesktopUnsupportedPlatform("Desktop is only supported on Linux")
-        if self._state in (State.STARTING, State.STOPPING):
+        if self._state in (DesktopRuntimeState.STARTING, DesktopRuntimeState.STOPPING):
             raise DesktopBusy("Desktop runtime is busy transitioning state")
         options.validate()
         report = self.dependencies.report(fresh=True)
@@ -339,12 +337,12 @@ class Desktop:
             raise DependenciesMissing(report.message(),
                                       missingDependencies=list(report.missing), installCommand=report.install_command)
         healthy = self.supervisor is not None and self.supervisor.failure is None
-        if self._state == State.ACTIVE and healthy and self.options is not None:
+        if self._state == DesktopRuntimeState.ACTIVE and healthy and self.options is not None:
             self.options.refuse_change(options, set(requested))
             return await self.snapshot()
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()
-        self._set_state(State.STARTING)
+        self._set_state(DesktopRuntimeState.STARTING)
         try:
             await self._bring_up(options)
         except BaseException as exc:
@@ -352,7 +350,7 @@ class Desktop:
             self.log("desktop runtime startup failed; cleaning up")
             self.log(f"desktop_runtime_failed: {message}")
             await self._teardown()
-            self._set_state(State.FAILED, (Code.DESKTOP_RUNTIME_FAILED, message))
+            self._set_state(DesktopRuntimeState.FAILED, (ProblemCode.DESKTOP_RUNTIME_FAILED, message))
             raise
         return await self.snapshot()
 
@@ -385,23 +383,23 @@ class Desktop:
         self.events.start(supervisor.display)
         self.windows.start(supervisor.display)  # window captures' redirection, before apps draw (docs/windows.md)
         self._started_ns = time.time_ns()
-        self._set_state(State.ACTIVE)
+        self._set_state(DesktopRuntimeState.ACTIVE)
         self.accessibility.connect_soon(self.session())
         size = f"{options.width}x{options.height}, dpi {options.dpi}"
         self.log(f"desktop runtime active on {supervisor.display} ({size})")
 
     async def stop(self) -> DesktopSnapshot:
         """Stop everything the desktop started; a stop while inactive is a no-op."""
-        if self._state in (State.STARTING, State.STOPPING):
+        if self._state in (DesktopRuntimeState.STARTING, DesktopRuntimeState.STOPPING):
             raise DesktopBusy("Desktop runtime is busy transitioning state")
-        if self._state == State.INACTIVE and self.supervisor is None:
+        if self._state == DesktopRuntimeState.INACTIVE and self.supervisor is None:
             return await self.snapshot()
-        self._set_state(State.STOPPING)
+        self._set_state(DesktopRuntimeState.STOPPING)
         self.log("stopping desktop runtime")
         try:
             await self._teardown()
         finally:
-            self._set_state(State.INACTIVE)
+            self._set_state(DesktopRuntimeState.INACTIVE)
         return await self.snapshot()
 
     async def _teardown(self) -> None:
@@ -436,10 +434,11 @@ class Desktop:
 
     async def shutdown(self) -> None:
         """Server exit: stop the desktop and every remaining child."""
-        if self._state not in (State.INACTIVE, State.STOPPING) or self.supervisor is not None:
-            self._set_state(State.STOPPING)
+        if (self._state not in (DesktopRuntimeState.INACTIVE, DesktopRuntimeState.STOPPING)
+                or self.supervisor is not None):
+            self._set_state(DesktopRuntimeState.STOPPING)
             await self._teardown()
-            self._set_state(State.INACTIVE)
+            self._set_state(DesktopRuntimeState.INACTIVE)
         self.events.shutdown()
         if self._owns_processes:
             await self.processes.shutdown()

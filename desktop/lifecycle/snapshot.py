@@ -16,7 +16,7 @@ from desktop.lifecycle.options import StartOptions, StateLayout
 from desktop.lifecycle.supervisor import ChildExit, Supervisor
 from desktop.windows.query import WindowInfo, list_windows
 from desktop.x11.thread import XThread
-from sandbox_desktop_wire.enums import DesktopRuntimeState as State
+from sandbox_desktop_wire.enums import DesktopRuntimeState, SupervisedChild
 from sandbox_desktop_wire.problems import ProblemCode
 
 
@@ -42,7 +42,7 @@ class Observed(Protocol):
     @property
     def started_ns(self) -> int | None: ...
 
-    def current_state(self) -> State: ...
+    def current_state(self) -> DesktopRuntimeState: ...
 
     def last_error(self) -> tuple[ProblemCode, str] | None: ...
 
@@ -56,7 +56,7 @@ def rfc3339_ns(epoch_ns: int) -> str:
 
 @dataclass(frozen=True)
 class ChildStatus:
-    name: str
+    name: SupervisedChild
     pid: int | None
     running: bool
     log_path: str | None
@@ -67,7 +67,7 @@ class ChildStatus:
 class DesktopSnapshot:
     """Everything `GET /v1/desktop/status` reports."""
 
-    state: State
+    state: DesktopRuntimeState
     missing_dependencies: tuple[str, ...]
     runtime_log_path: str
     processes: tuple[ChildStatus, ...] = ()
@@ -87,6 +87,10 @@ class DesktopSnapshot:
     """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
 
 
+_ERROR_STATES = (DesktopRuntimeState.FAILED, DesktopRuntimeState.INSTALL_REQUIRED)
+"""The states whose status names the last error."""
+
+
 async def take_snapshot(desktop: Observed) -> DesktopSnapshot:
     """The status document of `desktop`; never blocks on a transition."""
     report = desktop.dependencies.report()
@@ -95,7 +99,8 @@ async def take_snapshot(desktop: Observed) -> DesktopSnapshot:
     options = desktop.options
     windows: tuple[WindowInfo, ...] = ()
     grabbed = False
-    if state == State.ACTIVE and desktop.x is not None:  # not while paused: a stopped X server never answers
+    # Not while paused: a stopped X server never answers.
+    if state == DesktopRuntimeState.ACTIVE and desktop.x is not None:
         with contextlib.suppress(DesktopError):
             windows, grabbed = await desktop.x.call(_windows_and_grab)
     started = sup is not None and options is not None and sup.display_num is not None
@@ -111,7 +116,7 @@ async def take_snapshot(desktop: Observed) -> DesktopSnapshot:
         height=options.height if started and options else None,
         dpi=options.dpi if started and options else None,
         started_at=rfc3339_ns(desktop.started_ns) if desktop.started_ns else None,
-        last_error=desktop.last_error() if state in (State.FAILED, State.INSTALL_REQUIRED) else None,
+        last_error=desktop.last_error() if state in _ERROR_STATES else None,
         windows=windows,
         restart_count=sup.restart_count if sup else 0,
         last_exit=sup.last_exit if sup else None,

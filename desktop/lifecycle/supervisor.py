@@ -14,7 +14,7 @@ import os
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from desktop.accessibility.browsers import install_debian_hook
@@ -28,7 +28,7 @@ from desktop.processes import ManagedProcess, ProcessManager
 from desktop.sound.server import READY_TIMEOUT_S as SOUND_READY_TIMEOUT_S
 from desktop.sound.server import SoundServer, SoundState, find_pulseaudio
 from desktop.x11.thread import open_display
-from sandbox_desktop_wire.enums import ProcessOwner
+from sandbox_desktop_wire.enums import ProcessOwner, SupervisedChild
 
 logger = logging.getLogger("sandbox_desktop.supervisor")
 
@@ -41,7 +41,7 @@ ACCESSIBILITY_READY_TIMEOUT_S = 5.0
 class ChildExit:
     """How a supervised child last ended."""
 
-    name: str
+    name: SupervisedChild
     pid: int
     exit_code: int | None
     signal: int | None
@@ -71,7 +71,7 @@ class Supervisor:
         self._log = log
         self._on_change = on_change
         self.display_num: int | None = None
-        self.children: dict[str, ManagedProcess] = {}
+        self.children: dict[SupervisedChild, ManagedProcess] = {}
         self.bus_address: str | None = None
         self.sound: SoundServer | None = None
         """The desktop's PulseAudio while it runs (docs/audio.md); None: the desktop has no sound."""
@@ -84,7 +84,7 @@ class Supervisor:
         self._restart_error: str | None = None
         """Why the last restart attempt failed, while the next one is pending."""
         self._restarts: deque[float] = deque()
-        self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._watchers: dict[SupervisedChild, asyncio.Task[None]] = {}
         self._recovery = asyncio.Lock()
         self._retries: set[asyncio.Future[None]] = set()
         self._closing = False
@@ -106,7 +106,7 @@ class Supervisor:
 
     def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
         """The running sound server and the environment its clients use, or None (no sound now)."""
-        pulse = self.children.get("pulse")
+        pulse = self.children.get(SupervisedChild.PULSE)
         if self.sound is None or pulse is None or not pulse.running:
             return None
         env = self.env()
@@ -162,7 +162,7 @@ class Supervisor:
             self._log("dbus-daemon exited at start; continuing without a D-Bus session bus")
             return
         self.bus_address = address.decode().strip().splitlines()[0]
-        self._adopt("dbus", proc)
+        self._adopt(SupervisedChild.DBUS, proc)
 
     async def _start_accessibility_bus(self) -> None:
         """`at-spi-bus-launcher` on the session bus, with accessibility switched on (docs/accessibility.md).
@@ -186,7 +186,7 @@ class Supervisor:
             self._log(f"at-spi-bus-launcher did not start: {_tail(proc)}; continuing without accessibility")
             await proc.kill(1000)
             return
-        self._adopt("at-spi", proc)
+        self._adopt(SupervisedChild.AT_SPI, proc)
 
     async def _start_sound(self) -> None:
         """The desktop's PulseAudio (docs/audio.md); without it the desktop runs, without sound."""
@@ -216,12 +216,12 @@ class Supervisor:
             await asyncio.sleep(0.005)
         self.sound = server
         self.sound_state = SoundState.RUNNING
-        self._adopt("pulse", proc)
+        self._adopt(SupervisedChild.PULSE, proc)
 
     def bus_daemons(self) -> set[int]:
         """Pids of the supervised children whose own children are part of the session, not apps: the
         accessibility launcher starts its bus daemon (a reset keeps it, and the registry that bus started)."""
-        launcher = self.children.get("at-spi")
+        launcher = self.children.get(SupervisedChild.AT_SPI)
         return {launcher.pid} if launcher is not None and launcher.pid is not None and launcher.running else set()
 
     async def _start_xvfb(self, first_display: int, exact: bool) -> None:
@@ -232,7 +232,7 @@ class Supervisor:
             max_size=o.framebuffer(),
         )
         self.display_num = num
-        self._adopt("Xvfb", proc)
+        self._adopt(SupervisedChild.XVFB, proc)
 
     async def _start_openbox(self, first: bool) -> None:
         args: list[str] = []
@@ -244,7 +244,7 @@ class Supervisor:
             "openbox", args, env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
             log_path=self.layout.logs / "openbox.log",
         )
-        self._adopt("openbox", proc)
+        self._adopt(SupervisedChild.OPENBOX, proc)
         await self._wait_for_wm(proc)
 
     async def _wait_for_wm(self, proc: ManagedProcess) -> None:
@@ -263,7 +263,7 @@ class Supervisor:
         finally:
             await asyncio.to_thread(display.close)
 
-    def _adopt(self, name: str, proc: ManagedProcess) -> None:
+    def _adopt(self, name: SupervisedChild, proc: ManagedProcess) -> None:
         self.children[name] = proc
         old = self._watchers.pop(name, None)
         if old is not None and old is not asyncio.current_task():
@@ -271,7 +271,7 @@ class Supervisor:
         self._watchers[name] = asyncio.create_task(self._watch(name, proc), name=f"watch-{name}")
         self._on_change()
 
-    async def _watch(self, name: str, proc: ManagedProcess) -> None:
+    async def _watch(self, name: SupervisedChild, proc: ManagedProcess) -> None:
         code = await proc.wait()
         if self._closing or self.children.get(name) is not proc:
             return
@@ -280,15 +280,15 @@ class Supervisor:
         logger.warning("%s exited (%s); restarting", name, code)
         await self._recover(name)
 
-    async def _recover(self, name: str) -> None:
+    async def _recover(self, name: SupervisedChild) -> None:
         async with self._recovery:
             if self._closing or self.failure is not None:
                 return
             current = self.children.get(name)
             if current is not None and current.running:
                 return  # another recovery already replaced it
-            xvfb = self.children.get("Xvfb")
-            if name != "Xvfb" and (xvfb is None or not xvfb.running):
+            xvfb = self.children.get(SupervisedChild.XVFB)
+            if name is not SupervisedChild.XVFB and (xvfb is None or not xvfb.running):
                 return  # the X server died too; its own recovery restarts everything on top of it
             now = time.monotonic()
             while self._restarts and now - self._restarts[0] > 60:
@@ -303,7 +303,7 @@ class Supervisor:
             self._on_change()
             try:
                 await asyncio.sleep(delay)
-                await self._restart(name)
+                await RESTART[name](self)
                 self.restart_count += 1
                 self._restart_error = None
                 self._log(f"{name} restarted; desktop active on {self.display}")
@@ -317,7 +317,7 @@ class Supervisor:
             self.recovering = False
             self._on_change()
 
-    def _give_up(self, name: str) -> None:
+    def _give_up(self, name: SupervisedChild) -> None:
         """Too many restarts within a minute: the session is failed until the next start."""
         last = self.last_exit.describe() if self.last_exit else f"{name} ended"
         if self._restart_error is not None:
@@ -329,34 +329,32 @@ class Supervisor:
         self._log(f"desktop_runtime_failed: {self.failure}")
         self._on_change()
 
-    def _retry(self, name: str) -> None:
+    def _retry(self, name: SupervisedChild) -> None:
         if not self._closing:
             task = asyncio.ensure_future(self._recover(name))
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
 
-    async def _restart(self, name: str) -> None:
-        if name == "Xvfb":
-            openbox = self.children.get("openbox")
-            if openbox is not None and openbox.running:
-                self.children.pop("openbox")
-                await openbox.kill(1000)
-            assert self.display_num is not None
-            await self._start_xvfb(self.display_num, exact=True)
-            await self._start_openbox(first=False)
-        elif name == "openbox":
-            await self._start_openbox(first=False)
-        elif name == "dbus":
-            await self._start_bus()
-            # The launcher's name and the apps' registrations lived on the old bus.
-            launcher = self.children.pop("at-spi", None)
-            if launcher is not None and launcher.running:
-                await launcher.kill(1000)
-            await self._start_accessibility_bus()
-        elif name == "at-spi":
-            await self._start_accessibility_bus()
-        elif name == "pulse":
-            await self._start_sound()  # on the same socket: apps and the capture reconnect to it
+    async def _restart_x(self) -> None:
+        """Xvfb on its display again, and a new openbox on it: the old one lost its X server."""
+        openbox = self.children.get(SupervisedChild.OPENBOX)
+        if openbox is not None and openbox.running:
+            self.children.pop(SupervisedChild.OPENBOX)
+            await openbox.kill(1000)
+        assert self.display_num is not None
+        await self._start_xvfb(self.display_num, exact=True)
+        await self._start_openbox(first=False)
+
+    async def _restart_openbox(self) -> None:
+        await self._start_openbox(first=False)
+
+    async def _restart_bus(self) -> None:
+        await self._start_bus()
+        # The launcher's name and the apps' registrations lived on the old bus.
+        launcher = self.children.pop(SupervisedChild.AT_SPI, None)
+        if launcher is not None and launcher.running:
+            await launcher.kill(1000)
+        await self._start_accessibility_bus()
 
     async def stop(self) -> None:
         """Stop every child (openbox first, Xvfb last); watchers see `_closing` and stand down."""
@@ -364,13 +362,26 @@ class Supervisor:
         for task in self._watchers.values():
             if task is not asyncio.current_task():
                 task.cancel()
-        # Apps are gone by now; the sound server after the window manager, the buses and X last.
-        for name in ("openbox", "pulse", "at-spi", "Xvfb", "dbus"):
+        for name in STOP_ORDER:
             proc = self.children.get(name)
             if proc is not None and proc.running:
                 await proc.stop(2000)
                 if proc.running:
                     await proc.kill(1000)
+
+
+RESTART: dict[SupervisedChild, Callable[[Supervisor], Awaitable[None]]] = {
+    SupervisedChild.XVFB: Supervisor._restart_x,
+    SupervisedChild.OPENBOX: Supervisor._restart_openbox,
+    SupervisedChild.DBUS: Supervisor._restart_bus,
+    SupervisedChild.AT_SPI: Supervisor._start_accessibility_bus,
+    SupervisedChild.PULSE: Supervisor._start_sound,  # on the same socket: apps and the capture reconnect to it
+}
+"""How each child comes back after it ended (every child has a way)."""
+
+STOP_ORDER = (SupervisedChild.OPENBOX, SupervisedChild.PULSE, SupervisedChild.AT_SPI, SupervisedChild.XVFB,
+              SupervisedChild.DBUS)
+"""Apps are gone by the time the children stop; the sound server after the window manager, the buses and X last."""
 
 
 def _tail(proc: ManagedProcess) -> str:

@@ -21,12 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from desktop.core.errors import Conflict, InvalidRequest, StreamError, Timeout
-from desktop.processes.logs import CHUNK_BYTES, Stream, now_ms
+from desktop.processes.logs import CHUNK_BYTES, now_ms
 from desktop.processes.spawn_errors import spawn_error
+from sandbox_desktop_wire.enums import LogStream
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
-OutputSink = Callable[[Stream, bytes], None]
+OutputSink = Callable[[LogStream, bytes], None]
 """Receives each chunk of output (at most `CHUNK_BYTES`) as it is read."""
 
 DEFAULT_TERMINAL_SIZE = (80, 24)
@@ -117,7 +118,7 @@ class _HostProcess:
 class _Reader(asyncio.Protocol):
     """Feeds one output fd to the sink in chunks of at most `CHUNK_BYTES`."""
 
-    def __init__(self, stream: Stream, sink: OutputSink) -> None:
+    def __init__(self, stream: LogStream, sink: OutputSink) -> None:
         self.stream = stream
         self.sink = sink
         self.eof = asyncio.Event()
@@ -303,7 +304,7 @@ async def start_child(
             theirs.append(slave)
             set_window_size(master, *DEFAULT_TERMINAL_SIZE)
             stdio = (slave, slave, slave)
-            outputs: list[tuple[Stream, int]] = [("pty", master)]
+            outputs: list[tuple[LogStream, int]] = [(LogStream.PTY, master)]
         else:
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
@@ -316,6 +317,7 @@ async def start_child(
                 theirs.append(in_r)
                 in_fd = in_r
             stdio = (in_fd, out_w, err_w)
+<<<<<<< HEAD
             outputs = [("stdout", out_r), ("stderr", err_r)]
         process: Running
         visible_pid: int | None = None
@@ -337,6 +339,16 @@ async def start_child(
                 preexec_fn=_claim_controlling_tty if tty else None,
             )
             process = _HostProcess(transport, protocol)
+=======
+            outputs = [(LogStream.STDOUT, out_r), (LogStream.STDERR, err_r)]
+        transport, protocol = await loop.subprocess_exec(
+            _ExitProtocol, command, *args,
+            stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+            cwd=cwd, env=dict(env) if env is not None else None,
+            start_new_session=True, pass_fds=tuple(pass_fds),
+            preexec_fn=_claim_controlling_tty if tty else None,
+        )
+>>>>>>> main
     except BaseException as exc:
         for fd in ours:
             os.close(fd)

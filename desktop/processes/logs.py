@@ -14,22 +14,18 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from sandbox_desktop_wire.enums import LogStreamFilter
-
-Stream = Literal["stdout", "stderr", "pty"]
-"""`LogStream`'s values (sandbox_desktop_wire/enums.py), spelled as literals for the children's pipes."""
-StreamFilter = LogStreamFilter
+from sandbox_desktop_wire.enums import LogStream, LogStreamFilter
 
 CHUNK_BYTES = 8192
 """Largest entry: output is split into chunks of at most this many bytes."""
 
-STREAM_FILTERS: dict[StreamFilter, frozenset[Stream]] = {
-    LogStreamFilter.STDOUT: frozenset({"stdout"}),
-    LogStreamFilter.STDERR: frozenset({"stderr"}),
-    LogStreamFilter.COMBINED: frozenset({"stdout", "stderr"}),
-    LogStreamFilter.PTY: frozenset({"pty"}),
+STREAM_FILTERS: dict[LogStreamFilter, frozenset[LogStream]] = {
+    LogStreamFilter.STDOUT: frozenset({LogStream.STDOUT}),
+    LogStreamFilter.STDERR: frozenset({LogStream.STDERR}),
+    LogStreamFilter.COMBINED: frozenset({LogStream.STDOUT, LogStream.STDERR}),
+    LogStreamFilter.PTY: frozenset({LogStream.PTY}),
 }
 
 # Tiny writes would otherwise let millions of entries fit under the byte cap; bound the count too.
@@ -47,7 +43,7 @@ class LogEntry:
     """One chunk of output."""
 
     sequence: int
-    stream: Stream
+    stream: LogStream
     timestamp_ms: int
     data: bytes
 
@@ -95,7 +91,7 @@ class LogBuffer:
     def finished(self) -> bool:
         return self._finished
 
-    def append(self, stream: Stream, data: bytes) -> LogEntry:
+    def append(self, stream: LogStream, data: bytes) -> LogEntry:
         """Store one chunk (callers split output into chunks of at most `CHUNK_BYTES`)."""
         if len(data) > self.max_bytes:
             data = data[-self.max_bytes:]  # only the newest bytes fit
@@ -117,7 +113,7 @@ class LogBuffer:
     def entries(
         self,
         *,
-        streams: Collection[Stream] | None = None,
+        streams: Collection[LogStream] | None = None,
         since: int = 0,
         tail: int | None = None,
     ) -> list[LogEntry]:
@@ -158,7 +154,7 @@ class LogBuffer:
     async def follow(
         self,
         *,
-        streams: Collection[Stream] | None = None,
+        streams: Collection[LogStream] | None = None,
         since: int = 0,
         tail: int | None = None,
         heartbeat_s: float | None = None,

@@ -12,12 +12,10 @@ from typing import IO, Any
 
 from desktop.core.errors import Conflict
 from desktop.processes.child import Child
-from desktop.processes.logs import LogBuffer, Stream
-from sandbox_desktop_wire.enums import ProcessOwner, ProcessStatus
+from desktop.processes.logs import LogBuffer
+from sandbox_desktop_wire.enums import LogStream, ProcessOwner, ProcessStatus
 
 logger = logging.getLogger("sandbox_desktop.processes")
-
-Owner = ProcessOwner
 
 DRAIN_GRACE_S = 0.5
 """After an exit, how long output still in the pipes may take to arrive before followers are told
@@ -34,7 +32,7 @@ class ProcessOutput:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
 
-    def write(self, stream: Stream, data: bytes) -> None:
+    def write(self, stream: LogStream, data: bytes) -> None:
         self.logs.append(stream, data)
         if self._file is not None:
             try:
@@ -62,7 +60,7 @@ class ManagedProcess:
         command: str,
         args: Sequence[str],
         cwd: str | None,
-        owner: Owner,
+        owner: ProcessOwner,
         tty: bool,
         interactive: bool,
         protected: bool,
@@ -77,7 +75,7 @@ class ManagedProcess:
         self.command = command
         self.args = list(args)
         self.cwd = cwd
-        self.owner: Owner = owner
+        self.owner: ProcessOwner = owner
         self.tty = tty
         self.interactive = interactive
         self.protected = protected

@@ -15,9 +15,10 @@ from pathlib import Path
 from desktop.core.errors import Conflict, InvalidRequest, NotFound, StreamError
 from desktop.processes.child import Child, Launcher, start_child
 from desktop.processes.logs import LogBuffer, now_ms
-from desktop.processes.managed import ManagedProcess, Owner, ProcessOutput
+from desktop.processes.managed import ManagedProcess, ProcessOutput
 from desktop.processes.runner import RunResult, run_once
 from desktop.processes.spawn_errors import SpawnError
+from sandbox_desktop_wire.enums import ProcessOwner
 
 logger = logging.getLogger("sandbox_desktop.processes")
 
@@ -87,7 +88,7 @@ class ProcessManager:
         *,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
-        owner: Owner = Owner.USER,
+        owner: ProcessOwner = ProcessOwner.USER,
         tty: bool = False,
         interactive: bool = False,
         log_path: Path | None = None,
@@ -104,7 +105,7 @@ class ProcessManager:
         """
         if not command.strip():
             raise InvalidRequest("command must not be empty")
-        if owner is Owner.USER:
+        if owner is ProcessOwner.USER:
             self._check_capacity()
         if tty:
             base = os.environ if env is None else env
@@ -112,7 +113,7 @@ class ProcessManager:
                 env = {**base, "TERM": DEFAULT_TERM}
         output = ProcessOutput(LogBuffer(self._config.max_log_bytes_per_process), log_path)
         created_at_ms = now_ms()
-        self._starting_user += owner is Owner.USER
+        self._starting_user += owner is ProcessOwner.USER
         try:
             child = await start_child(command, args, sink=output.write, cwd=cwd, env=env, tty=tty,
                                       stdin=interactive, pass_fds=pass_fds, launcher=launcher)
@@ -127,7 +128,7 @@ class ProcessManager:
             output.close()
             raise
         finally:
-            self._starting_user -= owner is Owner.USER
+            self._starting_user -= owner is ProcessOwner.USER
         # The id is taken only now, so a failed spawn leaves no gap in the numbering.
         self._last_id += 1
         process = ManagedProcess(
@@ -147,7 +148,7 @@ class ProcessManager:
         except KeyError:
             raise NotFound("process", process_id) from None
 
-    def list(self, owner: Owner | None = None) -> list[ManagedProcess]:
+    def list(self, owner: ProcessOwner | None = None) -> list[ManagedProcess]:
         """Processes in numeric id order (`proc_2` before `proc_10`), optionally of one owner."""
         found = [p for p in self._processes.values() if owner is None or p.owner == owner]
         return sorted(found, key=lambda p: int(p.id.removeprefix("proc_")))
@@ -229,7 +230,7 @@ class ProcessManager:
 
     def _check_capacity(self) -> None:
         limit = self._config.max_concurrent_processes
-        running = sum(1 for p in self._processes.values() if p.owner is Owner.USER and p.running)
+        running = sum(1 for p in self._processes.values() if p.owner is ProcessOwner.USER and p.running)
         if running + self._starting_user >= limit:
             raise Conflict(f"max concurrent process limit reached ({limit}); stop or kill a running "
                            "process, or raise maxConcurrentProcesses with POST /v1/processes/config")

@@ -9,8 +9,13 @@ import time
 from collections.abc import Mapping, MutableSet, Sequence
 from dataclasses import dataclass
 
+<<<<<<< HEAD
 from desktop.processes.child import Child, Launcher, start_child
 from desktop.processes.logs import Stream
+=======
+from desktop.processes.child import Child, start_child
+from sandbox_desktop_wire.enums import LogStream
+>>>>>>> main
 
 DRAIN_GRACE_S = 0.25
 """After the exit, how long output still in the pipes may take to arrive (a grandchild holding
@@ -69,9 +74,9 @@ async def run_once(
 
     `active` (if given) holds the child while it runs, so a server shutdown can kill it.
     """
-    captures = {"stdout": _Capture(max_output_bytes), "stderr": _Capture(max_output_bytes)}
+    captures = {LogStream.STDOUT: _Capture(max_output_bytes), LogStream.STDERR: _Capture(max_output_bytes)}
 
-    def sink(stream: Stream, data: bytes) -> None:
+    def sink(stream: LogStream, data: bytes) -> None:
         captures[stream].add(data)
 
     started = time.monotonic()
@@ -99,7 +104,7 @@ async def run_once(
             active.discard(child)
     code = child.returncode
     assert code is not None
-    out, err = captures["stdout"], captures["stderr"]
+    out, err = captures[LogStream.STDOUT], captures[LogStream.STDERR]
     return RunResult(
         exit_code=code if code >= 0 else None,
         exit_signal=-code if code < 0 else None,

@@ -18,7 +18,7 @@ from desktop.core.errors import (
     CommandBusy,
     CommandNotExecutable,
     CommandNotFound,
-    ServiceError,
+    DomainError,
     SpawnError,
     StreamError,
     WorkingDirectoryNotAccessible,
@@ -36,7 +36,7 @@ _NOT_EXECUTABLE = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
 MAX_ARG_BYTES = 128 * 1024
 
 
-def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError) -> ServiceError:
+def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError) -> DomainError:
     """The error for a failed spawn of `command` in `cwd` with `env` (None: the server's environment)."""
     code = exc.errno
     reason = exc.strerror or str(exc)
@@ -60,7 +60,7 @@ def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, ex
     return CommandNotExecutable("command", command, _not_executable(found, code, reason))
 
 
-def _cwd_error(cwd: str, code: int | None, reason: str) -> ServiceError:
+def _cwd_error(cwd: str, code: int | None, reason: str) -> DomainError:
     if code in (errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG):
         return WorkingDirectoryNotFound("cwd", cwd, "does not exist" + ("" if code == errno.ENOENT else f" ({reason})"))
     if code == errno.ENOTDIR:

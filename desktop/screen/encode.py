@@ -24,13 +24,16 @@ from types import ModuleType
 
 from PIL import Image
 
+from sandbox_desktop_wire.enums import ScreenshotFormat
+
 _deflate: ModuleType
 try:
     from isal import isal_zlib as _deflate
 except ImportError:  # a platform without its wheel: the same stream from zlib, ~7x slower
     _deflate = zlib
 
-MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
+MEDIA_TYPES = {ScreenshotFormat.PNG: "image/png", ScreenshotFormat.JPEG: "image/jpeg",
+               ScreenshotFormat.WEBP: "image/webp"}
 
 PNG_ZLIB_LEVEL = 1
 """Level 1 of ISA-L (0-3) or zlib: ISA-L's 2 is 0.5% smaller for 5% more time, its 3 4x slower;
@@ -141,15 +144,16 @@ def _chunk(tag: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", _crc32(data, _crc32(tag)))
 
 
-def encode(image: Image.Image, fmt: str, quality: int) -> bytes:
+def encode(image: Image.Image, fmt: ScreenshotFormat, quality: int) -> bytes:
     """`image` (RGB) as png, jpeg (libjpeg-turbo) or webp; `quality` applies to jpeg and webp."""
-    if fmt == "png":
-        return png_bytes(image)
     out = io.BytesIO()
-    if fmt == "jpeg":
-        image.save(out, "JPEG", quality=quality)
-    elif fmt == "webp":
-        image.save(out, "WEBP", quality=quality, method=WEBP_METHOD)
-    else:
-        raise ValueError(f"unknown image format {fmt!r}; expected png, jpeg or webp")
+    match fmt:
+        case ScreenshotFormat.PNG:
+            return png_bytes(image)
+        case ScreenshotFormat.JPEG:
+            image.save(out, "JPEG", quality=quality)
+        case ScreenshotFormat.WEBP:
+            image.save(out, "WEBP", quality=quality, method=WEBP_METHOD)
+        case _:
+            raise ValueError(f"unknown image format {fmt!r}; expected png, jpeg or webp")
     return out.getvalue()

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 import mss
 from PIL import Image
 
-from desktop.core.errors import DesktopError
+from desktop.core.errors import InvalidAction, ScreenshotFailed
 from desktop.screen.cursor import Cursor, CursorReader, composite, draw_marker
 from desktop.screen.encode import MEDIA_TYPES, encode, scale_image, scaled_size
 from desktop.screen.marks import MarkBox, draw_marks
 from desktop.x11.session import Session
+from sandbox_desktop_wire.enums import ScreenshotFormat
 
 logger = logging.getLogger("sandbox_desktop.screen")
 
@@ -55,7 +56,7 @@ class Region:
 class ShotOptions:
     """What to capture and how to encode it; `region=None` is the whole screen."""
 
-    format: str = "png"
+    format: ScreenshotFormat = ScreenshotFormat.PNG
     quality: int = 85
     scale: float = 1.0
     show_cursor: bool = False
@@ -105,8 +106,7 @@ def check_region(region: Region, width: int, height: int) -> None:
             message = f"{start}+{size} = {origin + extent} exceeds the screen {size} {limit}"
             errors.append({"location": "query", "field": size, "type": "out_of_range", "message": message})
     if errors:
-        raise DesktopError(
-            "desktop_invalid_action",
+        raise InvalidAction(
             f"region {region.width}x{region.height} at ({region.x},{region.y}) exceeds the {width}x{height} "
             f"screen; keep x+width <= {width} and y+height <= {height}",
             errors=errors,
@@ -177,11 +177,10 @@ class _Pool:
             except Exception as exc:
                 self._drop()
                 if attempt == 2:
-                    raise DesktopError(
-                        "desktop_screenshot_failed",
+                    raise ScreenshotFailed(
                         f"could not grab the screen of display {self.display_name} "
                         f"({type(exc).__name__}: {exc}); the desktop may be restarting, retry shortly",
-                        headers={"Retry-After": "1"},
+                        retry_after=1,
                     ) from exc
                 logger.info("screen grab failed on %s (%s); reconnecting", self.display_name, exc)
         raise AssertionError("unreachable")

@@ -18,6 +18,7 @@ from desktop.input.coordinates import CoordinateSpace
 from desktop.input.keys import parse_chord, parse_keys, text_keysyms
 from desktop.screen.screenshots import Region, Screenshot, ShotOptions
 from desktop.vendors.common import Point, element_at, move_to, text
+from sandbox_desktop_wire.enums import MouseButton, ScreenshotFormat
 
 _V1 = frozenset({"key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
                  "double_click", "screenshot", "cursor_position"})
@@ -33,8 +34,9 @@ MAX_DURATION_S = 100
 MAX_SCROLL_AMOUNT = 100
 TYPE_DELAY_MS = 10
 """Between typed characters, as `/keyboard/type` by default."""
-_CLICKS = {"left_click": ("left", 1), "right_click": ("right", 1), "middle_click": ("middle", 1),
-           "double_click": ("left", 2), "triple_click": ("left", 3)}
+_CLICKS = {"left_click": (MouseButton.LEFT, 1), "right_click": (MouseButton.RIGHT, 1),
+           "middle_click": (MouseButton.MIDDLE, 1), "double_click": (MouseButton.LEFT, 2),
+           "triple_click": (MouseButton.LEFT, 3)}
 _SCROLL = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 
 Render = Literal["screenshot", "cursor", "zoom"]
@@ -143,16 +145,17 @@ class Translator:
         end = self.coordinate(data.get("coordinate"))
         start = data.get("start_coordinate")
         if start is not None:
-            return Plan([batch.Drag((self.coordinate(start, "start_coordinate"), end), "left",
+            return Plan([batch.Drag((self.coordinate(start, "start_coordinate"), end), MouseButton.LEFT,
                                     self.modifiers(data))])
         # computer_20241022 drags from wherever the pointer is.
-        return Plan([batch.Button(None, "left", True), batch.Move(*end), batch.Button(None, "left", False)])
+        return Plan([batch.Button(None, MouseButton.LEFT, True), batch.Move(*end),
+                     batch.Button(None, MouseButton.LEFT, False)])
 
     def _left_mouse_down(self, data: Mapping[str, Any]) -> Plan:
-        return Plan([], press=batch.Button(self.optional_coordinate(data), "left", True))
+        return Plan([], press=batch.Button(self.optional_coordinate(data), MouseButton.LEFT, True))
 
     def _left_mouse_up(self, data: Mapping[str, Any]) -> Plan:
-        return Plan([batch.Button(self.optional_coordinate(data), "left", False)])
+        return Plan([batch.Button(self.optional_coordinate(data), MouseButton.LEFT, False)])
 
     def _scroll(self, data: Mapping[str, Any]) -> Plan:
         direction = data.get("scroll_direction")
@@ -193,7 +196,7 @@ class Translator:
             raise invalid_action(f"input.region {list(region)} must satisfy 0 <= x1 < x2 <= {w} and "
                                  f"0 <= y1 < y2 <= {h} (top-left, bottom-right in the display)", "input.region")
         rect = Region(*self.space.rect_to_screen(x1, y1, x2 - x1, y2 - y1))
-        return Plan([batch.Capture(ShotOptions(format="png", region=rect))], render="zoom", settle=False)
+        return Plan([batch.Capture(ShotOptions(format=ScreenshotFormat.PNG, region=rect))], render="zoom", settle=False)
 
 
 def image_block(shot: Screenshot) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from desktop.input.coordinates import CoordinateSpace
 from desktop.input.keys import keysym_for_name, text_keysyms
 from desktop.screen.screenshots import Screenshot
 from desktop.vendors.common import Point, element_at, integer, move_to, point, text
+from sandbox_desktop_wire.enums import MouseButton
 from sandbox_desktop_wire.limits import MAX_ACTIONS, MAX_WHEEL_CLICKS
 
 SCROLL_PX_PER_CLICK = 100
@@ -28,7 +29,9 @@ MAX_SCROLL_PX = SCROLL_PX_PER_CLICK * MAX_WHEEL_CLICKS
 WAIT_MS = 1000
 """`wait` carries no duration; OpenAI's samples sleep 1-2 s."""
 TYPE_DELAY_MS = 10
-BUTTONS = {"left": "left", "right": "right", "wheel": "middle", "back": "back", "forward": "forward"}
+BUTTONS = {"left": MouseButton.LEFT, "right": MouseButton.RIGHT, "wheel": MouseButton.MIDDLE, "back": MouseButton.BACK,
+           "forward": MouseButton.FORWARD}
+"""OpenAI's button names: its `wheel` is the middle button."""
 ACTIONS = ("click", "double_click", "drag", "keypress", "move", "screenshot", "scroll", "type", "wait")
 
 
@@ -126,7 +129,7 @@ class Translator:
                                          f"{prefix}.button")
                 return batch.Click(self.at(action, prefix), BUTTONS[button], 1, self.held(action, prefix))
             case "double_click":
-                return batch.Click(self.at(action, prefix), "left", 2, self.held(action, prefix))
+                return batch.Click(self.at(action, prefix), MouseButton.LEFT, 2, self.held(action, prefix))
             case "drag":
                 path = action.get("path")
                 if not isinstance(path, list) or not 2 <= len(path) <= 1000:
@@ -137,7 +140,7 @@ class Translator:
                     if not isinstance(pt, Mapping):
                         raise invalid_action(f"{prefix}.path[{j}] must be an object {{x, y}}", f"{prefix}.path[{j}]")
                     points.append(self.point_at(pt, f"{prefix}.path[{j}]"))
-                return batch.Drag(tuple(points), "left", self.held(action, prefix))
+                return batch.Drag(tuple(points), MouseButton.LEFT, self.held(action, prefix))
             case "keypress":
                 return batch.Key((key_names(action.get("keys"), f"{prefix}.keys"),))
             case "move":

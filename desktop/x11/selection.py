@@ -40,6 +40,13 @@ ALL = 1 << 28
 READ_PROPERTIES = 8
 
 
+class XSelection(enum.StrEnum):
+    """The selections the clipboard owns and reads, by their atoms' names (ICCCM §2.6.1)."""
+
+    CLIPBOARD = "CLIPBOARD"
+    PRIMARY = "PRIMARY"
+
+
 @dataclass(frozen=True)
 class Atoms:
     """The atoms the protocol uses, interned once per connection."""
@@ -60,11 +67,11 @@ class Atoms:
 
     @classmethod
     def intern(cls, display: Display) -> Atoms:
-        names = ["CLIPBOARD", "TARGETS", "MULTIPLE", "TIMESTAMP", "INCR", "UTF8_STRING", "TEXT",
+        names = [XSelection.CLIPBOARD, "TARGETS", "MULTIPLE", "TIMESTAMP", "INCR", "UTF8_STRING", "TEXT",
                  "text/plain;charset=utf-8", "text/plain", "ATOM_PAIR", "SANDBOX_DESKTOP_TIME", PNG,
                  *(f"SANDBOX_DESKTOP_SELECTION_{i}" for i in range(READ_PROPERTIES))]
         ids = {name: display.intern_atom(name) for name in names}
-        ids.update(PRIMARY=Xatom.PRIMARY, STRING=Xatom.STRING)
+        ids.update({XSelection.PRIMARY: Xatom.PRIMARY, "STRING": Xatom.STRING})
         return cls(ids["TARGETS"], ids["MULTIPLE"], ids["TIMESTAMP"], ids["INCR"], ids["UTF8_STRING"],
                    ids["TEXT"], ids["text/plain;charset=utf-8"], ids["text/plain"], ids["ATOM_PAIR"],
                    ids["SANDBOX_DESKTOP_TIME"], tuple(ids[n] for n in names[-READ_PROPERTIES:]), ids)

@@ -38,7 +38,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from desktop.lifecycle.options import MAX_DIMENSION, STREAM_AUDIO_CODECS, STREAM_VIDEO_CODECS
+from desktop.lifecycle.options import MAX_DIMENSION
+from sandbox_desktop_wire.enums import AudioCodec, VideoCodec
 from tests.conftest import ServerProcess, launch_server
 from tests.support.fuzz_inputs import CONFIG, START, STATEFUL_DISPLAY, STATEFUL_PORTS, tame
 
@@ -71,8 +72,8 @@ START_RANGES: dict[str, dict[str, Any]] = {
     "dpi": {"minimum": 1, "maximum": 1000},
     "streamFrameRate": {"minimum": 1, "maximum": 60},
     "recordingFps": {"minimum": 1, "maximum": 60},
-    "streamVideoCodec": {"enum": list(STREAM_VIDEO_CODECS)},
-    "streamAudioCodec": {"enum": list(STREAM_AUDIO_CODECS)},
+    "streamVideoCodec": {"enum": [c.value for c in VideoCodec]},
+    "streamAudioCodec": {"enum": [c.value for c in AudioCodec]},
     "webrtcPortRange": {"pattern": "^[0-9]{4,5}-[0-9]{4,5}$"},
 }
 # What the stub xdg-open of the stateful server appends every target it is given to.

@@ -20,7 +20,6 @@ from tests.conftest import ServerProcess, free_port, wait_for
 from tests.support.paths import REPO
 
 DESKTOP = {"displayNum": 333, "width": 800, "height": 600}
-ROOT = REPO
 
 
 def cli(srv: ServerProcess | None, *argv: str, stdin: str | None = None,
@@ -33,7 +32,7 @@ def cli(srv: ServerProcess | None, *argv: str, stdin: str | None = None,
             env["SANDBOX_DESKTOP_TOKEN"] = srv.token
     if url is not None:
         argv = (*argv, "--url", url)
-    return subprocess.run([sys.executable, "-m", "api.cli.main", *argv], cwd=ROOT, env=env, input=stdin,
+    return subprocess.run([sys.executable, "-m", "api.cli.main", *argv], cwd=REPO, env=env, input=stdin,
                           capture_output=True, text=True, timeout=30)
 
 
@@ -105,7 +104,7 @@ def test_record_and_download_an_mp4(srv: ServerProcess, tmp_path: Path) -> None:
     # Read raw bytes: text mode would turn the in-place `\r` redraws into newlines.
     raw = subprocess.run([sys.executable, "-m", "api.cli.main", "record", "download", rec_id,
                           "-o", str(tmp_path / "again.mp4"), "--url", srv.url, "--token", srv.token or ""],
-                         cwd=ROOT, capture_output=True, timeout=30)
+                         cwd=REPO, capture_output=True, timeout=30)
     assert raw.returncode == 0, raw.stderr
     assert re.fullmatch(rb"(\r\[[#.]{30}\] +\d+% [\d.]+/[\d.]+ MB)+\n", raw.stderr), raw.stderr
     size = f"{target.stat().st_size / 1e6:.2f}"
@@ -205,7 +204,7 @@ def test_bad_usage_exits_2_and_bad_input_1(srv: ServerProcess, tmp_path: Path) -
         for argv in (["status"], ["viewer"]):
             done = cli(None, *argv, url=url)
             assert done.returncode == 2 and "argument --url" in done.stderr, (url, done.stderr)
-    garbage = subprocess.run([sys.executable, "-m", "api.cli.main", "status"], cwd=ROOT, capture_output=True, text=True,
+    garbage = subprocess.run([sys.executable, "-m", "api.cli.main", "status"], cwd=REPO, capture_output=True, text=True,
                              env={**os.environ, "SANDBOX_DESKTOP_URL": "garbage"}, timeout=30)
     assert garbage.returncode == 2 and "SANDBOX_DESKTOP_URL" in garbage.stderr
     for argv in (["click", "1"], ["record"], ["clipboard"], ["key"], ["screenshot"]):
@@ -222,7 +221,7 @@ def test_mcp_without_the_extra_exits_2(tmp_path: Path) -> None:
     hidden.mkdir()
     (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'mcp'\", name='mcp')\n")
     entry = "import sys; from api.cli.entry import main; sys.argv[0] = 'sandbox-desktop'; sys.exit(main())"
-    done = subprocess.run([sys.executable, "-c", entry, "mcp"], cwd=ROOT, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", entry, "mcp"], cwd=REPO, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=30)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "needs the mcp package" in done.stderr and "pip install 'sandbox-desktop[mcp]'" in done.stderr

@@ -17,7 +17,6 @@ from tests.conftest import ServerProcess, free_port
 from tests.support.paths import REPO
 
 DESKTOP = {"displayNum": 337, "width": 800, "height": 600}  # the default desktop, to check isolation against
-ROOT = REPO
 
 
 def cli(srv: ServerProcess | None, *argv: str, url: str | None = None,
@@ -30,7 +29,7 @@ def cli(srv: ServerProcess | None, *argv: str, url: str | None = None,
     full.update(env or {})
     if url is not None:
         argv = (*argv, "--url", url)
-    return subprocess.run([sys.executable, "-m", "api.cli.main", *argv], cwd=ROOT, env=full, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "api.cli.main", *argv], cwd=REPO, env=full, capture_output=True,
                           text=True, timeout=60)
 
 

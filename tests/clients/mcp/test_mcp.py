@@ -25,7 +25,6 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 DESKTOP = {"displayNum": 341, "width": 800, "height": 600}
-ROOT = REPO
 LAUNCH = "import sys; from api.mcp.server import main; sys.exit(main(sys.argv[1:]))"
 ALL_TOOLS = {"screenshot", "click", "type", "key", "scroll", "drag", "windows", "clipboard_get",
              "clipboard_set", "launch", "batch", "wait", "tree", "find", "act"}
@@ -38,7 +37,7 @@ def mcp(srv: ServerProcess, use: Callable[[ClientSession], Awaitable[T]], *argv:
     env["SANDBOX_DESKTOP_URL"] = srv.url
     if srv.token:
         env["SANDBOX_DESKTOP_TOKEN"] = srv.token
-    params = StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, *argv], env=env, cwd=ROOT)
+    params = StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, *argv], env=env, cwd=REPO)
 
     async def session() -> T:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:

@@ -25,8 +25,15 @@ NOWHERE = "http://127.0.0.1:9"  # discard port: a request would fail with a Tran
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
+def members(cls: type) -> dict[str, Any]:
+    """What `cls` and its bases of this package define, as `vars` gives it: the endpoints are on a base class
+    that a client shares with its desktops' handles."""
+    return {name: member for klass in reversed(cls.__mro__) if klass.__module__.startswith(sdc.__name__)
+            for name, member in vars(klass).items()}
+
+
 def public_methods(cls: type) -> dict[str, Callable[..., Any]]:
-    return {name: fn for name, fn in vars(cls).items() if not name.startswith("_") and callable(fn)}
+    return {name: fn for name, fn in members(cls).items() if not name.startswith("_") and callable(fn)}
 
 
 def keyword_only(fn: Callable[..., Any]) -> set[str]:
@@ -103,7 +110,7 @@ def test_every_public_name_is_documented() -> None:
             continue
         if not (value.__doc__ or "").strip():
             missing.append(name)
-        for attr, member in vars(value).items():
+        for attr, member in members(value).items():
             target = member.fget if isinstance(member, property) else member
             if attr.startswith("_") or (not callable(target) and not isinstance(target, classmethod)):
                 continue

@@ -57,7 +57,7 @@ def test_every_domain_exception_names_a_code_of_the_table(cls: type[domain.Domai
 
 @pytest.mark.parametrize(("exc", "status", "title", "detail", "headers"), [
     (domain.DesktopInactive("no desktop"), 409, "Desktop Runtime Inactive", "no desktop", {}),
-    (domain.DesktopError("window_not_found", "Window 7 not found"), 404, "Window Not Found", "Window 7 not found", {}),
+    (domain.WindowNotFound("Window 7 not found"), 404, "Window Not Found", "Window 7 not found", {}),
     (domain.DesktopFailed("restarting", retry_after=1), 503, "Desktop Runtime Failed", "restarting",
      {"Retry-After": "1"}),
     (domain.Conflict("busy"), 409, "Conflict", "conflict: busy", {}),
@@ -71,7 +71,7 @@ def test_every_domain_exception_names_a_code_of_the_table(cls: type[domain.Domai
     (domain.Timeout("slow"), 504, "Timeout", "timeout: slow", {}),
     (domain.RangeNotSatisfiable("outside", size=9), 416, "Range Not Satisfiable", "outside",
      {"Content-Range": "bytes */9"}),
-    (domain.DesktopError("desktop_screenshot_failed", "no grab", headers={"Retry-After": "1"}), 502,
+    (domain.ScreenshotFailed("no grab", retry_after=1), 502,
      "Desktop Screenshot Failed", "no grab", {"Retry-After": "1"}),
     (domain.FieldError([{"location": "body", "field": "x", "message": "m", "type": "missing"}], wrong_shape=True),
      422, "Unprocessable Entity", "invalid x: m", {}),
@@ -86,10 +86,14 @@ def test_api_renders_each_exception_as_before(exc: domain.DomainError, status: i
     assert problem_headers(exc) == headers
 
 
-def test_the_older_desktop_error_spelling_makes_the_typed_exception() -> None:
-    assert type(domain.DesktopError("desktop_paused", "paused")) is domain.DesktopPaused
-    with pytest.raises(ValueError, match="unknown desktop problem code"):
-        domain.DesktopError("no_such_code", "x")
+def test_each_desktop_problem_is_raised_by_its_own_class() -> None:
+    # A desktop problem is raised by name (`DesktopPaused(message)`): one class per code, so that
+    # catching a class means catching one code, and the problem code is not a positional argument.
+    named = [c for c in _domain_classes() if issubclass(c, domain.DesktopError) and "code" in vars(c)]
+    assert len({c.code for c in named}) == len(named)
+    assert domain.DesktopPaused("paused").code == ProblemCode.DESKTOP_PAUSED
+    with pytest.raises(TypeError):
+        domain.DesktopError("desktop_paused", "paused")  # type: ignore[misc]
 
 
 def render_table() -> str:

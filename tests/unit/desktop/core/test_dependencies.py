@@ -73,7 +73,7 @@ def test_which_defaults_to_environment_path(bindir: Path, monkeypatch: pytest.Mo
 
 
 def test_everything_present(bindir: Path, fontdir: Path) -> None:
-    for name in (*REQUIRED_BINARIES, "dbus-daemon", "pulseaudio", "parec"):
+    for name in (*REQUIRED_BINARIES, "dbus-daemon", "pulseaudio", "parec", "ip", "nft"):
         make_exe(bindir, name)
     report = check_dependencies(str(bindir), font_dirs=[str(fontdir)])
     assert report.missing == ()
@@ -87,7 +87,7 @@ def test_missing_binaries_in_fixed_order(bindir: Path, fontdir: Path) -> None:
     make_exe(bindir, "xkbcomp", executable=False)
     report = check_dependencies(str(bindir), font_dirs=[str(fontdir)])
     assert report.missing == ("Xvfb", "xkbcomp", "xdg-open")
-    assert report.missing_optional == ("dbus-daemon", "pulseaudio", "parec")
+    assert report.missing_optional == ("dbus-daemon", "pulseaudio", "parec", "ip", "nft")
     assert not report.ok
     assert report.install_command == INSTALL_COMMAND
 
@@ -97,7 +97,7 @@ def test_optional_dependency_never_makes_the_report_fail(bindir: Path, fontdir: 
         make_exe(bindir, name)
     report = check_dependencies(str(bindir), font_dirs=[str(fontdir)])
     assert report.ok
-    assert report.missing_optional == ("dbus-daemon", "pulseaudio", "parec")
+    assert report.missing_optional == ("dbus-daemon", "pulseaudio", "parec", "ip", "nft")
 
 
 def test_message_names_missing_and_the_installer(bindir: Path, tmp_path: Path) -> None:
@@ -191,7 +191,8 @@ def test_reported_names_keep_the_documented_order() -> None:
     assert required == ["Xvfb", "xkbcomp", "openbox", "xdg-open", "fonts",
                         "python:Xlib", "python:mss", "python:av"]
     assert [dep.name for dep in DEPENDENCIES if not dep.required] == ["dbus-daemon", "at-spi-bus-launcher",
-                                                                       "pulseaudio", "parec", "python:dbus_fast"]
+                                                                       "pulseaudio", "parec", "ip", "nft",
+                                                                       "python:dbus_fast"]
 
 
 def test_checker_caches_for_ttl_then_notices_changes(bindir: Path, fontdir: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from api.http.problems import status_of
-from desktop.core.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, ServiceError
+from desktop.core.errors import Conflict, DomainError, InvalidRequest, NotFound, PermissionDenied
 from desktop.files.errors import map_os_error
 from desktop.files.filesystem import _UMASK, Files, rfc3339
 from desktop.files.tar_upload import MAX_LISTED_PATHS, upload_tar
@@ -218,7 +218,7 @@ def test_mkdir(files: Files, home: Path) -> None:
     (home / "file").write_bytes(b"")
     with pytest.raises(Conflict):
         asyncio.run(files.mkdir("file"))
-    with pytest.raises(ServiceError) as below_file:
+    with pytest.raises(DomainError) as below_file:
         asyncio.run(files.mkdir("file/sub"))
     assert status_of(below_file.value) == 409
 

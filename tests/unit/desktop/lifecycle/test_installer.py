@@ -22,20 +22,22 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="expected command lines a
 EXPECTED = {
     "apt": (
         ["xvfb", "x11-xkb-utils", "openbox", "dbus-x11", "at-spi2-core", "pulseaudio", "pulseaudio-utils",
-         "xdg-utils", "fonts-dejavu-core"],
+         "iproute2", "nftables", "xdg-utils", "fonts-dejavu-core"],
         "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-        "xvfb x11-xkb-utils openbox dbus-x11 at-spi2-core pulseaudio pulseaudio-utils xdg-utils fonts-dejavu-core",
+        "xvfb x11-xkb-utils openbox dbus-x11 at-spi2-core pulseaudio pulseaudio-utils iproute2 nftables xdg-utils "
+        "fonts-dejavu-core",
     ),
     "dnf": (
         ["xorg-x11-server-Xvfb", "xkbcomp", "openbox", "dbus-x11", "at-spi2-core", "pulseaudio", "pulseaudio-utils",
-         "xdg-utils", "dejavu-sans-fonts"],
+         "iproute", "nftables", "xdg-utils", "dejavu-sans-fonts"],
         "dnf install -y xorg-x11-server-Xvfb xkbcomp openbox dbus-x11 at-spi2-core pulseaudio pulseaudio-utils "
-        "xdg-utils dejavu-sans-fonts",
+        "iproute nftables xdg-utils dejavu-sans-fonts",
     ),
     "apk": (
-        ["xvfb", "xkbcomp", "openbox", "dbus", "at-spi2-core", "pulseaudio", "pulseaudio-utils", "xdg-utils",
-         "font-dejavu"],
-        "apk add --no-cache xvfb xkbcomp openbox dbus at-spi2-core pulseaudio pulseaudio-utils xdg-utils font-dejavu",
+        ["xvfb", "xkbcomp", "openbox", "dbus", "at-spi2-core", "pulseaudio", "pulseaudio-utils", "iproute2",
+         "nftables", "xdg-utils", "font-dejavu"],
+        "apk add --no-cache xvfb xkbcomp openbox dbus at-spi2-core pulseaudio pulseaudio-utils iproute2 nftables "
+        "xdg-utils font-dejavu",
     ),
 }
 
@@ -47,7 +49,7 @@ echo "$* DEBIAN_FRONTEND=${DEBIAN_FRONTEND:-unset}" >> "$here/../calls.log"
 echo "fake apt-get: $1"
 if [ "$1" = update ] && [ -n "$FAIL_UPDATE" ]; then echo "E: could not lock" >&2; exit 100; fi
 if [ "$1" = install ] && [ -n "$PROVIDE" ]; then
-  for b in Xvfb xkbcomp openbox xdg-open dbus-daemon pulseaudio parec; do
+  for b in Xvfb xkbcomp openbox xdg-open dbus-daemon pulseaudio parec ip nft; do
     printf '#!/bin/sh\\nexit 0\\n' > "$here/$b"; chmod 755 "$here/$b"
   done
 fi
@@ -211,7 +213,7 @@ def test_yes_runs_steps_streams_output_and_reports_what_is_missing(fake_path: Pa
     assert calls(fake_path) == [
         "update DEBIAN_FRONTEND=unset",
         "install -y --no-install-recommends xvfb x11-xkb-utils openbox dbus-x11 at-spi2-core pulseaudio "
-        "pulseaudio-utils xdg-utils fonts-dejavu-core DEBIAN_FRONTEND=noninteractive",
+        "pulseaudio-utils iproute2 nftables xdg-utils fonts-dejavu-core DEBIAN_FRONTEND=noninteractive",
     ]
     step1 = out.index("[1/2] apt-get update\n")
     step2 = out.index("[2/2] DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends xvfb")

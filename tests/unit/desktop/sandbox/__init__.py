@@ -1,1 +1,1 @@
-"""desktop/sandbox/: namespaces, uids, cgroups and networks of real sandboxes."""
+"""desktop/sandbox/: real sandboxes (namespaces, uids, the init), their cgroups and their networks."""

@@ -9,7 +9,7 @@ import pytest
 
 from api.http.problems import status_of
 from desktop.actions import batch
-from desktop.core.errors import DesktopError
+from desktop.core.errors import DesktopError, InputFailed
 from desktop.input.mouse import PointerState
 from desktop.screen.screenshots import Region, Screenshot
 from desktop.vendors import anthropic, openai
@@ -156,7 +156,7 @@ def test_anthropic_content_shapes() -> None:
     zoomed = batch.BatchOutcome(results=[batch.StepResult(shot=shot(720, 450))])
     assert anthropic.content(plan({"action": "zoom", "region": [0, 0, 512, 320]}), zoomed, SPACE)["content"][0][
         "type"] == "image"
-    failed = batch.BatchOutcome(error=(0, DesktopError("desktop_input_failed", "boom")), shot=shot(1024, 640))
+    failed = batch.BatchOutcome(error=(0, InputFailed("boom")), shot=shot(1024, 640))
     assert anthropic.content(plan({"action": "left_click"}), failed, SPACE) == {
         "content": [{"type": "text", "text": "Error: boom"}], "is_error": True}
 

@@ -1,0 +1,1 @@
+"""The Python client's distribution (client/): its sync modules generated from the async ones."""
