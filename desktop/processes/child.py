@@ -317,8 +317,7 @@ async def start_child(
                 theirs.append(in_r)
                 in_fd = in_r
             stdio = (in_fd, out_w, err_w)
-<<<<<<< HEAD
-            outputs = [("stdout", out_r), ("stderr", err_r)]
+            outputs = [(LogStream.STDOUT, out_r), (LogStream.STDERR, err_r)]
         process: Running
         visible_pid: int | None = None
         if launcher is not None:
@@ -339,16 +338,6 @@ async def start_child(
                 preexec_fn=_claim_controlling_tty if tty else None,
             )
             process = _HostProcess(transport, protocol)
-=======
-            outputs = [(LogStream.STDOUT, out_r), (LogStream.STDERR, err_r)]
-        transport, protocol = await loop.subprocess_exec(
-            _ExitProtocol, command, *args,
-            stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-            cwd=cwd, env=dict(env) if env is not None else None,
-            start_new_session=True, pass_fds=tuple(pass_fds),
-            preexec_fn=_claim_controlling_tty if tty else None,
-        )
->>>>>>> main
     except BaseException as exc:
         for fd in ours:
             os.close(fd)

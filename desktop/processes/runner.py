@@ -9,13 +9,8 @@ import time
 from collections.abc import Mapping, MutableSet, Sequence
 from dataclasses import dataclass
 
-<<<<<<< HEAD
 from desktop.processes.child import Child, Launcher, start_child
-from desktop.processes.logs import Stream
-=======
-from desktop.processes.child import Child, start_child
 from sandbox_desktop_wire.enums import LogStream
->>>>>>> main
 
 DRAIN_GRACE_S = 0.25
 """After the exit, how long output still in the pipes may take to arrive (a grandchild holding
