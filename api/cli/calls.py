@@ -185,6 +185,14 @@ def save(answer: Answer, target: str | None, progress: Progress | None = None) -
         print(target, flush=True)
 
 
+def write_json(value: Any, target: str | None) -> None:
+    """Indented JSON to standard output, or to the file `target` (its name printed)."""
+    with output(target) as out:
+        out.write(json.dumps(value, indent=2, ensure_ascii=False).encode() + b"\n")
+    if target not in (None, "-"):
+        print(target, flush=True)
+
+
 def show(command: Command, answer: Answer, target: str | None) -> None:
     """Write an operation's answer by its Content-Type."""
     media = answer.media
@@ -197,12 +205,8 @@ def show(command: Command, answer: Answer, target: str | None) -> None:
             for data in answer.events():
                 out.write(data.encode() + b"\n")
                 out.flush()
-    elif is_json(media) or (not media and "application/json" in command["media"]):
-        text = json.dumps(answer.json(), indent=2, ensure_ascii=False) + "\n"
-        with output(target) as out:
-            out.write(text.encode())
-        if target not in (None, "-"):
-            print(target, flush=True)
+    elif is_json(media):
+        write_json(answer.json(), target)
     elif media.startswith("text/"):
         with output(target) as out:
             answer.copy(out)

@@ -150,6 +150,14 @@ def chord(args: argparse.Namespace) -> None:
         args.field_modifiers = {**(args.field_modifiers or {}), **flags}
 
 
+def waited(answer: Answer, args: argparse.Namespace) -> None:
+    """The answer as JSON; exit 1 when the condition did not hold in time, so `wait ... && next` reads right."""
+    result = answer.json()
+    calls.write_json(result, args.output)
+    if not result.get("matched"):
+        raise Failure(f"the condition did not hold in {result.get('elapsedMs', '?')} ms (matched: false)")
+
+
 def viewer_url(url: str, token: str | None, desktop: str | None = None) -> str:
     """The inspector; `#desktop=` selects a desktop in it, as the share links of `desktops token` do."""
     fragment = "&".join(f"{name}={value}" for name, value in (("token", token), ("desktop", desktop)) if value)
@@ -196,6 +204,7 @@ COMMANDS: dict[Words, Leaf] = {
     ("record", "trajectory"): entry("GET /v1/desktop/recordings/{id}/trajectory", download, output="required",
                                     help="export a recording and its actions as a dataset (zip: steps.jsonl, "
                                          "images, steps.parquet)"),
+    ("wait",): entry("POST /v1/desktop/wait", waited, output="optional"),
     ("viewer",): own("print the inspector's URL (with the token)", lambda p: None, viewer),
 }
 """Hand-written commands by their words; `--help` lists them in this order."""

@@ -133,13 +133,28 @@ def field_type(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "json"}
 
 
+def shape(plain: dict[str, Any], defs: dict[str, Any]) -> str | None:
+    """What a JSON field holds, in brief: `{x, y}` for an object, `[{type: click|move}]` for a list of kinds."""
+    if plain.get("type") == "object" and plain.get("properties"):
+        return "{" + ", ".join(plain["properties"]) + "}"
+    if plain.get("type") == "array":
+        items = _resolve(plain.get("items", {}), defs)
+        kinds = items.get("discriminator", {})
+        if kinds.get("mapping"):
+            return f"[{{{kinds['propertyName']}: {'|'.join(kinds['mapping'])}, ...}}]"
+        inner = shape(items, defs)
+        return f"[{inner}]" if inner else None
+    return None
+
+
 def field_help(prop: dict[str, Any], defs: dict[str, Any]) -> str:
-    """The field's description, with its range and default when the description does not give them."""
+    """The field's description, with its range and default when the description does not give them, and the
+    shape of a JSON one."""
     plain = next((o for o in prop.get("anyOf", []) if o.get("type") != "null"), prop)
     plain = _resolve(plain, defs)
     text = (prop.get("description") or plain.get("description") or "").strip()
     low, high = plain.get("minimum"), plain.get("maximum")
-    notes = []
+    notes = [f"JSON {held}"] if (held := shape(plain, defs)) else []
     if low is not None or high is not None:
         notes.append(f"{low if low is not None else ''}..{high if high is not None else ''}")
     default = prop.get("default")

@@ -70,7 +70,7 @@ COMMANDS: dict[Words, Leaf] = {
         "tags": {"flags": ["--tag"], "help": "a tag to find it by (repeatable)"},
         "ttlSeconds": {"flags": ["--ttl"], "metavar": "SECONDS"},
         "idleTimeoutSeconds": {"flags": ["--idle-timeout"], "metavar": "SECONDS"},
-        "onIdle": {"choices": ["delete", "pause"]},
+        "onIdle": {"choices": ["delete", "pause"], "metavar": None},
         "homeTemplate": {"metavar": "DIR", "help": "an absolute directory on the server's machine copied into its "
                                                    "HOME (and on reset)"}}),
     ("desktops", "delete"): entry(f"DELETE {ONE}", help="delete a desktop and everything it ran", tweaks=ID),
@@ -81,7 +81,7 @@ COMMANDS: dict[Words, Leaf] = {
     ("desktops", "token"): entry(f"POST {ONE}/tokens", token, help="a token for one desktop only; prints it, then "
                                                                    "the share URL", tweaks={
         **ID, "role": {"positional": False, "flags": ["--role"], "required": True, "choices": ["view", "control"],
-                       "help": "view: watch only; control: drive this desktop"},
+                       "metavar": None, "help": "view: watch only; control: drive this desktop"},
         "ttlSeconds": {"flags": ["--ttl"], "metavar": "SECONDS", "help": "the token's lifetime (default 3600)"}}),
 }
 

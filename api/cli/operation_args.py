@@ -142,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: Command, output: str
             if field["kind"] == "list":  # `args`: the rest of the line is the command's (`run -- ls -la`)
                 options.update(nargs=argparse.REMAINDER)
                 options.pop("type")
-            options["metavar"] = field["name"].upper() + ("..." if field["kind"] == "list" else "")
+            options["metavar"] = field["name"].upper().replace("-", "_") + ("..." if field["kind"] == "list" else "")
             if field["kind"] == "enum":  # a metavar hides the choices: the help names them
                 options["help"] = " ".join(filter(None, [options["help"], f"({', '.join(field['choices'])})"]))
             parser.add_argument(name, **{**options, **tweak})

@@ -32,6 +32,8 @@ class Leaf:
     op: str | None = None
     """The operation it runs (`METHOD path`), for the test that every operation has a command."""
     description: str | None = None
+    generated: bool = False
+    """Derived from the table alone (no hand-written arguments or output)."""
 
 
 @dataclass
@@ -54,7 +56,7 @@ def operation_leaf(command: Command) -> Leaf:
         add_arguments(parser, command)
         parser.set_defaults(run=lambda args: calls.run(args, calls.run_operation), operation=command)
 
-    return Leaf(command["summary"], build, command["op"], f"{command['summary']}  ({command['op']})")
+    return Leaf(command["summary"], build, command["op"], f"{command['summary']}  ({command['op']})", generated=True)
 
 
 def quiet(answer: calls.Answer, args: argparse.Namespace) -> None:
