@@ -175,11 +175,21 @@ def output(target: str | None) -> Iterator[IO[bytes]]:
             raise
 
 
+def unprintable(media: str) -> bool:
+    """An answer no terminal should be sent, whatever its bytes: an image, a video, a zip."""
+    return media.startswith(("image/", "video/", "audio/")) or media == "application/zip"
+
+
 def save(answer: Answer, target: str | None, progress: Progress | None = None) -> None:
-    """A binary answer to `target`; to standard output only when that is no terminal (or `-o -` says so)."""
+    """A binary answer to `target`; to a terminal only what holds no NUL byte in its first chunk (a text file
+    read with `fs read`), as curl decides."""
+    first = b""
     if target is None and sys.stdout.isatty():
-        raise Failure(f"the answer is binary ({answer.media}): write it with -o FILE, or pipe it")
+        first = answer.response.read(CHUNK)
+        if unprintable(answer.media) or b"\0" in first:
+            raise Failure(f"the answer is binary ({answer.media}): write it with -o FILE, or pipe it")
     with output(target) as out:
+        out.write(first)
         answer.copy(out, progress)
     if target not in (None, "-"):
         print(target, flush=True)
@@ -266,7 +276,6 @@ def run(args: argparse.Namespace, action: Callable[[Api, argparse.Namespace], No
 def run_operation(api: Api, args: argparse.Namespace) -> None:
     """The generic command: the operation's request, its answer written out."""
     command: Command = args.operation
-    if (args.output is None and sys.stdout.isatty()
-            and not any(is_json(m) or m.startswith("text/") for m in command["media"])):
-        raise UsageError("the answer is binary: write it with -o FILE, or pipe it")
+    if args.output is None and sys.stdout.isatty() and all(unprintable(m) for m in command["media"]):
+        raise UsageError("the answer is binary: write it with -o FILE, or pipe it")  # before asking for it
     show(command, call(api, command, args), args.output)

@@ -4,6 +4,7 @@ problem documents (docs/cli.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -172,13 +173,28 @@ def test_problems_and_usage_errors_exit_non_zero(srv: ServerProcess, not_a_sandb
         assert other.startswith(f"error: the answer from {not_a_sandbox} is not what sandbox-desktop sends"), other
 
 
-def test_a_binary_answer_is_not_written_to_a_terminal(srv: ServerProcess) -> None:
+def on_a_terminal(srv: ServerProcess, *argv: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """A command whose standard output is a terminal, and what the terminal got."""
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([sys.executable, "-m", "api.cli", "screenshot", "region", "0", "0", "4", "4",
-                               "--url", srv.url, "--token", srv.token or ""], cwd=REPO, stdout=follower,
-                              stderr=subprocess.PIPE, timeout=60)
-    finally:
+        done = subprocess.run([sys.executable, "-m", "api.cli", *argv, "--url", srv.url, "--token", srv.token or ""],
+                              cwd=REPO, stdout=follower, stderr=subprocess.PIPE, timeout=60)
         os.close(follower)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once everything written is read
+            while chunk := os.read(leader, 4096):
+                shown += chunk
+    finally:
         os.close(leader)
-    assert done.returncode == 2 and b"write it with -o FILE, or pipe it" in done.stderr, done.stderr
+    return done, shown
+
+
+def test_a_binary_answer_is_not_written_to_a_terminal(srv: ServerProcess, tmp_path: Path) -> None:
+    image, shown = on_a_terminal(srv, "screenshot", "region", "0", "0", "4", "4")
+    assert image.returncode == 2 and b"write it with -o FILE, or pipe it" in image.stderr and not shown, image.stderr
+    (tmp_path / "text.txt").write_text("plain words\n")
+    (tmp_path / "zeros.bin").write_bytes(b"\0" * 10)
+    text, shown = on_a_terminal(srv, "fs", "read", str(tmp_path / "text.txt"))
+    assert text.returncode == 0 and shown.replace(b"\r\n", b"\n") == b"plain words\n", (text.stderr, shown)
+    raw, shown = on_a_terminal(srv, "fs", "read", str(tmp_path / "zeros.bin"))
+    assert raw.returncode == 1 and b"the answer is binary" in raw.stderr and not shown, raw.stderr
