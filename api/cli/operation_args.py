@@ -112,7 +112,8 @@ def dest(field: dict[str, Any]) -> str:
 def field_options(field: dict[str, Any]) -> dict[str, Any]:
     """`add_argument` keywords for one field."""
     kind = field["kind"]
-    options: dict[str, Any] = {"dest": dest(field), "help": field["help"] or None,
+    # argparse %-formats help: a `%` of a description must reach it doubled.
+    options: dict[str, Any] = {"dest": dest(field), "help": field["help"].replace("%", "%%") or None,
                                "metavar": field["name"].upper().replace("-", "_")}
     if kind == "bool":
         options.update(action=argparse.BooleanOptionalAction, metavar=None)

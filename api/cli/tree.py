@@ -129,7 +129,7 @@ def populate(parser: argparse.ArgumentParser, node: Node, argv: list[str] | None
                                          metavar="COMMAND" if depth == 0 else "ACTION")
         for name, child in node.children.items():
             description = child.description or (child.leaf.description if child.leaf else None) or child.summary()
-            sub = commands.add_parser(name, help=child.summary(), description=description)
+            sub = commands.add_parser(name, help=child.summary().replace("%", "%%"), description=description)
             if argv is None or name == chosen:
                 populate(sub, child, None if argv is None else argv[1:], depth + 1)
     elif node.leaf is not None:

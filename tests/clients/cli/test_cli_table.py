@@ -51,15 +51,17 @@ def argv_for(command: Command) -> list[str]:
 
 
 @pytest.mark.parametrize("command", spec()["commands"], ids=lambda c: " ".join(c["words"]))
-def test_every_operation_is_a_command_that_makes_its_request(command: Command) -> None:
-    """The words reach a command of that operation (hand-written or generated), whose arguments parse; a
-    generated command's request is the operation's path with its parameters filled in."""
+def test_every_operation_is_a_command_that_makes_its_request(command: Command,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The words reach a command of that operation (hand-written or generated), whose help shows and whose
+    arguments parse; a generated command's request is the operation's path with its parameters filled in."""
     node = find(command_tree(), tuple(command["words"]))
     assert node is not None and node.leaf is not None and node.leaf.op == command["op"], command["words"]
+    with pytest.raises(SystemExit) as shown:
+        build_parser([*command["words"], "--help"]).parse_args([*command["words"], "--help"])
+    assert shown.value.code == 0
+    assert command["summary"].split()[0].lower() in capsys.readouterr().out.lower() or not node.leaf.generated
     if not node.leaf.generated:  # hand-written: arguments of its own, run by test_cli_client.py and the others
-        with pytest.raises(SystemExit) as shown:
-            build_parser([*command["words"], "--help"]).parse_args([*command["words"], "--help"])
-        assert shown.value.code == 0
         return
     argv = argv_for(command)
     args = build_parser(argv).parse_args(argv)
