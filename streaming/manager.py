@@ -27,13 +27,12 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desktop.control.takeover import LIVE_VIEW_SOURCE
 from desktop.core.errors import DomainError, StreamError, StreamNotActive, invalid_action
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
-from sandbox_desktop_wire.enums import TakeoverMode, VideoCodec
+from sandbox_desktop_wire.enums import ActionSource, TakeoverMode, VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
@@ -355,7 +354,7 @@ class StreamManager:
         fields: dict[str, Any] = {"controller": host, "previous": change.previous, "takeover": change.takeover,
                   "by": change.cause, "reason": str(change.reason)}
         self.desktop.events.bus.publish(EventType.CONTROL_CHANGED, **fields)
-        with acting_as(LIVE_VIEW_SOURCE):
+        with acting_as(ActionSource.STREAM):
             self.desktop.action_log.record("control", **fields)
         if change.controller == change.previous:
             return
@@ -377,7 +376,7 @@ class StreamManager:
             raise ControlRefused(f"clipboard text over {MAX_CLIPBOARD_CHARS} characters is not sent to the desktop")
         try:
             session = self.desktop.session()
-            with acting_as(LIVE_VIEW_SOURCE):
+            with acting_as(ActionSource.STREAM):
                 self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
             self._clipboard_known = text
             await self.desktop.clipboard.set(session, text)

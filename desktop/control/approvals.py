@@ -30,6 +30,7 @@ from sandbox_desktop_wire.approvals import (
     Decision,
     ProposedAction,
 )
+from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
@@ -84,7 +85,7 @@ class Record:
     id: str
     venue: Venue
     action: ProposedAction
-    source: str
+    source: ActionSource
     created_at: float
     expires_at: float
     status: ApprovalStatus = ApprovalStatus.PENDING
@@ -137,7 +138,8 @@ class ApprovalBook:
 
     # -- the agent's side ---------------------------------------------------------------------------
 
-    async def hold(self, venue: Venue, action: ProposedAction, source: str, timeout_s: float) -> Record:
+    async def hold(self, venue: Venue, action: ProposedAction, source: ActionSource,
+                   timeout_s: float) -> Record:
         """Wait until a person decides on `action` (at most `timeout_s`): the approved record, or ActionDenied /
         ApprovalExpired. A call cancelled while waiting (its client left) leaves the approval expired."""
         now = time.time()

@@ -18,6 +18,8 @@ from typing import Any
 
 from Xlib import XK
 
+from sandbox_desktop_wire.enums import ActionSource
+
 logger = logging.getLogger("sandbox_desktop.action_log")
 
 MAX_ENTRIES = 10_000
@@ -28,15 +30,16 @@ _KEYSYM_CHARS = {0xFF0D: "\n", 0xFF09: "\t", 0xFF08: "\b", 0xFF1B: "\x1b", 0xFFF
 Entry = dict[str, Any]
 Subscriber = Callable[[Entry], None]
 
-action_source: contextvars.ContextVar[str] = contextvars.ContextVar("action_source", default="rest")
+action_source: contextvars.ContextVar[ActionSource] = contextvars.ContextVar("action_source",
+                                                                           default=ActionSource.REST)
 action_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("action_wait", default=None)
 """Seconds the caller lets its action wait for a person (a takeover queue, an approval): the request's
 `Prefer: wait=N` (RFC 7240), None for the server's default."""
 
 
 @contextlib.contextmanager
-def acting_as(source: str) -> Iterator[None]:
-    """Actions executed inside the block are logged with `source` ("batch", "anthropic", "stream"...)."""
+def acting_as(source: ActionSource) -> Iterator[None]:
+    """Actions executed inside the block are logged with `source` (batch, anthropic, stream...)."""
     token = action_source.set(source)
     try:
         yield

@@ -22,6 +22,7 @@ from desktop.control.approvals import ApprovalBook, ApprovalNotFound, Venue
 from desktop.events.action_log import ActionLog
 from desktop.events.bus import EventBus
 from sandbox_desktop_wire.approvals import ActionKind, ApprovalStatus, Decision, ProposedAction, ProposedStep
+from sandbox_desktop_wire.enums import ActionSource
 from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
@@ -190,7 +191,7 @@ def test_the_book_keeps_pending_ones_and_a_bounded_history() -> None:
         venue = Venue("default", bus, log)
         action = ProposedAction(operation="POST /v1/desktop/keyboard/press", kinds=[ActionKind.KEY],
                                 steps=[ProposedStep(kind=ActionKind.KEY, type="key", keys="a")], summary="press a")
-        waiting = [asyncio.create_task(book.hold(venue, action, "rest", 30)) for _ in range(5)]
+        waiting = [asyncio.create_task(book.hold(venue, action, ActionSource.REST, 30)) for _ in range(5)]
         for _ in range(100):
             if len(book.list(ApprovalStatus.PENDING)) == 5:
                 break
