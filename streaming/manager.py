@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from desktop.core.errors import DomainError, StreamError, StreamNotActive, invalid_action
+from desktop.events import action_log as logged
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
 from desktop.lifecycle.runtime import Desktop
@@ -355,7 +356,8 @@ class StreamManager:
                   "by": change.cause, "reason": str(change.reason)}
         self.desktop.events.bus.publish(EventType.CONTROL_CHANGED, **fields)
         with acting_as(ActionSource.STREAM):
-            self.desktop.action_log.record("control", **fields)
+            self.desktop.action_log.record(logged.Control(host, change.previous, change.takeover, change.cause,
+                                                          str(change.reason)))
         if change.controller == change.previous:
             return
         old = self._sessions.get(change.previous or "")
@@ -377,7 +379,7 @@ class StreamManager:
         try:
             session = self.desktop.session()
             with acting_as(ActionSource.STREAM):
-                self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
+                self.desktop.action_log.record(logged.Clipboard(len(text), viewer))
             self._clipboard_known = text
             await self.desktop.clipboard.set(session, text)
         except DomainError as exc:

@@ -106,7 +106,8 @@ class BatchOperation(Operation):
 
 
 async def action_log(request: Request, *, query: ActionLogQuery) -> ActionLogResponse:
-    return ActionLogResponse(entries=desktop_of(request).action_log.entries(query.since, query.limit))
+    entries = desktop_of(request).action_log.entries(query.since, query.limit)
+    return ActionLogResponse(entries=[entry.to_wire() for entry in entries])
 
 
 OPERATIONS = [

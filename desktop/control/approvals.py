@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desktop.core.errors import DomainError
+from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog, acting_as
 from desktop.events.bus import EventBus
 from sandbox_desktop_wire.approvals import (
@@ -162,8 +163,7 @@ class ApprovalBook:
                 self._settle(record.id, ApprovalStatus.EXPIRED, "the request ended before a decision", None)
             raise
         with acting_as(source):  # the agent's action, whoever decided on it
-            venue.log.record("approval", approvalId=final.id, status=final.status.value,
-                             decidedBy=final.decided_by, operation=action.operation, message=final.message)
+            venue.log.record(logged.Approval(final.id, final.status, final.decided_by, action.operation, final.message))
         match final.status:
             case ApprovalStatus.APPROVED:
                 return final

@@ -19,6 +19,7 @@ import pytest
 
 from api.http.operations import PREFER_WAIT_MAX_S, prefer_wait
 from desktop.control.approvals import ApprovalBook, ApprovalNotFound, Venue
+from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog
 from desktop.events.bus import EventBus
 from sandbox_desktop_wire.approvals import ActionKind, ApprovalStatus, Decision, ProposedAction, ProposedStep
@@ -213,7 +214,7 @@ def test_the_book_keeps_pending_ones_and_a_bounded_history() -> None:
             seen.append((str(getattr(event, "type", "")), getattr(event, "data", {}).get("id")))
         assert seen.count(("approval.requested", ids[0])) == 1 and seen.count(("approval.decided", ids[0])) == 1
         assert len(seen) == 10
-        assert [e["decidedBy"] for e in log.entries() if e["kind"] == "approval"] == ["tester"] * 4
+        assert [e.action.decided_by for e in log.entries() if isinstance(e.action, logged.Approval)] == ["tester"] * 4
 
     asyncio.run(scenario())
 
