@@ -31,6 +31,7 @@ from desktop.core.errors import DomainError, StreamError, StreamNotActive, inval
 from desktop.events import action_log as logged
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
+from desktop.events.event_types import ControlChanged
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
 from sandbox_desktop_wire.enums import ActionSource, TakeoverMode, VideoCodec
@@ -352,12 +353,10 @@ class StreamManager:
                                                   **({"host_id": host} if host else {})})
         self._broadcast_soon("control/takeover", self.takeover_state())
         self.takeover.hold(host if change.takeover else None)
-        fields: dict[str, Any] = {"controller": host, "previous": change.previous, "takeover": change.takeover,
-                  "by": change.cause, "reason": str(change.reason)}
-        self.desktop.events.bus.publish(EventType.CONTROL_CHANGED, **fields)
+        said = (host, change.previous, change.takeover, change.cause, str(change.reason))
+        self.desktop.events.bus.publish(ControlChanged(*said))
         with acting_as(ActionSource.STREAM):
-            self.desktop.action_log.record(logged.Control(host, change.previous, change.takeover, change.cause,
-                                                          str(change.reason)))
+            self.desktop.action_log.record(logged.Control(*said))
         if change.controller == change.previous:
             return
         old = self._sessions.get(change.previous or "")

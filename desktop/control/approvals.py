@@ -24,6 +24,7 @@ from desktop.core.errors import DomainError
 from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog, acting_as
 from desktop.events.bus import EventBus
+from desktop.events.event_types import ApprovalDecided, ApprovalRequested
 from sandbox_desktop_wire.approvals import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     Approval,
@@ -32,7 +33,6 @@ from sandbox_desktop_wire.approvals import (
     ProposedAction,
 )
 from sandbox_desktop_wire.enums import ActionSource
-from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.approvals")
@@ -101,10 +101,6 @@ class Record:
                         decided_at=iso(self.decided_at) if self.decided_at is not None else None,
                         decided_by=self.decided_by, message=self.message)
 
-    def event_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = self.to_wire().model_dump(mode="json", by_alias=True, exclude_none=True)
-        return fields
-
 
 class ApprovalBook:
     """Every approval of the server, pending and recently decided, by id (one book for all desktops)."""
@@ -150,7 +146,7 @@ class ApprovalBook:
         self._waiting[record.id] = decided
         logger.info("approval %s requested on desktop %s: %s (%s)", record.id, venue.desktop_id, action.summary,
                     source, extra={"desktop": venue.desktop_id, "approval": record.id})
-        venue.bus.publish(EventType.APPROVAL_REQUESTED, **record.event_fields())
+        venue.bus.publish(ApprovalRequested(record.to_wire()))
         try:
             async with asyncio.timeout(timeout_s):
                 final = await decided
@@ -197,9 +193,8 @@ class ApprovalBook:
             waiting.set_result(record)
         logger.info("approval %s %s%s", approval_id, status.value, f" by {by}" if by else "",
                     extra={"desktop": record.venue.desktop_id, "approval": approval_id})
-        record.venue.bus.publish(EventType.APPROVAL_DECIDED, id=approval_id, status=status.value, message=message,
-                                 decidedBy=by, decidedAt=iso(record.decided_at or 0.0),
-                                 desktopId=record.venue.desktop_id)
+        record.venue.bus.publish(ApprovalDecided(approval_id, status, message, by, iso(record.decided_at or 0.0),
+                                                 record.venue.desktop_id))
         self._forget_oldest_decided()
         return record
 

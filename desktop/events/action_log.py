@@ -24,6 +24,7 @@ from typing import Any, ClassVar, get_args
 from pydantic import TypeAdapter
 from Xlib import XK
 
+from desktop.events.event_types import ControlChanged
 from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.approvals import ApprovalStatus
 from sandbox_desktop_wire.enums import ActionSource, MouseButton
@@ -159,15 +160,10 @@ class Approval:
 
 
 @dataclass(frozen=True, slots=True)
-class Control:
-    """Who holds control in the live view changed (streaming/control.py); as `control.changed` says it."""
+class Control(ControlChanged):
+    """Who holds control in the live view changed (streaming/control.py): the `control.changed` event, logged."""
 
     KIND: ClassVar[str] = "control"
-    controller: str | None
-    previous: str | None
-    takeover: bool
-    by: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,7 +211,7 @@ def test_the_book_keeps_pending_ones_and_a_bounded_history() -> None:
         assert book.get(ids[4]).status is ApprovalStatus.EXPIRED and book.pending_count == 0
         seen = []
         while (event := await events.next(timeout=0.1)) is not None:
-            seen.append((str(getattr(event, "type", "")), getattr(event, "data", {}).get("id")))
+            seen.append((str(getattr(event, "type", "")), event.to_wire().get("id")))
         assert seen.count(("approval.requested", ids[0])) == 1 and seen.count(("approval.decided", ids[0])) == 1
         assert len(seen) == 10
         assert [e.action.decided_by for e in log.entries() if isinstance(e.action, logged.Approval)] == ["tester"] * 4
