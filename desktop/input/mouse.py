@@ -21,7 +21,8 @@ from Xlib.display import Display
 
 from desktop.control.takeover import TakeoverGate
 from desktop.core.errors import invalid_action
-from desktop.events.action_log import ActionLog
+from desktop.events import action_log as logged
+from desktop.events.action_log import ActionLog, LoggedAction
 from desktop.input.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
 from desktop.windows.control import SOURCE_PAGER, send_root_message
 from desktop.windows.query import active_window_id
@@ -269,9 +270,9 @@ class Mouse:
             return session.x.input
         return self.gate.admitted(session.x.input)
 
-    def _record(self, kind: str, **fields: object) -> None:
+    def _record(self, action: LoggedAction) -> None:
         if self.log is not None:
-            self.log.record(kind, **fields)
+            self.log.record(action)
 
     async def position(self, session: Session) -> PointerState:
         return await session.x.call(pointer_state)
@@ -279,7 +280,7 @@ class Mouse:
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
         async with self.exclusive(session):
-            self._record("move", x=x, y=y)
+            self._record(logged.Move(x, y))
             return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
 
     async def click(self, session: Session, x: int, y: int, button: MouseButton = MouseButton.LEFT,
@@ -289,7 +290,7 @@ class Mouse:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
         number = button_number(button)
         async with self.exclusive(session):
-            self._record("click", x=x, y=y, button=button, count=count)
+            self._record(logged.Click(x, y, button, count))
             return await _click(session.x, (x, y), number, count)
 
     async def button(self, session: Session, x: int | None, y: int | None, button: MouseButton,
@@ -302,7 +303,7 @@ class Mouse:
             at = (x, y)
         number = button_number(button)
         async with self.exclusive(session):
-            self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
+            self._record((logged.MouseDown if down else logged.MouseUp)(x, y, button))
             if down:
                 state = await _press(session.x, at, number, release=False, finish=True)
             else:
@@ -323,7 +324,7 @@ class Mouse:
             raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
         number = button_number(button)
         async with self.exclusive(session):  # for the whole drag: no other input lands between its steps
-            self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
+            self._record(logged.Drag(*start, *end, button))
             return await _drag(session.x, start, end, number, steps, duration_ms / 1000)
 
     async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
@@ -335,7 +336,7 @@ class Mouse:
                 raise invalid_action(f"{field} must be between -{MAX_WHEEL_CLICKS} and {MAX_WHEEL_CLICKS} wheel clicks",
                                      field)
         async with self.exclusive(session):
-            self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
+            self._record(logged.Scroll(x, y, delta_x, delta_y))
             return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))
 
     async def release_all(self, session: Session) -> None:

@@ -33,6 +33,7 @@ from desktop.core.errors import (
     invalid_action,
 )
 from desktop.events.action_log import ActionLog
+from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
@@ -51,7 +52,6 @@ from desktop.x11.randr import DisplayChange, apply_display, read_geometry
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
 from sandbox_desktop_wire.enums import ClipboardSelection, DesktopRuntimeState, ProcessOwner, TakeoverMode
-from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.runtime")
@@ -238,7 +238,7 @@ class Desktop:
             elapsed = time.perf_counter() - began
             self.options = replace(options, width=geometry.width, height=geometry.height, dpi=dpi)
             supervisor.options = self.options  # an X server restarted after a crash comes back at this size
-        self.events.bus.publish(EventType.DISPLAY_CHANGED, width=geometry.width, height=geometry.height, dpi=dpi)
+        self.events.bus.publish(DisplayChanged(geometry.width, geometry.height, dpi))
         self.log(f"display {geometry.width}x{geometry.height}, dpi {dpi} ({elapsed * 1000:.1f} ms)")
         logger.info("desktop %s display %dx%d dpi %d", self.id, geometry.width, geometry.height, dpi)
         return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
