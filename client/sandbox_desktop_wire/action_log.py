@@ -8,9 +8,11 @@ in the order below; a recording's entries end with `videoMs`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, GetJsonSchemaHandler, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from sandbox_desktop_wire.approvals import ApprovalStatus
 from sandbox_desktop_wire.base import WireModel
@@ -19,6 +21,7 @@ from sandbox_desktop_wire.enums import ActionSource, MouseButton
 
 class LogEntry(WireModel):
     """What every entry has, before its `kind` and the kind's own fields."""
+
 
     seq: int
     """1, 2, 3... in execution order, per desktop."""
@@ -29,6 +32,14 @@ class LogEntry(WireModel):
     source: ActionSource
     video_ms: int | None = None
     """A recording's entries only: milliseconds since the recording started, on the same clock (written last)."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The answer's schema from the fields: the serializer below writes exactly them, but pydantic cannot see
+        that through it and would document every entry as any object, which every member of the union matches."""
+        if handler.mode == "serialization" and "serialization" in core_schema:
+            core_schema = cast(CoreSchema, {k: v for k, v in core_schema.items() if k != "serialization"})
+        return handler(core_schema)
 
     @model_serializer(mode="wrap")
     def _as_logged(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from desktop.core.dependencies import DependencyChecker, DependencyReport
 from desktop.events.bus import Event
+from desktop.events.event_types import DesktopStateChanged
 from desktop.lifecycle.runtime import Desktop
 from sandbox_desktop_wire.enums import DesktopRuntimeState as State
 from sandbox_desktop_wire.events import EventType
@@ -35,7 +36,8 @@ def test_every_transition_is_published_once_as_the_status_tells_it(tmp_path: Pat
             published = []
             while (event := await changes.next(timeout=0)) is not None:
                 assert isinstance(event, Event)
-                published.append((event.data["previous"], event.data["state"]))
+                assert isinstance(event.data, DesktopStateChanged)
+                published.append((str(event.data.previous), str(event.data.state)))
         return published
 
     assert asyncio.run(scenario()) == [("inactive", "starting"), ("starting", "active"), ("active", "paused"),
