@@ -23,7 +23,9 @@ import av
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BenchDesktop, bench_desktop
+from desktop.events.action_log import WIRE
 from desktop.screen.encode import encode
+from recording.action_track import Tracked
 from recording.trajectory import steps
 from recording.trajectory_export import export
 
@@ -93,7 +95,8 @@ def main() -> None:
             best = bests[image_format] = min(s[0] for s in samples)
             print(f"trajectory export ({image_format}): best {best:.2f} s of {args.runs}, "
                   f"{samples[0][1]} steps, {samples[0][2] / 1e6:.1f} MB zip")
-        entries = bench.api.get(f"/v1/desktop/recordings/{rec_id}/actions").json()["entries"]
+        entries = [Tracked.from_wire(WIRE.validate_python(e))
+                   for e in bench.api.get(f"/v1/desktop/recordings/{rec_id}/actions").json()["entries"]]
         info = bench.api.get(f"/v1/desktop/recordings/{rec_id}").json()
         times = sorted({t for s in steps(entries, info["durationMs"]) for t in (s.before_ms, s.after_ms)})
         with tempfile.TemporaryDirectory() as tmp:

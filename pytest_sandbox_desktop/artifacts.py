@@ -13,11 +13,11 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from sandbox_desktop_client import ApiError, ConflictError
+from sandbox_desktop_wire.action_log import ActionLogEntry
 
 from .handle import Desktop
 from .options import RecordMode
@@ -68,15 +68,15 @@ def folder_name(nodeid: str) -> str:
     return f"{name[:MAX_FOLDER_NAME // 2]}-{digest}-{name[-MAX_FOLDER_NAME // 2 + 12:]}"
 
 
-def read_action_log(desktop: Desktop, since: int) -> list[dict[str, Any]]:
+def read_action_log(desktop: Desktop, since: int) -> list[ActionLogEntry]:
     """The desktop's action-log entries after `since` (docs/action-log.md), oldest first."""
-    entries: list[dict[str, Any]] = []
+    entries: list[ActionLogEntry] = []
     for _ in range(LOG_PAGES):
         page = desktop.action_log(since=since, limit=LOG_PAGE)
         entries.extend(page)
         if len(page) < LOG_PAGE:
             break
-        since = int(page[-1]["seq"])
+        since = page[-1].seq
     return entries
 
 
@@ -148,11 +148,12 @@ class Watch:
         def actions(folder: Path) -> Artifact | None:
             entries = read_action_log(self.desktop, self.since)
             if entries:
-                self.last_seq = int(entries[-1]["seq"])
+                self.last_seq = entries[-1].seq
             if not write:
                 return None
             path = folder / ArtifactKind.ACTIONS
-            path.write_text(json.dumps({"desktopId": self.desktop.id, "entries": entries}, indent=1))
+            wire = [entry.model_dump(mode="json", by_alias=True) for entry in entries]
+            path.write_text(json.dumps({"desktopId": self.desktop.id, "entries": wire}, indent=1))
             return Artifact(ArtifactKind.ACTIONS, path)
         return actions
 

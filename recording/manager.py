@@ -16,14 +16,13 @@ import re
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from desktop.core.errors import Conflict, NotFound, StreamError
 from desktop.lifecycle.runtime import Desktop
 from desktop.lifecycle.snapshot import rfc3339_ns
 from desktop.sound.capture import AudioCapture, AudioSubscription
 from desktop.sound.server import AudioUnavailable
-from recording.action_track import ActionTrack, read_track
+from recording.action_track import ActionTrack, Tracked, read_track
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings, H264Encoder
 from recording.recorder import Recorder
@@ -165,7 +164,7 @@ class RecordingManager:
         catalog = await self._catalog()
         return self._view(record), catalog.path(record.number)
 
-    async def actions(self, ident: str) -> tuple[RecordingRecord, list[dict[str, Any]]]:
+    async def actions(self, ident: str) -> tuple[RecordingRecord, list[Tracked]]:
         """A recording and the actions executed while it recorded, with their `videoMs`."""
         record = await self._find(ident)
         catalog = await self._catalog()

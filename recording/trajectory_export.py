@@ -112,7 +112,7 @@ def _encode(frame: VideoFrame, image_format: ScreenshotFormat) -> bytes:
 
 
 def _row(step: Step, names: dict[int, str]) -> dict[str, object]:
-    return {"step": step.index, "timestampMs": step.timestamp_ms, "action": step.action, "source": step.source,
+    return {"step": step.index, "timestampMs": step.timestamp_ms, "action": step.action, "source": step.source.value,
             "at": step.at, "before": names[step.before_ms], "after": names[step.after_ms]}
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from av.video.frame import VideoFrame
 from PIL import Image
 
+from desktop.screen.cursor import Cursor
 from desktop.screen.frames import Frame
-from streaming.pointer import Pointer
 
 BYTES_PER_PIXEL = 4
 
@@ -31,7 +31,7 @@ class Canvas:
         self._stride = self._plane.line_size
         self._pixels = memoryview(self._plane)
 
-    def render(self, frame: Frame, pointer: Pointer | None) -> VideoFrame:
+    def render(self, frame: Frame, pointer: Cursor | None) -> VideoFrame:
         """A new yuv420p frame of `frame` (cropped to this canvas) with the pointer composited."""
         self._fill(frame)
         if pointer is not None and pointer.sprite is not None:
@@ -49,7 +49,7 @@ class Canvas:
             start = y * source_row
             self._pixels[y * self._stride:y * self._stride + min(row, source_row)] = data[start:start + row]
 
-    def _draw(self, pointer: Pointer) -> None:
+    def _draw(self, pointer: Cursor) -> None:
         sprite = pointer.sprite
         assert sprite is not None
         left, top = pointer.x - sprite.xhot, pointer.y - sprite.yhot

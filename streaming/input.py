@@ -19,14 +19,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from desktop.control.takeover import LIVE_VIEW_SOURCE
 from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as, action_source
 from desktop.input.keys import UNICODE_KEYSYM_BASE
 from desktop.input.mouse import BUTTONS
 from desktop.lifecycle.runtime import Desktop
 from desktop.x11.session import Session
-from sandbox_desktop_wire.enums import MouseButton
+from sandbox_desktop_wire.enums import ActionSource, MouseButton
 
 logger = logging.getLogger("sandbox_desktop.stream.input")
 
@@ -222,7 +221,7 @@ class RemoteInput:
             return  # no desktop: nothing is held any more
         # The live view's own input, whichever task lets go (the socket's, when the viewer leaves): never held
         # off by a takeover, which could leave a key down.
-        with acting_as(LIVE_VIEW_SOURCE):
+        with acting_as(ActionSource.STREAM):
             for keysym in reversed(keys):
                 await self._safely(self._desktop.keyboard.key_up(session, keysym))
             for name in buttons:
@@ -240,7 +239,7 @@ class RemoteInput:
         await self.release_all()
 
     async def _run(self) -> None:
-        action_source.set(LIVE_VIEW_SOURCE)  # this task's own context: all it injects is the live view's
+        action_source.set(ActionSource.STREAM)  # this task's own context: all it injects is the live view's
         while not self._closed:
             if not self._queue:
                 self._wake.clear()

@@ -27,13 +27,14 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desktop.control.takeover import LIVE_VIEW_SOURCE
 from desktop.core.errors import DomainError, StreamError, StreamNotActive, invalid_action
+from desktop.events import action_log as logged
 from desktop.events.action_log import acting_as
 from desktop.events.bus import Event
+from desktop.events.event_types import ControlChanged
 from desktop.lifecycle.runtime import Desktop
 from desktop.sound.capture import AudioCapture
-from sandbox_desktop_wire.enums import TakeoverMode, VideoCodec
+from sandbox_desktop_wire.enums import ActionSource, TakeoverMode, VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
@@ -352,11 +353,10 @@ class StreamManager:
                                                   **({"host_id": host} if host else {})})
         self._broadcast_soon("control/takeover", self.takeover_state())
         self.takeover.hold(host if change.takeover else None)
-        fields: dict[str, Any] = {"controller": host, "previous": change.previous, "takeover": change.takeover,
-                  "by": change.cause, "reason": str(change.reason)}
-        self.desktop.events.bus.publish(EventType.CONTROL_CHANGED, **fields)
-        with acting_as(LIVE_VIEW_SOURCE):
-            self.desktop.action_log.record("control", **fields)
+        said = (host, change.previous, change.takeover, change.cause, str(change.reason))
+        self.desktop.events.bus.publish(ControlChanged(*said))
+        with acting_as(ActionSource.STREAM):
+            self.desktop.action_log.record(logged.Control(*said))
         if change.controller == change.previous:
             return
         old = self._sessions.get(change.previous or "")
@@ -377,8 +377,8 @@ class StreamManager:
             raise ControlRefused(f"clipboard text over {MAX_CLIPBOARD_CHARS} characters is not sent to the desktop")
         try:
             session = self.desktop.session()
-            with acting_as(LIVE_VIEW_SOURCE):
-                self.desktop.action_log.record("clipboard", length=len(text), viewer=viewer)
+            with acting_as(ActionSource.STREAM):
+                self.desktop.action_log.record(logged.Clipboard(len(text), viewer))
             self._clipboard_known = text
             await self.desktop.clipboard.set(session, text)
         except DomainError as exc:

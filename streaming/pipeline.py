@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import av
 
+from desktop.screen.cursor import Cursor, CursorReader
 from desktop.screen.frames import Frame, FrameSource
 from sandbox_desktop_wire.enums import VideoCodec
 from streaming.canvas import Canvas, video_size
 from streaming.encoders import TIME_BASE, EncoderSettings, VideoEncoder, default_bitrate
-from streaming.pointer import Pointer, PointerReader
 from streaming.rate import FrameRate
 from streaming.track import ViewerTrack
 
@@ -64,7 +64,7 @@ class _Painter:
         self.codec = codec
         self.fps = fps
         self.bitrate = bitrate
-        self._reader: PointerReader | None = None
+        self._reader: CursorReader | None = None
         self._canvas: Canvas | None = None
         self._encoder: VideoEncoder | None = None
         self._source_size: tuple[int, int] | None = None
@@ -102,10 +102,10 @@ class _Painter:
         self._encoder = VideoEncoder(EncoderSettings(self.codec, size[0], size[1], self.fps, bitrate))
         self._source_size = (width, height)
 
-    def _read_pointer(self) -> Pointer | None:
+    def _read_pointer(self) -> Cursor | None:
         try:
             if self._reader is None:
-                self._reader = PointerReader(self.display)
+                self._reader = CursorReader(self.display, follow_shape=True)  # the cheap read, every tick
             return self._reader.read()
         except Exception as exc:  # the X server is restarting: draw no pointer, reconnect next tick
             logger.debug("pointer unavailable: %s", exc)

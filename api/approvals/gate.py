@@ -39,6 +39,7 @@ from sandbox_desktop_wire.accessibility import ActRequest, ElementAction
 from sandbox_desktop_wire.actions import ActionsRequest
 from sandbox_desktop_wire.approvals import ActionKind, ProposedAction, ProposedStep, Screen
 from sandbox_desktop_wire.apps import LaunchRequest, OpenRequest
+from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.files_into_apps import DropRequest, FileDialogRequest
 from sandbox_desktop_wire.keyboard import KeyboardKeyRequest, KeyboardPressRequest, KeyboardTypeRequest
 from sandbox_desktop_wire.mouse import (
@@ -70,7 +71,7 @@ Describe = Callable[[Proposal], Awaitable[list[ProposedStep]]]
 @dataclass(frozen=True)
 class Gate:
     describe: Describe
-    source: str | None = None
+    source: ActionSource | None = None
     """The action log's source the handler acts as (`acting_as`); None: the request's (rest, mcp)."""
 
 
@@ -217,9 +218,9 @@ DESKTOP_GATES: dict[tuple[str, str], Gate] = {
     ("POST", "/keyboard/press"): Gate(key_press),
     ("POST", "/keyboard/down"): Gate(key_hold("key_down")),
     ("POST", "/keyboard/up"): Gate(key_hold("key_up")),
-    ("POST", "/actions"): Gate(batch, "batch"),
-    ("POST", "/anthropic/computer"): Gate(anthropic_computer, "anthropic"),
-    ("POST", "/openai/computer"): Gate(openai_computer, "openai"),
+    ("POST", "/actions"): Gate(batch, ActionSource.BATCH),
+    ("POST", "/anthropic/computer"): Gate(anthropic_computer, ActionSource.ANTHROPIC),
+    ("POST", "/openai/computer"): Gate(openai_computer, ActionSource.OPENAI),
     ("POST", "/accessibility/act"): Gate(element_act),
     ("POST", "/launch"): Gate(launch),
     ("POST", "/open"): Gate(open_target),

@@ -1,10 +1,13 @@
-"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages,
-and the client commands (`status`, `screenshot`, `click`, ...) drive a running server."""
+"""The `sandbox-desktop` command: `server` runs the service, `install desktop` installs its packages, `ready`
+probes it, `mcp` serves MCP, and the client commands (`status`, `windows list`, `processes run`, ...: every
+operation of the API, api/cli/tree.py) drive a running server.
+
+The server's modules are imported by the `server`, `install` and `mcp` commands alone, when they run or
+show their help: the other commands start on the standard library (docs/cli.md, Start-up)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import os
 import sys
@@ -13,27 +16,24 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from api.cli import client_commands as cli_client
-from api.cli import probe
-from api.mcp import server as mcp_server
-from api.middleware.browser_guard import ALLOWED_HOSTS_ENV, HostPolicy
-from api.middleware.cors import CorsPolicy
-from api.server.config import MCP_TOOL_TIMEOUT_S
-from api.server.logs import LOG_FORMATS, configure_logging
-from desktop.core.parsing import ascii_int
-from desktop.lifecycle import installer
-from sandbox_desktop_client import local_servers
+from api.cli import client_commands, desktops, probe
+from api.cli.tree import Leaf, Node, Words, build_tree, parser_for
 from sandbox_desktop_client.local_servers import TOKEN_ENV
-from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind, parse_kinds
-from sandbox_desktop_wire.enums import TakeoverMode
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from sandbox_desktop_wire.approvals import ActionKind
+
 PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
+DESCRIPTION = ("Virtual Linux desktops driven over HTTP. `server` runs the service; the other commands drive a "
+               "running one, each an operation of its API (docs/cli.md). `sandbox-desktop COMMAND --help` says more.")
+MCP_HELP = "serve the desktops as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
 
 
 def parse_size(text: str) -> tuple[int, int]:
+    from desktop.core.parsing import ascii_int
+
     first, sep, second = text.lower().partition("x")
     width, height = ascii_int(first), ascii_int(second)
     if not sep or width is None or height is None:
@@ -62,17 +62,22 @@ def public_addresses(args: argparse.Namespace) -> tuple[str, ...]:
 
 def approve_kinds(text: str) -> frozenset[ActionKind]:
     """`--approve`: `pointer,type,key,launch,process` (any of them) or `all`."""
+    from sandbox_desktop_wire.approvals import parse_kinds
+
     try:
         return parse_kinds(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sandbox-desktop", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_server_arguments(server: argparse.ArgumentParser) -> None:
+    from api.mcp import server as mcp_server
+    from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
+    from api.server.config import MCP_TOOL_TIMEOUT_S
+    from api.server.logs import LOG_FORMATS
+    from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind
+    from sandbox_desktop_wire.enums import TakeoverMode
 
-    server = commands.add_parser("server", help="run the HTTP server")
     server.add_argument("-H", "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     server.add_argument("-p", "--port", type=int, default=2468, help="port to bind (default 2468)")
     server.add_argument("-t", "--token", default=os.environ.get(TOKEN_ENV) or None,
@@ -133,18 +138,51 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
+    server.set_defaults(run=run_server)
 
-    install = commands.add_parser("install", help="install system packages")
-    targets = install.add_subparsers(dest="target", required=True, metavar="TARGET")
-    installer.add_arguments(targets.add_parser("desktop", help="the desktop's system packages"))
-    probe.add_arguments(commands.add_parser("ready", help=probe.HELP, description=probe.HELP))
-    cli_client.add_client_commands(commands)
-    mcp_server.add_mcp_command(commands)
-    return parser
+
+def add_install_arguments(parser: argparse.ArgumentParser) -> None:
+    from desktop.lifecycle import installer
+
+    installer.add_arguments(parser)
+    parser.set_defaults(run=installer.run)
+
+
+def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    from api.mcp import server as mcp_server
+
+    mcp_server.add_arguments(parser)
+    parser.set_defaults(run=mcp_server.run_mcp)
+
+
+def add_ready_arguments(parser: argparse.ArgumentParser) -> None:
+    probe.add_arguments(parser)
+    parser.set_defaults(run=probe.run)
+
+
+PROGRAMS: dict[Words, Leaf] = {
+    ("server",): Leaf("run the HTTP server", add_server_arguments),
+    ("install", "desktop"): Leaf("the desktop's system packages", add_install_arguments),
+    ("ready",): Leaf(probe.HELP, add_ready_arguments, "GET /v1/health/ready", probe.HELP),
+    ("mcp",): Leaf(MCP_HELP, add_mcp_arguments, description=MCP_HELP),
+}
+
+
+def command_tree() -> Node:
+    return build_tree({**PROGRAMS, **client_commands.COMMANDS, **desktops.COMMANDS},
+                      {("install",): ("install system packages", None), **client_commands.GROUPS,
+                       **desktops.GROUPS})
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`, with only the command it names built; every command's when None."""
+    return parser_for(command_tree(), argv, prog="sandbox-desktop", description=DESCRIPTION)
 
 
 def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     """Run uvicorn; on SIGTERM/SIGINT end open log follows at once, so shutdown does not wait on them."""
+    import asyncio
+
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -164,6 +202,8 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
 def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
     """`--allowed-host` flags, else the comma-separated environment variable."""
+    from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
+
     if args.allowed_host:
         return tuple(args.allowed_host)
     return tuple(h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip())
@@ -180,8 +220,12 @@ def display_url(host: str, port: int) -> str:
 
 def run_server(args: argparse.Namespace) -> int:
     from api.app import create_app
+    from api.middleware.browser_guard import HostPolicy
+    from api.middleware.cors import CorsPolicy
     from api.server.config import McpOptions, ServerConfig
+    from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
+    from sandbox_desktop_client import local_servers
 
     token = None if args.no_token else args.token
     # Every process the desktop starts inherits our environment; none of them may learn the token.
@@ -247,18 +291,9 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if cli_client.is_client_command(args):
-        return cli_client.run_client_command(args)
-    if args.command == "server":
-        return run_server(args)
-    if args.command == "ready":
-        return probe.run(args)
-    if args.command == "install":
-        return installer.run(args)
-    if args.command == "mcp":
-        return mcp_server.run_mcp(args)
-    return 2
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
+    return int(args.run(args))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
 from sandbox_desktop_client.local_servers import DEFAULT_URL, TOKEN_ENV, URL_ENV, resolve_token
@@ -29,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when ready (each check printed), 1 when not ready or refused (the reason on stderr), 2 if unreachable."""
+    import urllib.error  # here, not with the module: `sandbox-desktop --help` lists `ready` without a request
+    import urllib.request
+
     request = urllib.request.Request(args.url.rstrip("/") + READY_PATH)
     token = resolve_token(args.token, args.url)
     if token:

@@ -108,6 +108,9 @@ def _operation(op: Operation, defs: Mapping[tuple[str, str], Any], token: bool) 
     if op.body is not None:
         doc["requestBody"] = {"required": op.body_required, "content": {
             "application/json": {"schema": defs[(op.body.__name__, "validation")]}}}
+    elif op.upload is not None:  # an empty body is one too (an empty file)
+        doc["requestBody"] = {"required": False, "content": {
+            m.strip(): {"schema": {"type": "string", "format": "binary"}} for m in op.upload.split(",")}}
     responses: dict[str, Any] = {}
     if op.upgrade:
         responses["101"] = {"description": "Switching Protocols: the WebSocket is open"}

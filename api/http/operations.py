@@ -75,6 +75,9 @@ class Operation:
     """Problem code for out-of-range values (desktop routes use `desktop_invalid_action`)."""
     body_required: bool = False
     """Whether an empty body is an error; otherwise it reads as `{}`."""
+    upload: str | None = None
+    """Media type of a raw request body the handler reads itself (a file's bytes, a tar), a comma-separated list
+    when it takes several; the document and the CLI (`-i FILE`) offer it."""
     tags: tuple[str, ...] = field(default_factory=tuple)
     operation_id: str | None = None
     """The OpenAPI operationId when the handler's name is taken (a per-desktop copy of an operation)."""

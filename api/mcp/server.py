@@ -297,12 +297,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"are left out (default ${DESKTOP_ENV}; else tools take desktop_id)")
 
 
-def add_mcp_command(subparsers: argparse._SubParsersAction) -> None:
-    """Register `mcp` on the `sandbox-desktop` parser."""
-    help = "serve the desktops as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
-    add_arguments(subparsers.add_parser("mcp", help=help, description=help))
-
-
 # The parts of the `mcp` SDK the server uses; a partial install is as unusable as none.
 MCP_MODULES = ("mcp", "mcp.types", "mcp.server.lowlevel", "mcp.server.stdio")
 

@@ -11,8 +11,7 @@ import httpx
 from starlette.types import ASGIApp
 
 from desktop.events.action_log import action_source
-
-MCP_SOURCE = "mcp"
+from sandbox_desktop_wire.enums import ActionSource
 
 
 class InProcess(httpx.AsyncBaseTransport):
@@ -28,7 +27,7 @@ class InProcess(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         # The tools' actions are the agent's, logged and held for approval as `mcp` (docs/action-log.md).
         context = contextvars.copy_context()
-        context.run(action_source.set, MCP_SOURCE)
+        context.run(action_source.set, ActionSource.MCP)
         task = asyncio.get_running_loop().create_task(self._asgi.handle_async_request(request), context=context)
         self._running.add(task)
         task.add_done_callback(self._finished)

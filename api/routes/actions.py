@@ -28,6 +28,7 @@ from sandbox_desktop_wire.actions import (
     CoordinateFrame,
     Rect,
 )
+from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
@@ -53,7 +54,7 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     space, shot, plan = planned.space, planned.shot, planned.steps
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None
-    with acting_as("batch"):
+    with acting_as(ActionSource.BATCH):
         outcome = await desktop_services(request).batches.run(session, plan, settle, observe)
 
     response = ActionsResponse(
@@ -105,7 +106,8 @@ class BatchOperation(Operation):
 
 
 async def action_log(request: Request, *, query: ActionLogQuery) -> ActionLogResponse:
-    return ActionLogResponse(entries=desktop_of(request).action_log.entries(query.since, query.limit))
+    entries = desktop_of(request).action_log.entries(query.since, query.limit)
+    return ActionLogResponse(entries=[entry.to_wire() for entry in entries])
 
 
 OPERATIONS = [

@@ -153,8 +153,6 @@ async def events_socket(websocket: WebSocket) -> None:
 
 
 def sse_data(item: Event | Missed) -> str:
-    if isinstance(item, Missed):
-        return json.dumps({"type": EventType.EVENTS_MISSED, "count": item.count}, separators=(",", ":"))
     return json.dumps(item.to_wire(), separators=(",", ":"))
 
 

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from api.http.operations import Operation
 from api.server.services import desktop_of, files_of
 from desktop.core.errors import invalid_action
+from desktop.events import action_log as logged
 from desktop.files.dialogs import fill_file_dialog
 from desktop.x11.xdnd import PathNotFound
 from sandbox_desktop_wire.files_into_apps import (
@@ -46,8 +47,7 @@ async def drop(request: Request, body: DropRequest) -> DropResponse:
     uris = tuple(path.as_uri() for path in paths)
     result = await desktop.clipboard.drop(session, uris, body.x, body.y)
     # In the action log with the input it stands for (a trajectory export skips kinds it has no action for).
-    desktop.action_log.record("drop", x=body.x, y=body.y, paths=[str(p) for p in paths],
-                              windowId=str(result.target.window))
+    desktop.action_log.record(logged.Drop(body.x, body.y, tuple(str(p) for p in paths), str(result.target.window)))
     return DropResponse(window_id=str(result.target.window), action=result.action, uris=list(result.uris),
                         xdnd_version=result.target.version)
 

@@ -107,7 +107,8 @@ OPERATIONS = [
     Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed)",
               query=FsPathQuery, media_type="application/octet-stream", errors=(403, 404), tags=_TAGS),
     Operation("PUT", "/v1/fs/file", write_file, "Upload a file (raw body, streamed; replaces atomically)",
-              query=FsPathQuery, response=FsWriteResponse, errors=(403, 409, 413), tags=_TAGS),
+              query=FsPathQuery, response=FsWriteResponse, upload="application/octet-stream", errors=(403, 409, 413),
+              tags=_TAGS),
     Operation("DELETE", "/v1/fs/entry", delete_entry, "Delete a file, link or directory",
               query=FsDeleteQuery, response=FsActionResponse, errors=(403, 404, 409), tags=_TAGS),
     Operation("POST", "/v1/fs/mkdir", make_directory, "Create a directory and its parents",
@@ -119,6 +120,6 @@ OPERATIONS = [
               query=FsPathQuery, response=FsStat, errors=(403, 404), tags=_TAGS),
     Operation("POST", "/v1/fs/upload-batch", upload_batch,
               "Extract a tar (optionally gzip) into a directory, all or nothing",
-              query=FsUploadBatchQuery, response=FsUploadBatchResponse, errors=(403, 409, 413, 415),
-              tags=_TAGS),
+              query=FsUploadBatchQuery, response=FsUploadBatchResponse, upload="application/x-tar, application/gzip",
+              errors=(403, 409, 413, 415), tags=_TAGS),
 ]

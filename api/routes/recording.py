@@ -130,7 +130,7 @@ async def download_recording(request: Request) -> Response:
 
 async def recording_actions(request: Request) -> DesktopRecordingActions:
     record, entries = await recordings_of(request).actions(request.path_params["id"])
-    return DesktopRecordingActions(recording_id=record.id, entries=entries)
+    return DesktopRecordingActions(recording_id=record.id, entries=[tracked.to_wire() for tracked in entries])
 
 
 async def recording_chapters(request: Request) -> Response:

@@ -18,6 +18,7 @@ from desktop.screen.screenshots import ShotOptions
 from desktop.vendors import anthropic, openai
 from desktop.vendors.common import display_space
 from sandbox_desktop_wire.actions import SettleOptions
+from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
 from sandbox_desktop_wire.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
 
@@ -31,7 +32,7 @@ def settle_of(options: SettleOptions | None) -> steps.Settle:
 
 
 async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> AnthropicResult:
-    with acting_as("anthropic"):
+    with acting_as(ActionSource.ANTHROPIC):
         return await _anthropic_computer(request, body)
 
 
@@ -60,7 +61,7 @@ async def _anthropic_computer(request: Request, body: AnthropicRequest) -> Anthr
 
 
 async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:
-    with acting_as("openai"):
+    with acting_as(ActionSource.OPENAI):
         return await _openai_computer(request, body)
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import httpx
 
 from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark, TreeResponse
+from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.actions import ActionsResponse
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
@@ -276,7 +277,7 @@ class AsyncEndpoints:
         the first failure, which is in `.error` rather than raised (docs/actions.md)."""
         return await self.send(b.actions(actions, coordinates, settle, screenshot))
 
-    async def action_log(self, *, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    async def action_log(self, *, since: int = 0, limit: int | None = None) -> list[ActionLogEntry]:
         """`GET /v1/desktop/actions/log`: the actions the desktop executed after entry `since` (its `seq`),
         oldest first, at most `limit` (docs/action-log.md)."""
         return await self.send(b.action_log(since, limit))

@@ -25,6 +25,7 @@ from sandbox_desktop_wire.accessibility import (
     MarksResponse,
     TreeResponse,
 )
+from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.actions import ActionLogResponse, ActionsResponse
 from sandbox_desktop_wire.approvals import Approval, ApprovalListResponse, ApprovalStatus, Decision
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
@@ -229,7 +230,7 @@ def window(action: str, window_id: str, body: dict[str, Any] | None = None) -> C
     return Call("POST", f"/v1/desktop/windows/{_path_id(window_id)}/{action}", model(DesktopWindowInfo), json=body)
 
 
-def action_log(since: int, limit: int | None) -> Call[list[dict[str, Any]]]:
+def action_log(since: int, limit: int | None) -> Call[list[ActionLogEntry]]:
     params = {k: v for k, v in (("since", since or None), ("limit", limit)) if v is not None}
     return Call("GET", "/v1/desktop/actions/log", lambda r: ActionLogResponse.model_validate(r.json()).entries,
                 params=params)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.base import QueryModel, WireModel
 from sandbox_desktop_wire.elements import ElementTarget
 from sandbox_desktop_wire.enums import CoordinateSpaceKind, MouseButton, ScreenshotFormat
@@ -266,5 +267,5 @@ class ActionLogQuery(QueryModel):
 
 
 class ActionLogResponse(WireModel):
-    entries: list[dict[str, Any]]
+    entries: list[ActionLogEntry]
     """Oldest first: `seq`, `t` (monotonic seconds), `at`, `source`, `kind` and the action's fields."""

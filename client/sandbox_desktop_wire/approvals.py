@@ -7,6 +7,7 @@ import enum
 from pydantic import Field
 
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.enums import ActionSource
 
 DEFAULT_APPROVAL_TIMEOUT_S = 300.0
 """How long a held action waits for a decision unless the server (`--approval-timeout`) or the request (`Prefer:
@@ -108,7 +109,7 @@ class Approval(WireModel):
     id: str
     status: ApprovalStatus
     action: ProposedAction
-    source: str = Field(description="Who asked, as the action log names it: rest, batch, anthropic, openai, mcp")
+    source: ActionSource = Field(description="Who asked, as the action log names it")
     desktop_id: str
     created_at: str
     expires_at: str = Field(description="When it expires if nobody decides")

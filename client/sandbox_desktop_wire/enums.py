@@ -71,6 +71,23 @@ class TakeoverMode(enum.StrEnum):
     """Both act, as before takeover existed."""
 
 
+class ActionSource(enum.StrEnum):
+    """Who asked for an action: `source` of the action log's entries (docs/action-log.md) and of approvals."""
+
+    REST = "rest"
+    """A request to one of the REST routes (mouse, keyboard, launch, drop...)."""
+    BATCH = "batch"
+    """`POST /v1/desktop/actions`."""
+    ANTHROPIC = "anthropic"
+    """`POST /v1/desktop/anthropic/computer`."""
+    OPENAI = "openai"
+    """`POST /v1/desktop/openai/computer`."""
+    MCP = "mcp"
+    """A tool call through `/v1/mcp`."""
+    STREAM = "stream"
+    """A person in the live view: their input, control, clipboard (never held by a takeover)."""
+
+
 class OnIdle(enum.StrEnum):
     """What the idle timeout does to a desktop (docs/desktops.md)."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
+from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.base import WireModel
 from sandbox_desktop_wire.enums import RecordingState
 from sandbox_desktop_wire.limits import MAX_FPS, MIN_FPS
@@ -47,4 +48,4 @@ class DesktopRecordingListResponse(WireModel):
 
 class DesktopRecordingActions(WireModel):
     recording_id: str
-    entries: list[dict[str, Any]] = Field(description="Action log entries with `videoMs`, in order")
+    entries: list[ActionLogEntry] = Field(description="Action log entries with `videoMs`, in order")

@@ -22,7 +22,7 @@ from typing import Any
 from desktop.accessibility.atspi import ACCESSIBLE, EVENT_PREFIX, PROPERTIES, REGISTRY, REGISTRY_PATH, AtspiBus
 from desktop.accessibility.tree import element_id
 from desktop.events.bus import EventBus
-from sandbox_desktop_wire.events import EventType
+from desktop.events.event_types import AccessibilityChanged, AccessibilityFocusChanged
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -128,19 +128,18 @@ class Signals:
                 return
         if self._watching:
             kind = interface.removeprefix(EVENT_PREFIX).lower()
-            extra = {}
-            if member == "ChildrenChanged" and detail.startswith("add") and (child := _reference(body)) is not None:
-                extra["child"] = child  # what came: a wait looks at it alone (desktop/accessibility/examine.py)
-            self._events.publish(EventType.ACCESSIBILITY_CHANGED, t=seen, element=element_id(sender, path),
-                                 change=f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else ""), **extra)
+            # What came with children-changed:add: a wait looks at it alone (desktop/accessibility/examine.py).
+            child = _reference(body) if member == "ChildrenChanged" and detail.startswith("add") else None
+            change = f"{kind}:{_kebab(member)}" + (f":{detail}" if detail else "")
+            self._events.publish(AccessibilityChanged(element_id(sender, path), change, child), t=seen)
 
     async def _focused(self, bus: AtspiBus, sender: str, path: str, seen: float) -> None:
         """Publish a focus change with the element's role and name (asked now, stamped when it happened)."""
         role, name = await bus.call_all([(sender, path, ACCESSIBLE, "GetRoleName", "", ()),
                                          (sender, path, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name"))])
-        self._events.publish(EventType.ACCESSIBILITY_FOCUS_CHANGED, t=seen, element=element_id(sender, path),
-                             role=str(role[0]).replace(" ", "-") if isinstance(role, list) else None,
-                             name=str(name[0].value) if isinstance(name, list) else None)
+        self._events.publish(AccessibilityFocusChanged(
+            element_id(sender, path), str(role[0]).replace(" ", "-") if isinstance(role, list) else None,
+            str(name[0].value) if isinstance(name, list) else None), t=seen)
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from desktop.actions.waits import Condition, WaitResult, wait_for
 from desktop.core.errors import DomainError, InputFailed
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
-from desktop.input.mouse import Mouse, PointerState, drag_path
+from desktop.input.mouse import Mouse, PointerState
 from desktop.screen.frames import FrameSource
 from desktop.screen.screenshots import Screen, Screenshot, ShotOptions
 from desktop.screen.settle import SettleResult, wait_until_quiet
@@ -158,15 +157,6 @@ class BatchOutcome:
     shot: Screenshot | None = None
 
 
-def drag_points(path: tuple[Point, ...]) -> list[Point]:
-    """Motion points after the first: each segment split like a REST drag (one point per 25 px, 1-20)."""
-    points: list[Point] = []
-    for start, end in itertools.pairwise(path):
-        steps = max(1, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
-        points.extend(drag_path(start, end, steps))
-    return points
-
-
 class Actions:
     """Runs batches against the desktop's mouse, keyboard, screen and capture loop."""
 
@@ -247,8 +237,8 @@ class Actions:
                 (pressed.add if down else pressed.discard)(button)
                 return StepResult(state, element=found)
             case Drag():
-                async with self._holding(session, step.modifiers):
-                    return StepResult(await self._drag(session, step))
+                async with self._holding(session, step.modifiers):  # one drag path (desktop/input/mouse.py)
+                    return StepResult(await mouse.drag_along(session, step.path, step.button, step.duration_ms))
             case Scroll(at, delta_x, delta_y, modifiers):
                 (x, y), found = await self._where(session, at)
                 async with self._holding(session, modifiers):
@@ -285,19 +275,6 @@ class Actions:
     async def _locate(self, session: Session, at: ElementAt) -> tuple[Point, str]:
         assert self.locate is not None, "a batch with element targets needs the desktop's accessibility"
         return await self.locate(session, at.target)
-
-    async def _drag(self, session: Session, drag: Drag) -> PointerState:
-        points = drag_points(drag.path)
-        pause = drag.duration_ms / 1000 / len(points)
-        state = await self.mouse.button(session, *drag.path[0], drag.button, down=True)
-        try:
-            for point in points:
-                if pause:
-                    await asyncio.sleep(pause)
-                state = await self.mouse.move(session, *point)
-        finally:
-            state = await self.mouse.button(session, None, None, drag.button, down=False)
-        return state
 
     @contextlib.asynccontextmanager
     async def _holding(self, session: Session, keysyms: tuple[int, ...]) -> AsyncIterator[None]:

@@ -24,8 +24,16 @@ from desktop.accessibility.examine import Verdict
 from desktop.accessibility.query import ElementQuery
 from desktop.accessibility.tree import Element
 from desktop.events.bus import Event
+from desktop.events.event_types import (
+    AccessibilityChanged,
+    AccessibilityFocusChanged,
+    ClipboardChanged,
+    ScreenChanged,
+    WindowClosed,
+    WindowState,
+    wire_fields,
+)
 from desktop.events.sources import DesktopEvents, XWatch
-from desktop.events.xwatch import WindowState
 from sandbox_desktop_wire.events import EventType as E
 from sandbox_desktop_wire.waits import ClipboardUntil, ScreenUntil, WindowUntil
 
@@ -128,15 +136,15 @@ class WindowTracker:
             case WindowUntil.FOCUSED:
                 return Check(bool(active), {"window": active[0].to_wire()} if active else state)
             case WindowUntil.GONE:
-                if event is not None and event.type == E.WINDOW_CLOSED:
-                    self._gone = {"windowId": event.data["windowId"], "title": event.data.get("title")}
+                if event is not None and isinstance(event.data, WindowClosed):
+                    self._gone = wire_fields(event.data)  # the window as its `window.closed` says it
                 return Check(not found, {"window": self._gone} if not found else state)
         raise AssertionError(self.condition.until)
 
 
-def intersects(box: Box, data: dict[str, Any]) -> bool:
+def intersects(box: Box, drawn: ScreenChanged) -> bool:
     x, y, w, h = box
-    return data["x"] < x + w and x < data["x"] + data["width"] and data["y"] < y + h and y < data["y"] + data["height"]
+    return drawn.x < x + w and x < drawn.x + drawn.width and drawn.y < y + h and y < drawn.y + drawn.height
 
 
 class ScreenTracker:
@@ -154,10 +162,11 @@ class ScreenTracker:
     async def check(self, event: Event | None) -> Check:
         now = time.monotonic()
         region = self.condition.region
-        if event is not None and event.type == E.SCREEN_CHANGED and (region is None or intersects(region, event.data)):
+        drawn = event.data if event is not None and isinstance(event.data, ScreenChanged) else None
+        if event is not None and drawn is not None and (region is None or intersects(region, drawn)):
             self.changes += 1
             self.last_change = max(self.last_change, event.t)
-            box = {k: event.data[k] for k in ("x", "y", "width", "height")}
+            box = wire_fields(drawn)  # x, y, width, height
             self.changed = box if self.changed is None else _union(self.changed, box)
         quiet_s = self.condition.quiet_ms / 1000
         state = {"changes": self.changes, "changedRegion": self.changed,
@@ -215,11 +224,11 @@ class ElementTracker:
         """A state change matters only for a state the query or `until` names, or that makes elements show
         or go (other waits may have registered other states: their changes arrive here too); a removal
         only to a wait until `gone` (it cannot make an element appear)."""
-        change = str(event.data.get("change", ""))
-        if event.type == E.ACCESSIBILITY_CHANGED and change.startswith("object:state-changed:"):
-            return change.split(":")[2] in self._states
-        if change.startswith("object:children-changed:remove"):
-            return self.condition.until == "gone"
+        match event.data:
+            case AccessibilityChanged(change=change) if change.startswith("object:state-changed:"):
+                return change.split(":")[2] in self._states
+            case AccessibilityChanged(change=change) if change.startswith("object:children-changed:remove"):
+                return self.condition.until == "gone"
         return True
 
     def _changed_object(self, event: Event) -> str | None:
@@ -228,15 +237,13 @@ class ElementTracker:
         check."""
         if self.condition.until == "gone":
             return None
-        if event.type == E.ACCESSIBILITY_FOCUS_CHANGED:
-            return event.data.get("element") or None
-        if event.type != E.ACCESSIBILITY_CHANGED:
-            return None
-        change = str(event.data.get("change", ""))
-        if change.startswith("object:children-changed:add"):
-            return event.data.get("child") or None
-        if change.startswith(OBJECT_CHANGES):
-            return event.data.get("element") or None
+        match event.data:
+            case AccessibilityFocusChanged(element=element):
+                return element or None
+            case AccessibilityChanged(change=change, child=child) if change.startswith("object:children-changed:add"):
+                return child or None
+            case AccessibilityChanged(element=element, change=change) if change.startswith(OBJECT_CHANGES):
+                return element or None
         return None
 
     async def check(self, event: Event | None) -> Check:
@@ -304,8 +311,8 @@ class ClipboardTracker:
     types = frozenset({E.CLIPBOARD_CHANGED})
 
     async def check(self, event: Event | None) -> Check:
-        if event is not None and event.type == E.CLIPBOARD_CHANGED:
-            return Check(True, {"selection": event.data.get("selection"), "owner": event.data.get("owner")})
+        if event is not None and isinstance(event.data, ClipboardChanged):
+            return Check(True, wire_fields(event.data))  # selection, owner
         return Check(False, {"changed": False})
 
 

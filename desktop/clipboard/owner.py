@@ -27,6 +27,7 @@ from Xlib import error as xerror
 from Xlib.display import Display
 
 from desktop.core.errors import DesktopError, DesktopFailed, DesktopInactive, invalid_action
+from desktop.x11.reconnect import ReconnectOnce, not_answering
 from desktop.x11.selection import (
     PNG,
     Atoms,
@@ -354,17 +355,12 @@ class Clipboard:
             await self._retire()
 
     async def _call(self, display: str, command: Callable[[ClipboardThread], Future[T]]) -> T:
-        for attempt in (1, 2):
-            thread = await self._thread_for(display)
-            try:
-                return await asyncio.wrap_future(command(thread))
-            except ConnectionLost as exc:
-                if attempt == 2:
-                    raise DesktopFailed(
-                        f"X display {display} is not answering ({exc}); the desktop may be restarting",
-                        retry_after=1,
-                    ) from exc
-        raise AssertionError("unreachable")
+        # No drop: a thread whose connection broke has ended, and `_thread_for` starts a new one.
+        policy = ReconnectOnce((ConnectionLost,), not_answering(display))
+        return await policy.run_async(self._attempt, display, command)
+
+    async def _attempt(self, display: str, command: Callable[[ClipboardThread], Future[T]]) -> T:
+        return await asyncio.wrap_future(command(await self._thread_for(display)))
 
     async def _thread_for(self, display: str) -> ClipboardThread:
         async with self._lock:

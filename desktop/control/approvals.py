@@ -21,8 +21,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desktop.core.errors import DomainError
+from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog, acting_as
 from desktop.events.bus import EventBus
+from desktop.events.event_types import ApprovalDecided, ApprovalRequested
 from sandbox_desktop_wire.approvals import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     Approval,
@@ -30,7 +32,7 @@ from sandbox_desktop_wire.approvals import (
     Decision,
     ProposedAction,
 )
-from sandbox_desktop_wire.events import EventType
+from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.approvals")
@@ -84,7 +86,7 @@ class Record:
     id: str
     venue: Venue
     action: ProposedAction
-    source: str
+    source: ActionSource
     created_at: float
     expires_at: float
     status: ApprovalStatus = ApprovalStatus.PENDING
@@ -98,10 +100,6 @@ class Record:
                         expires_at=iso(self.expires_at),
                         decided_at=iso(self.decided_at) if self.decided_at is not None else None,
                         decided_by=self.decided_by, message=self.message)
-
-    def event_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = self.to_wire().model_dump(mode="json", by_alias=True, exclude_none=True)
-        return fields
 
 
 class ApprovalBook:
@@ -137,7 +135,8 @@ class ApprovalBook:
 
     # -- the agent's side ---------------------------------------------------------------------------
 
-    async def hold(self, venue: Venue, action: ProposedAction, source: str, timeout_s: float) -> Record:
+    async def hold(self, venue: Venue, action: ProposedAction, source: ActionSource,
+                   timeout_s: float) -> Record:
         """Wait until a person decides on `action` (at most `timeout_s`): the approved record, or ActionDenied /
         ApprovalExpired. A call cancelled while waiting (its client left) leaves the approval expired."""
         now = time.time()
@@ -147,7 +146,7 @@ class ApprovalBook:
         self._waiting[record.id] = decided
         logger.info("approval %s requested on desktop %s: %s (%s)", record.id, venue.desktop_id, action.summary,
                     source, extra={"desktop": venue.desktop_id, "approval": record.id})
-        venue.bus.publish(EventType.APPROVAL_REQUESTED, **record.event_fields())
+        venue.bus.publish(ApprovalRequested(record.to_wire()))
         try:
             async with asyncio.timeout(timeout_s):
                 final = await decided
@@ -160,8 +159,7 @@ class ApprovalBook:
                 self._settle(record.id, ApprovalStatus.EXPIRED, "the request ended before a decision", None)
             raise
         with acting_as(source):  # the agent's action, whoever decided on it
-            venue.log.record("approval", approvalId=final.id, status=final.status.value,
-                             decidedBy=final.decided_by, operation=action.operation, message=final.message)
+            venue.log.record(logged.Approval(final.id, final.status, final.decided_by, action.operation, final.message))
         match final.status:
             case ApprovalStatus.APPROVED:
                 return final
@@ -195,9 +193,8 @@ class ApprovalBook:
             waiting.set_result(record)
         logger.info("approval %s %s%s", approval_id, status.value, f" by {by}" if by else "",
                     extra={"desktop": record.venue.desktop_id, "approval": approval_id})
-        record.venue.bus.publish(EventType.APPROVAL_DECIDED, id=approval_id, status=status.value, message=message,
-                                 decidedBy=by, decidedAt=iso(record.decided_at or 0.0),
-                                 desktopId=record.venue.desktop_id)
+        record.venue.bus.publish(ApprovalDecided(approval_id, status, message, by, iso(record.decided_at or 0.0),
+                                                 record.venue.desktop_id))
         self._forget_oldest_decided()
         return record
 

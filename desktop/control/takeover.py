@@ -22,13 +22,11 @@ from typing import Protocol
 
 from desktop.core.errors import DesktopError
 from desktop.events.action_log import action_source, action_wait
-from sandbox_desktop_wire.enums import TakeoverMode
+from sandbox_desktop_wire.enums import ActionSource, TakeoverMode
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.takeover")
 
-LIVE_VIEW_SOURCE = "stream"
-"""The action source of the live view's own input (streaming/input.py): never gated."""
 DEFAULT_WAIT_S = 30.0
 """How long a queued action waits for the person when the request did not say (`Prefer: wait=N`)."""
 MAX_ROUNDS = 1000
@@ -78,7 +76,7 @@ class TakeoverGate:
     def blocks(self) -> bool:
         """Whether the current task's input must not run now."""
         return (self._holder is not None and self.mode is not TakeoverMode.SHARE
-                and action_source.get() != LIVE_VIEW_SOURCE)
+                and action_source.get() != ActionSource.STREAM)  # the live view's own input
 
     @contextlib.asynccontextmanager
     async def admitted(self, lock: Lock) -> AsyncIterator[None]:

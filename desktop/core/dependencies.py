@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from desktop.core.errors import DependenciesMissing
+
 INSTALL_COMMAND = "sandbox-desktop install desktop --yes"
 
 Kind = Literal["binary", "helper", "fonts", "python"]
@@ -112,6 +114,11 @@ class DependencyReport:
         if self.pip_packages:
             return pip_command(self.pip_packages)
         return None
+
+    def refusal(self) -> DependenciesMissing:
+        """The problem of an action or a start while some are missing: `message`, the names and the command."""
+        return DependenciesMissing(self.message(), missingDependencies=list(self.missing),
+                                   installCommand=self.install_command)
 
     def message(self) -> str:
         """A sentence naming what is missing and the command that installs it."""

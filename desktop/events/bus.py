@@ -1,9 +1,11 @@
 """A desktop's event bus: what happens on the desktop, fanned out to every subscriber (docs/events.md).
 
-Producers (the X watcher thread of desktop/events/xwatch.py, the process registry, the state machine, later the
-accessibility bus) call `publish` from any thread. The bus stamps each event with `t` (`time.monotonic()`,
-the action log's clock) and `at` (wall time) where it is published, then hands it to the event loop, which
-numbers it (`seq`, so numbers follow delivery order without a lock) and offers it to each subscription.
+Producers (the X watcher thread of desktop/events/xwatch.py, the process registry, the state machine, the
+accessibility bus, approvals, the live view's control) `publish` one of the typed events of
+desktop/events/event_types.py, from any thread. The bus stamps it with `t` (`time.monotonic()`, the action
+log's clock) and `at` (wall time) where it is published, then hands it to the event loop, which numbers it
+(`seq`, so numbers follow delivery order without a lock) and offers it to each subscription. An event
+becomes JSON only when a subscriber renders it (`Event.to_wire`).
 
 A subscription's queue is bounded: a subscriber that does not keep up loses its oldest events and is told
 how many (`Missed`) before the next one it gets, so a stuck SSE client costs a fixed amount of memory and
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from desktop.events.event_types import EventData, wire_fields
 from sandbox_desktop_wire.events import EventType
 
 logger = logging.getLogger("sandbox_desktop.events")
@@ -36,24 +39,34 @@ RING_EVENTS = 1024
 SCREEN_TYPES = frozenset({EventType.SCREEN_CHANGED, EventType.SCREEN_SETTLED})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
+    """One published event: numbered, stamped, and what happened."""
+
     seq: int
-    type: EventType
     t: float
     at: str
-    data: dict[str, Any]
+    data: EventData
+
+    @property
+    def type(self) -> EventType:
+        return self.data.TYPE
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object of the wire: `seq`, `type`, `t`, `at` and the type's own fields."""
-        return {"seq": self.seq, "type": str(self.type), "t": round(self.t, 6), "at": self.at, **self.data}
+        return {"seq": self.seq, "type": str(self.type), "t": round(self.t, 6), "at": self.at,
+                **wire_fields(self.data)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Missed:
     """`count` events this subscriber did not get (it fell behind, or they left the ring before a replay)."""
 
     count: int
+
+    def to_wire(self) -> dict[str, Any]:
+        """`events.missed`: not a desktop event, so no `seq`, `t` or `at`."""
+        return {"type": str(EventType.EVENTS_MISSED), "count": self.count}
 
 
 def parse_types(text: str | None) -> frozenset[EventType] | None:
@@ -165,22 +178,22 @@ class EventBus:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
-    def publish(self, type_: EventType, /, *, t: float | None = None, **data: Any) -> None:
+    def publish(self, data: EventData, /, *, t: float | None = None) -> None:
         """Publish an event from any thread; `t` defaults to now (a producer may pass when it saw it)."""
         stamp = time.monotonic() if t is None else t
         at = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
         if threading.get_ident() == self._loop_thread:
-            self._deliver(type_, stamp, at, data)
+            self._deliver(data, stamp, at)
             return
         loop = self._loop
         if loop is None or loop.is_closed():
             return  # nobody has subscribed and the desktop never started: nothing to tell
         with contextlib.suppress(RuntimeError):  # the loop closed in between: the server is gone
-            loop.call_soon_threadsafe(self._deliver, type_, stamp, at, data)
+            loop.call_soon_threadsafe(self._deliver, data, stamp, at)
 
-    def _deliver(self, type_: EventType, t: float, at: str, data: dict[str, Any]) -> None:
+    def _deliver(self, data: EventData, t: float, at: str) -> None:
         self._seq += 1
-        event = Event(self._seq, type_, t, at, data)
+        event = Event(self._seq, t, at, data)
         self._ring.append(event)
         for subscription in self._subscriptions:
             subscription.offer(event)

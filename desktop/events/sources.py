@@ -14,10 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from desktop.events.bus import EventBus
-from desktop.events.xwatch import WatchThread, WindowState
+from desktop.events.event_types import (
+    DesktopStateChanged,
+    EventData,
+    ProcessExited,
+    WindowClosed,
+    WindowCreated,
+    WindowFocused,
+    WindowMoved,
+    WindowState,
+    WindowTitleChanged,
+)
+from desktop.events.xwatch import WatchThread
 from desktop.processes import ManagedProcess, ProcessManager
-from sandbox_desktop_wire.enums import ProcessOwner
-from sandbox_desktop_wire.events import EventType as E
+from sandbox_desktop_wire.enums import DesktopRuntimeState, ProcessOwner
 
 
 class DesktopEvents:
@@ -45,16 +55,15 @@ class DesktopEvents:
             self._unlisten = None
         self.bus.end_streams()
 
-    def state_changed(self, previous: str, state: str) -> None:
-        self.bus.publish(E.DESKTOP_STATE_CHANGED, previous=str(previous), state=str(state))
+    def state_changed(self, previous: DesktopRuntimeState, state: DesktopRuntimeState) -> None:
+        self.bus.publish(DesktopStateChanged(previous, state))
 
     def _exited(self, process: ManagedProcess) -> None:
         # The desktop's apps are started in its HOME (desktop/apps/launch.py), which no other desktop shares; user
         # processes of /v1/processes are the server's, followed through their own log streams.
         if process.owner is ProcessOwner.DESKTOP and process.cwd == str(self._home()):
-            self.bus.publish(E.PROCESS_EXITED, processId=process.id, pid=process.pid,
-                             command=process.command, args=list(process.args), exitCode=process.exit_code,
-                             exitSignal=process.exit_signal)
+            self.bus.publish(ProcessExited(process.id, process.pid, process.command, tuple(process.args),
+                                           process.exit_code, process.exit_signal))
 
 
 class XWatch:
@@ -95,8 +104,8 @@ class XWatch:
         if self._thread is not None:
             self._thread.set_screen(on)
 
-    def _from_thread(self, type_: E, t: float, data: dict[str, Any], update: Any) -> None:
-        self._call_soon(self._apply, threading.current_thread(), type_, t, data, update)
+    def _from_thread(self, event: EventData, t: float) -> None:
+        self._call_soon(self._apply, threading.current_thread(), event, t)
 
     def _exited_threadsafe(self, thread: WatchThread) -> None:
         self._call_soon(self._exited, thread)
@@ -107,17 +116,18 @@ class XWatch:
             with contextlib.suppress(RuntimeError):  # the loop closed in between: the server is gone
                 loop.call_soon_threadsafe(fn, *args)
 
-    def _apply(self, thread: threading.Thread, type_: E, t: float, data: dict[str, Any], update: Any) -> None:
+    def _apply(self, thread: threading.Thread, event: EventData, t: float) -> None:
         if thread is not self._thread:
             return  # a stopped watcher's last words
         self._restarts = 0
-        if isinstance(update, WindowState):
-            self.windows[update.id] = update
-        elif type_ == E.WINDOW_CLOSED:
-            self.windows.pop(update, None)
-        elif isinstance(update, tuple):
-            self.active = update[1]
-        self.bus.publish(type_, t=t, **data)
+        match event:
+            case WindowCreated(window=window) | WindowMoved(window=window) | WindowTitleChanged(window=window):
+                self.windows[window.id] = window
+            case WindowClosed(window_id=window_id):
+                self.windows.pop(window_id, None)
+            case WindowFocused(window_id=window_id):
+                self.active = window_id
+        self.bus.publish(event, t=t)
 
     async def close(self) -> None:
         """Stop watching (the desktop stops): every window it knew is gone with the X server."""
@@ -130,7 +140,7 @@ class XWatch:
 
     def _forget_all(self) -> None:
         for wid, state in sorted(self.windows.items()):
-            self.bus.publish(E.WINDOW_CLOSED, windowId=str(wid), title=state.title)
+            self.bus.publish(WindowClosed(wid, state.title))
         self.windows.clear()
         self.active = None
 

@@ -26,7 +26,6 @@ import selectors
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from Xlib import X, Xatom
@@ -34,9 +33,21 @@ from Xlib import error as xerror
 from Xlib.display import Display
 from Xlib.ext import damage, xfixes
 
+from desktop.events.event_types import (
+    ClipboardChanged,
+    EventData,
+    ScreenChanged,
+    ScreenSettled,
+    WindowClosed,
+    WindowCreated,
+    WindowFocused,
+    WindowMoved,
+    WindowState,
+    WindowTitleChanged,
+)
 from desktop.windows.query import active_window_id, client_window_ids, describe_windows
 from desktop.x11.thread import open_display
-from sandbox_desktop_wire.events import EventType as E
+from sandbox_desktop_wire.enums import ClipboardSelection
 
 logger = logging.getLogger("sandbox_desktop.xwatch")
 
@@ -52,36 +63,18 @@ DRAIN_ROUNDS = 1000
 """Bound on handle-and-describe rounds of one wake-up (each round's replies may bring more events)."""
 
 
-@dataclass(frozen=True)
-class WindowState:
-    """A managed window as the events describe it; `x`..`height` is the client area in screen pixels."""
-
-    id: int
-    title: str
-    instance: str
-    class_: str
-    pid: int | None
-    x: int
-    y: int
-    width: int
-    height: int
-
-    def to_wire(self) -> dict[str, Any]:
-        fields = asdict(self)
-        return {"windowId": str(self.id), "title": self.title, "class": self.class_, "instance": self.instance,
-                "pid": self.pid, **{k: fields[k] for k in ("x", "y", "width", "height")}}
-
-
 Rect = tuple[int, int, int, int]  # x0, y0, x1, y1
-Emit = Callable[[E, float, dict[str, Any], Any], None]
+Emit = Callable[[EventData, float], None]
+"""Hands an event, and when it was seen, to the loop side."""
 
 
 def union(a: Rect | None, b: Rect) -> Rect:
     return b if a is None else (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
 
 
-def rect_wire(r: Rect) -> dict[str, int]:
-    return {"x": r[0], "y": r[1], "width": r[2] - r[0], "height": r[3] - r[1]}
+def box(r: Rect) -> tuple[int, int, int, int]:
+    """x, y, width, height."""
+    return r[0], r[1], r[2] - r[0], r[3] - r[1]
 
 
 class _Screen:
@@ -103,12 +96,11 @@ class _Screen:
     def due(self, now: float) -> float | None:
         """Emit what is due; the next deadline, if any."""
         if self.pending is not None and now - self.last_changed >= CHANGED_EVERY_S:
-            self._emit(E.SCREEN_CHANGED, now, rect_wire(self.pending), None)
+            self._emit(ScreenChanged(*box(self.pending)), now)
             self.pending, self.last_changed = None, now
         if self.burst is not None and now - self.last_damage >= SETTLE_QUIET_S:
-            data = {**rect_wire(self.burst), "quietMs": round(SETTLE_QUIET_S * 1000),
-                    "durationMs": round((self.last_damage - self.started) * 1000)}
-            self._emit(E.SCREEN_SETTLED, now, data, None)
+            self._emit(ScreenSettled(*box(self.burst), round(SETTLE_QUIET_S * 1000),
+                                     round((self.last_damage - self.started) * 1000)), now)
             self.burst = None
         deadlines = [self.last_changed + CHANGED_EVERY_S] if self.pending is not None else []
         if self.burst is not None:
@@ -180,16 +172,14 @@ class _Watch:
         self.frames = {f: w for f, w in self.frames.items() if w != wid}
         self.dirty.discard(wid)
         if state is not None:
-            self.emit(E.WINDOW_CLOSED, time.monotonic(), {"windowId": str(wid), "title": state.title}, wid)
+            self.emit(WindowClosed(wid, state.title), time.monotonic())
 
     def sync_active(self) -> None:
         active = active_window_id(self.d)
         if active != self.active:
             previous, self.active = self.active, active
             state = self.windows.get(active) if active is not None else None
-            data = {"windowId": str(active) if active else None, "title": state.title if state else None,
-                    "previousWindowId": str(previous) if previous else None}
-            self.emit(E.WINDOW_FOCUSED, time.monotonic(), data, ("active", active))
+            self.emit(WindowFocused(active, state.title if state else None, previous), time.monotonic())
 
     def flush_dirty(self) -> None:
         """Describe every window something happened to (pipelined), and publish what changed."""
@@ -211,16 +201,16 @@ class _Watch:
             self.windows[wid] = new
             now = time.monotonic()
             if old is None and new is not None:
-                self.emit(E.WINDOW_CREATED, now, new.to_wire(), new)
+                self.emit(WindowCreated(new), now)
             elif old is not None and new is None:
-                self.emit(E.WINDOW_CLOSED, now, {"windowId": str(wid), "title": old.title}, wid)
+                self.emit(WindowClosed(wid, old.title), now)
             elif old is not None and new is not None:
                 if new.title != old.title:
-                    self.emit(E.WINDOW_TITLE_CHANGED, now, {**new.to_wire(), "previousTitle": old.title}, new)
+                    self.emit(WindowTitleChanged(new, old.title), now)
                 if (new.x, new.y, new.width, new.height) != (old.x, old.y, old.width, old.height):
-                    self.emit(E.WINDOW_MOVED, now, new.to_wire(), new)
+                    self.emit(WindowMoved(new), now)
                 elif new != old:
-                    self.emit(E.WINDOW_TITLE_CHANGED, now, {**new.to_wire(), "previousTitle": old.title}, new)
+                    self.emit(WindowTitleChanged(new, old.title), now)
 
     # -- screen --------------------------------------------------------------------------------------
 
@@ -250,8 +240,7 @@ class _Watch:
             return
         if isinstance(ev, xfixes.SelectionNotify):
             owner = None if ev.sub_code != xfixes.XFixesSetSelectionOwnerNotify or not ev.owner else ev.owner.id
-            self.emit(E.CLIPBOARD_CHANGED, time.monotonic(),
-                      {"selection": "clipboard", "owner": str(owner) if owner else None}, None)
+            self.emit(ClipboardChanged(ClipboardSelection.CLIPBOARD, owner), time.monotonic())
             return
         window = getattr(ev, "window", None)
         if window is None:

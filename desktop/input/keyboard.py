@@ -21,7 +21,8 @@ from Xlib.display import Display
 
 from desktop.control.takeover import TakeoverGate
 from desktop.core.errors import DesktopInactive, InputFailed
-from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, chord_name, keysym_text
+from desktop.events import action_log as logged
+from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, LoggedAction, chord_name, keysym_text
 from desktop.input.keymap import Keymap, Stroke
 from desktop.input.keys import invalid_key, text_keysyms
 from desktop.x11 import raw as xraw
@@ -109,7 +110,7 @@ class Keyboard:
         job = _Typing(keysyms, step=1 if delay_ms > 0 else CHUNK_CHARS)
         async with self._exclusive(session) as generation:
             text = keysym_text(keysyms)
-            self._record("type", length=len(text), text=text[:MAX_TEXT_CHARS])
+            self._record(logged.Type(len(text), text[:MAX_TEXT_CHARS]))
             try:
                 for _ in range(2 * len(job.keysyms) + _MAX_ROUNDS):
                     wait = await session.x.call(self._type_step, job)
@@ -126,7 +127,7 @@ class Keyboard:
     async def press_chords(self, session: Session, chords: list[list[int]]) -> None:
         """Press and release each chord in turn (keys in order, released in reverse)."""
         async with self._exclusive(session):
-            self._record("press", keys=" ".join(chord_name(chord) for chord in chords))
+            self._record(logged.Press(" ".join(chord_name(chord) for chord in chords)))
             await self._until_bound(session, self._press_step, chords)
 
     async def press_keysyms(self, session: Session, keysyms: list[int]) -> None:
@@ -136,19 +137,19 @@ class Keyboard:
     async def chord_down(self, session: Session, keysyms: list[int]) -> None:
         """Hold the keys of a chord (with Shift/AltGr when a key needs it) until `chord_up`."""
         async with self._exclusive(session):
-            self._record("key_down", keys=chord_name(keysyms))
+            self._record(logged.KeyDown(chord_name(keysyms)))
             await self._until_bound(session, self._down_step, keysyms, True)
 
     async def chord_up(self, session: Session, keysyms: list[int]) -> None:
         """Release what `chord_down` (or `key_down`) pressed for these keysyms, in reverse order."""
         async with self._exclusive(session):
-            self._record("key_up", keys=chord_name(keysyms))
+            self._record(logged.KeyUp(chord_name(keysyms)))
             await session.x.call(self._up, keysyms)
 
     async def key_down(self, session: Session, keysym: int) -> None:
         """Press one raw keysym without adding modifiers (the live view sends its own)."""
         async with self._exclusive(session):
-            self._record("key_down", keys=chord_name([keysym]))
+            self._record(logged.KeyDown(chord_name([keysym])))
             await self._until_bound(session, self._down_step, [keysym], False)
 
     async def key_up(self, session: Session, keysym: int) -> None:
@@ -381,9 +382,9 @@ class Keyboard:
 
     # -- helpers (event loop) -------------------------------------------------------------------
 
-    def _record(self, kind: str, **fields: object) -> None:
+    def _record(self, action: LoggedAction) -> None:
         if self.log is not None:
-            self.log.record(kind, **fields)
+            self.log.record(action)
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session: Session) -> AsyncIterator[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from Xlib.display import Display
 
 from desktop.control.takeover import TakeoverGate
 from desktop.core.errors import invalid_action
-from desktop.events.action_log import ActionLog
+from desktop.events import action_log as logged
+from desktop.events.action_log import ActionLog, LoggedAction
 from desktop.input.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
 from desktop.windows.control import SOURCE_PAGER, send_root_message
 from desktop.windows.query import active_window_id
@@ -43,6 +45,8 @@ FOCUSING_BUTTONS = (1, 2, 3)
 ACTIVATE_TIMEOUT_S = 0.2
 BUTTON_MASKS = X.Button1Mask | X.Button2Mask | X.Button3Mask | X.Button4Mask | X.Button5Mask
 MAX_WINDOW_DEPTH = 32
+
+Point = tuple[int, int]
 
 
 def check_point(session: Session, x: int, y: int, x_field: str = "x", y_field: str = "y") -> None:
@@ -141,11 +145,27 @@ def _scroll_job(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> Point
     return look_under_pointer(d, first=wheel).state
 
 
-def drag_path(start: tuple[int, int], end: tuple[int, int], steps: int) -> Iterator[tuple[int, int]]:
+def drag_path(start: Point, end: Point, steps: int) -> Iterator[Point]:
     """`steps` evenly spaced points after `start`, the last one exactly `end`."""
     (sx, sy), (ex, ey) = start, end
     for i in range(1, steps + 1):
         yield round(sx + (ex - sx) * i / steps), round(sy + (ey - sy) * i / steps)
+
+
+def drag_points(path: Sequence[Point], steps: int | None = None) -> list[Point]:
+    """The motion of a drag along `path` after its press at the first point, the last exactly the path's end.
+
+    `steps` splits a path of one segment (a REST drag's `steps`). By default each segment gets one point per
+    25 px, 1-20, and a one-segment path at least 2: enough motion for drag thresholds and toolkits that track
+    intermediate points (docs/mouse.md, docs/actions.md).
+    """
+    least = 2 if len(path) == 2 else 1
+    points: list[Point] = []
+    for start, end in itertools.pairwise(path):
+        count = steps if steps is not None else \
+            max(least, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
+        points.extend(drag_path(start, end, count))
+    return points
 
 
 def pointer_grabbed(d: Display) -> bool:
@@ -232,12 +252,12 @@ async def _click(x: XThread, at: tuple[int, int], button: int, count: int) -> Po
     return await _settled(x, state, at)
 
 
-async def _drag(x: XThread, start: tuple[int, int], end: tuple[int, int], button: int, steps: int,
-                duration_s: float) -> PointerState:
+async def _drag(x: XThread, start: Point, points: Sequence[Point], button: int, duration_s: float) -> PointerState:
+    """Press at `start`, move through `points` spread over `duration_s`, release at the last."""
     try:
         await _press(x, start, button, release=False, finish=False)
-        pause = duration_s / steps if steps else 0.0
-        for point in drag_path(start, end, steps):
+        pause = duration_s / len(points) if points else 0.0
+        for point in points:
             if pause:
                 await asyncio.sleep(pause)
             await x.call(_move_sync, *point)
@@ -245,7 +265,7 @@ async def _drag(x: XThread, start: tuple[int, int], end: tuple[int, int], button
         # Never leave the button held, whatever failed, also when the request is cancelled (its
         # client went away): the job is queued at once and runs even if this task stops waiting.
         state = await asyncio.shield(x.submit(_button_job, None, button))
-    return await _settled(x, state, end)
+    return await _settled(x, state, points[-1] if points else start)
 
 
 # -- the feature -----------------------------------------------------------------------------
@@ -269,9 +289,9 @@ class Mouse:
             return session.x.input
         return self.gate.admitted(session.x.input)
 
-    def _record(self, kind: str, **fields: object) -> None:
+    def _record(self, action: LoggedAction) -> None:
         if self.log is not None:
-            self.log.record(kind, **fields)
+            self.log.record(action)
 
     async def position(self, session: Session) -> PointerState:
         return await session.x.call(pointer_state)
@@ -279,7 +299,7 @@ class Mouse:
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
         async with self.exclusive(session):
-            self._record("move", x=x, y=y)
+            self._record(logged.Move(x, y))
             return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
 
     async def click(self, session: Session, x: int, y: int, button: MouseButton = MouseButton.LEFT,
@@ -289,7 +309,7 @@ class Mouse:
             raise invalid_action(f"clickCount must be between 1 and {MAX_CLICKS}", "clickCount")
         number = button_number(button)
         async with self.exclusive(session):
-            self._record("click", x=x, y=y, button=button, count=count)
+            self._record(logged.Click(x, y, button, count))
             return await _click(session.x, (x, y), number, count)
 
     async def button(self, session: Session, x: int | None, y: int | None, button: MouseButton,
@@ -302,7 +322,7 @@ class Mouse:
             at = (x, y)
         number = button_number(button)
         async with self.exclusive(session):
-            self._record("mouse_down" if down else "mouse_up", x=x, y=y, button=button)
+            self._record((logged.MouseDown if down else logged.MouseUp)(x, y, button))
             if down:
                 state = await _press(session.x, at, number, release=False, finish=True)
             else:
@@ -314,17 +334,30 @@ class Mouse:
                    steps: int | None = None, duration_ms: int = 0) -> PointerState:
         check_point(session, *start, x_field="startX", y_field="startY")
         check_point(session, *end, x_field="endX", y_field="endY")
-        if steps is None:
-            # Enough motion for drag thresholds and toolkits that track intermediate points.
-            steps = max(2, min(20, max(abs(end[0] - start[0]), abs(end[1] - start[1])) // 25))
-        if not 1 <= steps <= MAX_DRAG_STEPS:
+        if steps is not None and not 1 <= steps <= MAX_DRAG_STEPS:
             raise invalid_action(f"steps must be between 1 and {MAX_DRAG_STEPS}", "steps")
         if not 0 <= duration_ms <= MAX_DRAG_MS:
             raise invalid_action(f"durationMs must be between 0 and {MAX_DRAG_MS}", "durationMs")
+        return await self.drag_along(session, (start, end), button, duration_ms, steps=steps)
+
+    # The one drag. A batch's drag step was built of the REST press, moves and release and had drifted from
+    # it: after the press and after every point it looked up the pointer and the window under it (a round trip
+    # more for each level of windows the pointer crossed) and waited for the pointer to reach the point; its
+    # release was not shielded (a cancelled batch could leave the button held); its press, every move and its
+    # release asked the takeover gate again (a person taking control mid-drag got the release refused too); it
+    # logged a `mouse_down`, a `move` a point and a `mouse_up` with no position (42 entries for a 3-point path
+    # across the screen, and a trajectory that could not replay it); and it moved a short one-segment path in
+    # one point where a REST drag takes two. Both now do what the REST drag did: the gate asked once, a motion
+    # and a round trip a point, the release shielded, one `drag` entry.
+    async def drag_along(self, session: Session, path: Sequence[Point], button: MouseButton = MouseButton.LEFT,
+                         duration_ms: int = 0, *, steps: int | None = None) -> PointerState:
+        """Press at the first point of `path`, move along it (`drag_points`) over `duration_ms`, release at its
+        last point: a REST drag and a batch's drag step. `path` and `duration_ms` are checked by the caller."""
         number = button_number(button)
+        points = drag_points(path, steps)
         async with self.exclusive(session):  # for the whole drag: no other input lands between its steps
-            self._record("drag", x=start[0], y=start[1], endX=end[0], endY=end[1], button=button)
-            return await _drag(session.x, start, end, number, steps, duration_ms / 1000)
+            self._record(logged.Drag(*path[0], *path[-1], button))
+            return await _drag(session.x, path[0], points, number, duration_ms / 1000)
 
     async def scroll(self, session: Session, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
         check_point(session, x, y)
@@ -335,7 +368,7 @@ class Mouse:
                 raise invalid_action(f"{field} must be between -{MAX_WHEEL_CLICKS} and {MAX_WHEEL_CLICKS} wheel clicks",
                                      field)
         async with self.exclusive(session):
-            self._record("scroll", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
+            self._record(logged.Scroll(x, y, delta_x, delta_y))
             return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))
 
     async def release_all(self, session: Session) -> None:

@@ -1,7 +1,7 @@
 """The Desktop: one object that owns the desktop session, its state machine and its processes.
 
-State changes happen in `_set_state` only; status is computed from that state plus the
-supervisor's live view, so a status call during a start or a restart answers at once.
+State changes happen in `_set_state` only (pause and resume too), which publishes them; status is computed
+from that state plus the supervisor's live view, so a status call during a start or a restart answers at once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
+from types import EllipsisType
 
 from desktop.accessibility.service import Accessibility
 from desktop.apps.launch import Apps
@@ -23,7 +24,6 @@ from desktop.clipboard.owner import Clipboard
 from desktop.control.takeover import TakeoverGate
 from desktop.core.dependencies import DependencyChecker
 from desktop.core.errors import (
-    DependenciesMissing,
     DesktopBusy,
     DesktopError,
     DesktopFailed,
@@ -33,6 +33,7 @@ from desktop.core.errors import (
     invalid_action,
 )
 from desktop.events.action_log import ActionLog
+from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
@@ -51,17 +52,12 @@ from desktop.x11.randr import DisplayChange, apply_display, read_geometry
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
 from sandbox_desktop_wire.enums import ClipboardSelection, DesktopRuntimeState, ProcessOwner, TakeoverMode
-from sandbox_desktop_wire.events import EventType
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.runtime")
 
 StopHook = Callable[[], Awaitable[None]]
 FailureHook = Callable[[str], Awaitable[None]]
-
-
-RESET_SCANS = 5
-"""Rounds of finding and ending a reset desktop's processes (each ends what the previous one missed)."""
 
 
 class Desktop:
@@ -115,12 +111,19 @@ class Desktop:
 
     # -- state -------------------------------------------------------------------------------
 
-    def _set_state(self, state: DesktopRuntimeState, error: tuple[ProblemCode, str] | None = None) -> None:
-        if state != self._state:
-            logger.info("desktop %s -> %s", self._state, state)
-            self.events.state_changed(self._state, state)
-        self._state = state
-        self._last_error = error
+    def _set_state(self, state: DesktopRuntimeState | None = None, error: tuple[ProblemCode, str] | None = None, *,
+                   paused: str | EllipsisType | None = ...) -> None:
+        """The one place the state changes: `state` and its `error` (None keeps both), and `paused` when given (why
+        every process is frozen; None: thawed); publishes `desktop.state_changed` when `current_state` changed."""
+        before = self.current_state()
+        if state is not None:
+            self._state, self._last_error = state, error
+        if not isinstance(paused, EllipsisType):
+            self.paused_reason = paused
+        after = self.current_state()
+        if after != before:
+            logger.info("desktop %s -> %s", before, after)
+            self.events.state_changed(before, after)
 
     @property
     def state(self) -> str:
@@ -190,8 +193,7 @@ class Desktop:
         """The running session, or the problem that explains why there is none."""
         report = self.dependencies.report()
         if report.missing:
-            raise DependenciesMissing(report.message(),
-                                      missingDependencies=list(report.missing), installCommand=report.install_command)
+            raise report.refusal()
         if self._state == DesktopRuntimeState.INACTIVE:
             raise DesktopInactive("Desktop runtime has not been started")
         if self.paused_reason is not None:
@@ -205,8 +207,7 @@ class Desktop:
             raise DesktopFailed(message)
         if supervisor.recovering:
             cause = supervisor.last_exit.describe() if supervisor.last_exit else "a crash"
-            raise DesktopFailed(f"Desktop is restarting after {cause}; retry shortly",
-                                retry_after=1)
+            raise DesktopFailed(f"Desktop is restarting after {cause}; retry shortly", retry_after=1)
         return supervisor
 
     def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
@@ -238,7 +239,7 @@ class Desktop:
             elapsed = time.perf_counter() - began
             self.options = replace(options, width=geometry.width, height=geometry.height, dpi=dpi)
             supervisor.options = self.options  # an X server restarted after a crash comes back at this size
-        self.events.bus.publish(EventType.DISPLAY_CHANGED, width=geometry.width, height=geometry.height, dpi=dpi)
+        self.events.bus.publish(DisplayChanged(geometry.width, geometry.height, dpi))
         self.log(f"display {geometry.width}x{geometry.height}, dpi {dpi} ({elapsed * 1000:.1f} ms)")
         logger.info("desktop %s display %dx%d dpi %d", self.id, geometry.width, geometry.height, dpi)
         return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
@@ -274,10 +275,9 @@ class Desktop:
         if self.paused_reason is not None:
             return
         self.require_active()
-        self.paused_reason = reason
+        self._set_state(paused=reason)  # actions are refused from now on, while the processes are being stopped
         # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
         await asyncio.to_thread(reaper.stop_marked, self._marker)
-        self.events.state_changed(DesktopRuntimeState.ACTIVE, DesktopRuntimeState.PAUSED)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
 
@@ -300,13 +300,7 @@ class Desktop:
             # the apps end and their children are handed to init.
             children = table.descendants({p.pid for p in apps if p.pid is not None})
             await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
-            # A browser on its way out starts helpers (crash reporter, zygote children): scan until none are left.
-            for _ in range(RESET_SCANS):
-                found = await asyncio.to_thread(reaper.marked_pids, self._marker)
-                rest = [pid for pid in {*found, *children} if pid not in keep and reaper.alive(pid)]
-                if not rest:
-                    break
-                await asyncio.to_thread(reaper.kill_pids, rest, 0.5)
+            await asyncio.to_thread(reaper.kill_marked_except, self._marker, keep, children)
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
@@ -318,8 +312,7 @@ class Desktop:
         if self.paused_reason is None:
             return
         await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
-        self.paused_reason = None
-        self.events.state_changed(DesktopRuntimeState.PAUSED, self.current_state())
+        self._set_state(paused=None)
         logger.info("desktop %s resumed", self.id)
         self.log("desktop resumed")
 
@@ -334,8 +327,7 @@ class Desktop:
         options.validate()
         report = self.dependencies.report(fresh=True)
         if report.missing:
-            raise DependenciesMissing(report.message(),
-                                      missingDependencies=list(report.missing), installCommand=report.install_command)
+            raise report.refusal()
         healthy = self.supervisor is not None and self.supervisor.failure is None
         if self._state == DesktopRuntimeState.ACTIVE and healthy and self.options is not None:
             self.options.refuse_change(options, set(requested))

@@ -130,6 +130,21 @@ def kill_pids(pids: list[int], grace_s: float = 1.0) -> None:
         remaining = [p for p in remaining if alive(p)]
 
 
+KILL_ROUNDS = 5
+"""Rounds of `kill_marked_except` (each ends what the previous one missed)."""
+
+
+def kill_marked_except(marker: str, keep: set[int], also: set[int], rounds: int = KILL_ROUNDS) -> None:
+    """End every marked process and every one of `also`, but those of `keep` (a desktop's reset); scanned again
+    until none is left, at most `rounds` times: a browser on its way out starts helpers (crash reporter, zygote
+    children)."""
+    for _ in range(rounds):
+        rest = [pid for pid in {*marked_pids(marker), *also} if pid not in keep and alive(pid)]
+        if not rest:
+            return
+        kill_pids(rest, 0.5)
+
+
 def signal_marked(marker: str, sig: int) -> list[int]:
     """Send `sig` to every marked process (SIGSTOP/SIGCONT to pause and resume a whole desktop)."""
     pids = marked_pids(marker) if marker else []

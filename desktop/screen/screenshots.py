@@ -2,7 +2,8 @@
 
 A few worker threads each own their own mss connection (and, once the cursor is asked for, a
 python-xlib one), opened lazily for the session's display. A grab that fails drops the thread's
-connections and retries once on new ones, which is how an X server restart is absorbed.
+connections and retries once on new ones, which is how an X server restart is absorbed
+(desktop/x11/reconnect.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from desktop.core.errors import InvalidAction, ScreenshotFailed
 from desktop.screen.cursor import Cursor, CursorReader, composite, draw_marker
 from desktop.screen.encode import MEDIA_TYPES, encode, scale_image, scaled_size
 from desktop.screen.marks import MarkBox, draw_marks
+from desktop.x11.reconnect import ReconnectOnce
 from desktop.x11.session import Session
 from sandbox_desktop_wire.enums import ScreenshotFormat
 
@@ -155,6 +157,9 @@ class _Pool:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: set[_Connections] = set()
+        # Any failure means no picture; mss reports a lost connection as an AssertionError (a null xcb reply),
+        # python-xlib as ConnectionClosedError, so the net is wide.
+        self._reconnect = ReconnectOnce((Exception,), self._failed, drop=self._drop, retrying=self._reconnecting)
 
     async def shoot(self, options: ShotOptions, region: Region, screen: tuple[int, int]) -> Screenshot:
         loop = asyncio.get_running_loop()
@@ -162,28 +167,24 @@ class _Pool:
 
     def _shoot(self, options: ShotOptions, region: Region, screen: tuple[int, int]) -> Screenshot:
         began = time.perf_counter()
-        image, cursor = self._capture(region, options.show_cursor)
+        image, cursor = self._reconnect.run(self._grab, region, options.show_cursor)
         captured = time.perf_counter()
         return render(image, options, region, cursor, screen, began, captured)
 
-    def _capture(self, region: Region, with_cursor: bool) -> tuple[Image.Image, Cursor | None]:
-        for attempt in (1, 2):
-            try:
-                conns = self._connections()
-                image = conns.grab(region)
-                return image, conns.cursor() if with_cursor else None
-            # Any failure here means no picture; mss reports a lost connection as an AssertionError
-            # (a null xcb reply), python-xlib as ConnectionClosedError, so the net is wide.
-            except Exception as exc:
-                self._drop()
-                if attempt == 2:
-                    raise ScreenshotFailed(
-                        f"could not grab the screen of display {self.display_name} "
-                        f"({type(exc).__name__}: {exc}); the desktop may be restarting, retry shortly",
-                        retry_after=1,
-                    ) from exc
-                logger.info("screen grab failed on %s (%s); reconnecting", self.display_name, exc)
-        raise AssertionError("unreachable")
+    def _grab(self, region: Region, with_cursor: bool) -> tuple[Image.Image, Cursor | None]:
+        conns = self._connections()
+        image = conns.grab(region)
+        return image, conns.cursor() if with_cursor else None
+
+    def _reconnecting(self, exc: BaseException) -> None:
+        logger.info("screen grab failed on %s (%s); reconnecting", self.display_name, exc)
+
+    def _failed(self, exc: BaseException) -> ScreenshotFailed:
+        return ScreenshotFailed(
+            f"could not grab the screen of display {self.display_name} "
+            f"({type(exc).__name__}: {exc}); the desktop may be restarting, retry shortly",
+            retry_after=1,
+        )
 
     def _connections(self) -> _Connections:
         conns: _Connections | None = getattr(self._local, "conns", None)

@@ -40,6 +40,7 @@ from desktop.core.errors import DomainError, ScreenshotFailed, WindowNotFound
 from desktop.screen.cursor import Cursor, CursorReader
 from desktop.screen.screenshots import Region, Screenshot, ShotOptions, render
 from desktop.windows.query import WindowNotViewable, client_window_ids, describe_windows
+from desktop.x11.reconnect import ReconnectOnce
 from desktop.x11.session import Session
 from desktop.x11.thread import open_display
 
@@ -282,28 +283,27 @@ class WindowCapture:
 
     def _shoot(self, display_name: str, wid: int, options: ShotOptions, frame: bool,
                screen: tuple[int, int]) -> WindowShot:
-        for attempt in (1, 2):
-            began = time.perf_counter()
-            try:
-                self._connect(display_name)
-                assert self._conns is not None
-                image, region = self._conns.grab(wid, frame)
-                cursor = self._conns.cursor() if options.show_cursor else None
-            except DomainError:  # the caller's (404, 409): no reconnecting
-                raise
-            except _GONE as exc:
-                raise WindowNotFound(f"Window {wid} is gone ({type(exc).__name__})") from exc
-            # A lost connection (the X server restarted) shows as any of these; reconnect once.
-            except Exception as exc:
-                self._drop()
-                if attempt == 2:
-                    raise ScreenshotFailed(f"could not capture window {wid} on {display_name} "
-                                           f"({type(exc).__name__}: {exc}); retry shortly", retry_after=1) from exc
-                logger.info("window capture failed on %s (%s); reconnecting", display_name, exc)
-                continue
-            shot = render(image, options, region, cursor, screen, began, time.perf_counter())
-            return WindowShot(shot, wid, frame)
-        raise AssertionError("unreachable")
+        # A lost connection (the X server restarted) shows as any error but the caller's; reconnect once.
+        policy = ReconnectOnce(
+            (Exception,), kept=(DomainError,), drop=self._drop,
+            retrying=lambda exc: logger.info("window capture failed on %s (%s); reconnecting", display_name, exc),
+            failed=lambda exc: ScreenshotFailed(f"could not capture window {wid} on {display_name} "
+                                                f"({type(exc).__name__}: {exc}); retry shortly", retry_after=1))
+        began, image, region, cursor = policy.run(self._grab, display_name, wid, frame, options.show_cursor)
+        shot = render(image, options, region, cursor, screen, began, time.perf_counter())
+        return WindowShot(shot, wid, frame)
+
+    def _grab(self, display_name: str, wid: int, frame: bool,
+              with_cursor: bool) -> tuple[float, Image.Image, Region, Cursor | None]:
+        """When the grab began, the window's pixels, where they are on the screen, and the pointer if asked."""
+        began = time.perf_counter()
+        try:
+            self._connect(display_name)
+            assert self._conns is not None
+            image, region = self._conns.grab(wid, frame)
+            return began, image, region, self._conns.cursor() if with_cursor else None
+        except _GONE as exc:  # the caller's (a DomainError): no reconnecting
+            raise WindowNotFound(f"Window {wid} is gone ({type(exc).__name__})") from exc
 
     async def close(self) -> None:
         """Close the connections (ending the redirection) and stop the thread."""

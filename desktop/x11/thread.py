@@ -2,7 +2,7 @@
 
 python-xlib objects are not thread-safe, so each connection lives in exactly one thread and the
 event loop hands work to it (docs/architecture.md). A lost connection (the X server restarted) is dropped
-and reopened on the next call.
+and the job tried once more on a new one (desktop/x11/reconnect.py).
 
 Who may touch what, and why:
 
@@ -40,8 +40,9 @@ from Xlib import error as xerror
 from Xlib.ext import randr as xrandr
 from Xlib.protocol import display as xprotocol
 
-from desktop.core.errors import DesktopFailed, DesktopInactive
+from desktop.core.errors import DesktopInactive
 from desktop.x11 import raw as xraw
+from desktop.x11.reconnect import ReconnectOnce, not_answering
 
 # python-xlib 0.33 keeps the unparsed rest of its receive buffer in a `bytesview` that has no buffer
 # protocol, and `bytes(view)` then copies it one `__getitem__` call per byte: about 0.3 s per MB of a
@@ -124,6 +125,7 @@ class XThread:
         self._thread: threading.Thread | None = None
         self._display: xdisplay.Display | None = None
         self._closed = False
+        self._reconnect = ReconnectOnce(_CONNECTION_ERRORS, not_answering(display_name), drop=self._drop)
         self.input = InputLock()
         """Held by every input action for its whole run (see the module docstring)."""
 
@@ -148,6 +150,7 @@ class XThread:
         return future
 
     def _serve(self) -> None:
+        run, attempt = self._reconnect.run, self._attempt  # bound once: nothing allocated per job for them
         while True:
             job = self._jobs.get()
             if isinstance(job, _Stop):
@@ -158,28 +161,19 @@ class XThread:
             if future.cancelled():  # given up on before it started: dropped, as an executor would
                 continue
             try:
-                result, error = self._run(fn, args), None
+                result, error = run(attempt, fn, args), None
             except BaseException as exc:  # handed to the awaiting task, as an executor would
                 result, error = None, exc
             _resolve(future, result, error)
 
-    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        for attempt in (1, 2):
-            try:
-                if self._display is None:
-                    self._display = open_display(self.display_name)
-                result = fn(self._display, *args)
-                if not xraw.quiet(self._display):
-                    self._discard_events(self._display)
-                return result
-            except _CONNECTION_ERRORS as exc:
-                self._drop()
-                if attempt == 2:
-                    raise DesktopFailed(
-                        f"X display {self.display_name} is not answering ({exc}); the desktop may be restarting",
-                        retry_after=1,
-                    ) from exc
-        raise AssertionError("unreachable")
+    def _attempt(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        display = self._display
+        if display is None:
+            display = self._display = open_display(self.display_name)
+        result = fn(display, *args)
+        if not xraw.quiet(display):
+            self._discard_events(display)
+        return result
 
     @staticmethod
     def _discard_events(display: xdisplay.Display) -> None:

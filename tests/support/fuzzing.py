@@ -167,6 +167,11 @@ class FuzzReport:
         return "\n".join(lines)
 
 
+# Uploads (`PUT /v1/fs/file`, `POST /v1/fs/upload-batch`) take raw bytes in the media types their operations
+# name: generated binary bodies are sent as they are, as the built-in octet-stream serializer sends them.
+schemathesis.serializer.alias(["application/x-tar", "application/gzip"], "application/octet-stream")
+
+
 def fetch_document(server: ServerProcess) -> dict[str, Any]:
     """`GET /v1/openapi.json` with the token."""
     headers = {"Authorization": f"Bearer {server.token}"}

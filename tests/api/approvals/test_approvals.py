@@ -19,9 +19,11 @@ import pytest
 
 from api.http.operations import PREFER_WAIT_MAX_S, prefer_wait
 from desktop.control.approvals import ApprovalBook, ApprovalNotFound, Venue
+from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog
 from desktop.events.bus import EventBus
 from sandbox_desktop_wire.approvals import ActionKind, ApprovalStatus, Decision, ProposedAction, ProposedStep
+from sandbox_desktop_wire.enums import ActionSource
 from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
@@ -190,7 +192,7 @@ def test_the_book_keeps_pending_ones_and_a_bounded_history() -> None:
         venue = Venue("default", bus, log)
         action = ProposedAction(operation="POST /v1/desktop/keyboard/press", kinds=[ActionKind.KEY],
                                 steps=[ProposedStep(kind=ActionKind.KEY, type="key", keys="a")], summary="press a")
-        waiting = [asyncio.create_task(book.hold(venue, action, "rest", 30)) for _ in range(5)]
+        waiting = [asyncio.create_task(book.hold(venue, action, ActionSource.REST, 30)) for _ in range(5)]
         for _ in range(100):
             if len(book.list(ApprovalStatus.PENDING)) == 5:
                 break
@@ -209,10 +211,10 @@ def test_the_book_keeps_pending_ones_and_a_bounded_history() -> None:
         assert book.get(ids[4]).status is ApprovalStatus.EXPIRED and book.pending_count == 0
         seen = []
         while (event := await events.next(timeout=0.1)) is not None:
-            seen.append((str(getattr(event, "type", "")), getattr(event, "data", {}).get("id")))
+            seen.append((str(getattr(event, "type", "")), event.to_wire().get("id")))
         assert seen.count(("approval.requested", ids[0])) == 1 and seen.count(("approval.decided", ids[0])) == 1
         assert len(seen) == 10
-        assert [e["decidedBy"] for e in log.entries() if e["kind"] == "approval"] == ["tester"] * 4
+        assert [e.action.decided_by for e in log.entries() if isinstance(e.action, logged.Approval)] == ["tester"] * 4
 
     asyncio.run(scenario())
 

@@ -137,6 +137,28 @@ def test_a_drag_whose_client_disconnects_releases_its_button(srv: ServerProcess,
     assert probe.wait_for(lambda e: e["type"] == "ButtonRelease", count=2)
 
 
+def test_a_batch_drag_is_the_rest_drag(api: httpx.Client, display: str, probe: Probe) -> None:
+    """One drag path (desktop/input/mouse.py): a short two-point path still moves in two points, and the action
+    log holds one `drag` entry, not a press, a move a point and a release."""
+    since = api.get("/v1/desktop/actions/log").json()["entries"][-1:] or [{"seq": 0}]
+    start, end = (150, 150), (180, 160)
+    answer = api.post("/v1/desktop/actions", json={"actions": [
+        {"type": "drag", "path": [{"x": start[0], "y": start[1]}, {"x": end[0], "y": end[1]}], "durationMs": 50}]})
+    assert answer.status_code == 200 and "error" not in answer.json(), answer.text
+    assert (answer.json()["results"][0]["x"], answer.json()["results"][0]["y"]) == end
+    probe.wait_for(lambda e: e["type"] == "ButtonRelease")
+    events = probe.events()
+    press, release = index(events, "ButtonPress", 1), index(events, "ButtonRelease", 1)
+    assert (events[press]["rootX"], events[press]["rootY"], events[release]["rootX"], events[release]["rootY"]) \
+        == (*start, *end)
+    motion = [(e["rootX"], e["rootY"]) for e in events[press + 1:release] if e["type"] == "MotionNotify"]
+    assert motion == [(165, 155), end], motion
+    entries = api.get("/v1/desktop/actions/log", params={"since": since[0]["seq"]}).json()["entries"]
+    assert [(e["source"], e["kind"], e["x"], e["y"], e["endX"], e["endY"]) for e in entries] \
+        == [("batch", "drag", *start, *end)], entries
+    assert buttons_down(display) == 0
+
+
 def test_the_input_lock_lets_its_holder_in_again_and_others_in_arrival_order() -> None:
     async def run() -> list[str]:
         lock, order = InputLock(), []

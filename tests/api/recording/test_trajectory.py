@@ -18,6 +18,8 @@ import httpx
 import pytest
 from PIL import Image
 
+from desktop.events.action_log import WIRE
+from recording.action_track import Tracked
 from recording.trajectory import steps
 from sandbox_desktop_client import Client
 from sandbox_desktop_client.errors import ConflictError
@@ -32,8 +34,10 @@ PAUSE_S = 0.4
 """Between a paint and the next action: the frame source shows it well before."""
 
 
-def entry(kind: str, t: float, **fields: Any) -> dict[str, Any]:
-    return {"kind": kind, "t": t, "videoMs": round(t * 1000), "source": "rest", "at": "", **fields}
+def entry(kind: str, t: float, **fields: Any) -> Tracked:
+    """A track's entry as the file has it, read back."""
+    wire = {"seq": 1, "kind": kind, "t": t, "videoMs": round(t * 1000), "source": "rest", "at": "", **fields}
+    return Tracked.from_wire(WIRE.validate_python(wire))
 
 
 def test_entries_fold_into_the_actions_a_caller_would_write() -> None:

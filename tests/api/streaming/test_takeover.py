@@ -22,7 +22,7 @@ from Xlib import XK
 from desktop.control.takeover import ControlledByViewer, TakeoverGate
 from desktop.events.action_log import acting_as, action_wait
 from desktop.x11.thread import InputLock
-from sandbox_desktop_wire.enums import TakeoverMode
+from sandbox_desktop_wire.enums import ActionSource, TakeoverMode
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, assert_problem, launch_server, poll
 
@@ -67,7 +67,7 @@ def test_the_gate_refuses_queues_or_shares_agent_input_but_never_the_live_view()
             async with gate.admitted(lock):
                 pass
         assert refused.value.extensions == {"controller": "pat"} and not lock.held()
-        with acting_as("stream"):  # the live view's own input
+        with acting_as(ActionSource.STREAM):  # the live view's own input
             async with gate.admitted(lock):
                 pass
         gate.mode = TakeoverMode.SHARE

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import concurrent.futures
-import http.server
 import os
 import re
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -167,28 +164,6 @@ def test_every_command_exits_non_zero_on_failure(srv: ServerProcess, tmp_path: P
         assert refused.returncode == 1 and "HTTP 401" in refused.stderr, (argv, refused.stderr)
         assert gone.returncode == 2 and f"cannot reach the server at {unreachable}" in gone.stderr, (argv, gone)
         assert refused.stdout == gone.stdout == "", argv
-
-
-@pytest.fixture
-def not_a_sandbox() -> Iterator[str]:
-    """Some other web server: 200 and plain text to every request."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.end_headers()
-            self.wfile.write(b"hello")
-
-        do_POST = do_GET
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def test_an_answer_that_is_not_the_apis_exits_1(not_a_sandbox: str, tmp_path: Path) -> None:

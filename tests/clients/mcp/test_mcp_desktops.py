@@ -22,12 +22,12 @@ from mcp import ClientSession, types
 from tests.clients.mcp.test_mcp import (  # ALL_TOOLS: those on one desktop
     ALL_TOOLS,
     LAUNCH,
-    ROOT,
     images,
     mcp,
     png_size,
     texts,
 )
+from tests.support.paths import REPO
 
 DESKTOP = {"displayNum": 347, "width": 800, "height": 600}  # the default desktop, to check isolation against
 MANAGEMENT = {"create_desktop", "list_desktops", "delete_desktop"}
@@ -191,6 +191,6 @@ def test_allow_list_and_timeout_cover_the_new_tools(srv: ServerProcess, api: htt
 
 def test_a_malformed_desktop_option_is_a_usage_error() -> None:
     for argv in (["--desktop", "a/b"], ["--desktop", ""], ["--allow", "create_desktop,nope"]):
-        done = subprocess.run([sys.executable, "-c", LAUNCH, *argv], cwd=ROOT, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-c", LAUNCH, *argv], cwd=REPO, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=30)
         assert done.returncode == 2 and done.stdout == "", (argv, done)
