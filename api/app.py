@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import import_module
@@ -43,6 +44,7 @@ from desktop.core.dependencies import DependencyChecker
 from desktop.core.errors import ApiDisabled, DomainError
 from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
+from desktop.sandbox.host import SandboxHost
 from sandbox_desktop_client import local_servers
 
 logger = logging.getLogger("sandbox_desktop.api")
@@ -148,10 +150,14 @@ def create_app(config: ServerConfig) -> Starlette:
     processes = ProcessManager()
     dependencies = DependencyChecker()
     default_state_dir = config.state_dir or options_module.default_state_dir()
+    # Each desktop's sandbox (docs/security.md): the zygote, the network hub and the cgroups, opened with the server.
+    sandboxes = SandboxHost(config.isolation, config.xauthority or default_state_dir / "xauthority",
+                            server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared)
 
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,
-                                      config.webrtc_public_addresses, lifecycle, takeover=config.takeover)
+                                      config.webrtc_public_addresses, lifecycle, takeover=config.takeover,
+                                      sandboxes=sandboxes, hidden=(default_state_dir,))
 
     tokens = TokenStore()
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,
@@ -159,7 +165,7 @@ def create_app(config: ServerConfig) -> Starlette:
     default = desktops.default
     metrics = Metrics(desktops)
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
-                              tokens=tokens, version=VERSION)
+                              tokens=tokens, version=VERSION, sandboxes=sandboxes)
     single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
     # The approval gate: a guard on each operation a policy may hold (api/approvals/gate.py).
     operations = approval_policy.guarded([*single, *per_desktop(single)])
@@ -187,6 +193,9 @@ def create_app(config: ServerConfig) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if config.announce is not None:
             local_servers.announce(config.announce[0], config.url, config.announce[1])
+        await sandboxes.open()
+        if sandboxes.enabled:  # the server's own X clients (screenshots, input...) present each desktop's cookie
+            os.environ["XAUTHORITY"] = str(sandboxes.xauthority)
         await default.open()
         desktops.start_reaper()
         if config.start_desktop is not None:
@@ -202,6 +211,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 local_servers.withdraw(config.announce[0])
             await desktops.shutdown()
             await processes.shutdown()
+            await sandboxes.close()
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
     sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS]

@@ -25,6 +25,36 @@ from api.server.config import ServerConfig
 from tests.support.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
+if "sandbox-desktop-tests-" not in os.environ.get("XAUTHORITY", ""):  # never a person's own file; xdist workers
+    os.environ["XAUTHORITY"] = f"/tmp/sandbox-desktop-tests-{os.getpid()}.xauth"  # take their controller's
+XAUTHORITY = Path(os.environ["XAUTHORITY"])
+
+SHARED: list[Path] = []
+"""This test process's temporary folders (pytest's basetemp), shared with every desktop its servers run
+(`--share`): tests hand files to the apps they launch, and read what those apps write, through them."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_temporary_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = tmp_path_factory.getbasetemp()
+    base.chmod(0o755)
+    SHARED[:] = [base]
+
+
+_mktemp = pytest.TempPathFactory.mktemp
+
+
+def _mktemp_shared(self: pytest.TempPathFactory, basename: str, numbered: bool = True) -> Path:
+    """pytest makes its folders 0700; a desktop's apps run as a uid of their own (docs/security.md), and must
+    write the logs and read the files tests put there."""
+    path = _mktemp(self, basename, numbered)
+    path.chmod(0o777)
+    return path
+
+
+pytest.TempPathFactory.mktemp = _mktemp_shared  # type: ignore[method-assign]
+"""The X cookies of every desktop the tests' servers run (`--xauthority`): the tests' own X clients (xdotool,
+xclip, xwininfo, python-xlib) find them through $XAUTHORITY, as the server's do (docs/security.md)."""
 
 
 def free_port() -> int:
@@ -75,7 +105,8 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
     state_dir = tmp / f"state-{port}"
     log_path = tmp / f"server-{port}.log"
     args = [sys.executable, "-m", "api.cli.main", "server", "--port", str(port), "--state-dir", str(state_dir),
-            "--log-level", "warning", *extra]
+            "--log-level", "warning", "--xauthority", str(XAUTHORITY),
+            *(f"--share={path}" for path in SHARED), *extra]
     if token:
         args.append(f"--token={token}")  # `=`: a token may start with "-"
     full_env = {k: v for k, v in os.environ.items() if k != "SANDBOX_DESKTOP_TOKEN"}

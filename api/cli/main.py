@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sandbox_desktop_wire.approvals import ActionKind
 
 PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
+ISOLATION_ENV = "SANDBOX_DESKTOP_ISOLATION"
 DESCRIPTION = ("Virtual Linux desktops driven over HTTP. `server` runs the service; the other commands drive a "
                "running one, each an operation of its API (docs/cli.md). `sandbox-desktop COMMAND --help` says more.")
 MCP_HELP = "serve the desktops as MCP tools over stdio (for Claude Desktop, Cursor, ...)"
@@ -75,6 +76,7 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
     from api.server.config import MCP_TOOL_TIMEOUT_S
     from api.server.logs import LOG_FORMATS
+    from desktop.sandbox.host import Isolation
     from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind
     from sandbox_desktop_wire.enums import TakeoverMode
 
@@ -123,6 +125,16 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--max-desktops", type=int, default=16, metavar="N",
                         help="desktops the server holds at once, the default one included while it runs "
                              "(default 16; one more is a 429 too_many_desktops)")
+    server.add_argument("--isolation", default=os.environ.get(ISOLATION_ENV) or "auto", choices=list(Isolation),
+                        help="make each desktop a sandbox of its own uid, namespaces, cgroup and network: the "
+                             "strongest this machine allows (auto, the default), only if it can isolate fully "
+                             f"(required), or not at all (off); default ${ISOLATION_ENV} or auto; docs/security.md")
+    server.add_argument("--xauthority", type=Path, metavar="FILE",
+                        help="keep the server's X cookies (one per desktop) in FILE, which X clients of this "
+                             "machine may read to open the desktops' displays (default: <state dir>/xauthority)")
+    server.add_argument("--share", type=Path, action="append", metavar="PATH",
+                        help="a host folder every desktop sees at the same path, with its own permissions "
+                             "(repeatable; docs/security.md)")
     server.add_argument("--takeover", type=TakeoverMode, default=TakeoverMode.REFUSE,
                         choices=list(TakeoverMode), metavar="|".join(TakeoverMode),
                         help="agent input while a person holds control in the live view: refuse it with 409 "
@@ -225,6 +237,7 @@ def run_server(args: argparse.Namespace) -> int:
     from api.server.config import McpOptions, ServerConfig
     from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
+    from desktop.sandbox.host import Isolation
     from sandbox_desktop_client import local_servers
 
     token = None if args.no_token else args.token
@@ -275,7 +288,9 @@ def run_server(args: argparse.Namespace) -> int:
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
                           max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
                           approval_timeout=args.approval_timeout,
-                          mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout))
+                          mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),
+                          isolation=Isolation(args.isolation), xauthority=args.xauthority,
+                          shared=tuple(path.expanduser().resolve() for path in args.share or ()))
     configure_logging(args.log_level, args.log_format)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"

@@ -8,6 +8,7 @@ from pathlib import Path
 from api.convert.windows import window_model
 from desktop.lifecycle.options import StartOptions, parse_codec, parse_port_range
 from desktop.lifecycle.snapshot import DesktopSnapshot
+from desktop.sandbox.layers import SandboxReport
 from sandbox_desktop_wire.desktop import (
     DesktopErrorInfo,
     DesktopExitInfo,
@@ -15,6 +16,7 @@ from sandbox_desktop_wire.desktop import (
     DesktopResolution,
     DesktopStartRequest,
     DesktopStatusResponse,
+    SandboxInfo,
 )
 from sandbox_desktop_wire.enums import AudioCodec, VideoCodec
 
@@ -45,13 +47,16 @@ def status_model(s: DesktopSnapshot, options: StartOptions | None = None) -> Des
         missing_dependencies=list(s.missing_dependencies),
         missing_optional_dependencies=list(s.missing_optional) or None,
         install_command=s.install_command,
-        processes=[DesktopProcessInfo(name=c.name, pid=c.pid if c.running else None, running=c.running,
-                                      log_path=c.log_path, process_id=c.process_id) for c in s.processes],
+        processes=[DesktopProcessInfo(name=c.name, pid=c.pid if c.running else None,
+                                      host_pid=c.host_pid if c.running and c.host_pid != c.pid else None,
+                                      running=c.running, log_path=c.log_path, process_id=c.process_id)
+                   for c in s.processes],
         runtime_log_path=s.runtime_log_path,
         state_dir=s.state_dir,
         windows=[window_model(w) for w in s.windows] or None,
         restart_count=s.restart_count if s.display else None,
         last_exit=exit_info,
+        sandbox=sandbox_model(s.sandbox) if s.sandbox is not None else None,
         pointer_grabbed=True if s.pointer_grabbed else None,
     )
 
@@ -69,3 +74,8 @@ def start_options(body: DesktopStartRequest) -> StartOptions:
     if "stream_audio_codec" in fields:
         fields["stream_audio_codec"] = parse_codec(AudioCodec, fields["stream_audio_codec"], "streamAudioCodec")
     return StartOptions(**fields)
+
+
+def sandbox_model(report: SandboxReport) -> SandboxInfo:
+    return SandboxInfo(isolated=report.isolated, layers=[str(layer) for layer in report.ordered()],
+                       missing={str(layer): why for layer, why in report.missing.items()})

@@ -12,7 +12,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.convert.desktop import resolution, start_options
+from api.convert.desktop import resolution, sandbox_model, start_options
 from api.http.desktop_paths import MANY_PREFIX
 from api.http.operations import Operation
 from api.server.desktop_services import DesktopServices, Lifecycle
@@ -52,6 +52,7 @@ def resource(services: DesktopServices) -> DesktopResource:
         last_activity_at=iso(life.last_activity_at) or "", idle_timeout_seconds=life.idle_timeout_seconds,
         on_idle=life.on_idle.value if life.idle_timeout_seconds is not None else None,
         paused_reason=desktop.paused_reason, approve=kind_names(life.approve),
+        sandbox=sandbox_model(desktop.sandbox_report()),
     )
 
 

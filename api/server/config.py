@@ -9,6 +9,7 @@ from api.middleware.browser_guard import HostPolicy
 from api.middleware.cors import CorsPolicy
 from desktop.control.approvals import DEFAULT_TIMEOUT_S
 from desktop.lifecycle.options import StartOptions
+from desktop.sandbox.host import Isolation
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
 
@@ -58,3 +59,9 @@ class ServerConfig:
     their own (docs/approvals.md)."""
     approval_timeout: float = DEFAULT_TIMEOUT_S
     """How long a held action waits for a decision when the request says no `Prefer: wait` (`--approval-timeout`)."""
+    isolation: Isolation = Isolation.AUTO
+    """Whether each desktop is a sandbox (`--isolation`; docs/security.md)."""
+    xauthority: Path | None = None
+    """The server's own X cookies (`--xauthority`; default `<state dir>/xauthority`), one entry per desktop."""
+    shared: tuple[Path, ...] = ()
+    """Host paths every desktop sees at their own paths (`--share`)."""

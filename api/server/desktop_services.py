@@ -16,6 +16,7 @@ from desktop.actions.batch import Actions
 from desktop.core.dependencies import DependencyChecker
 from desktop.lifecycle.runtime import Desktop
 from desktop.processes import ProcessManager
+from desktop.sandbox.host import SandboxHost
 from desktop.sound.capture import AudioCapture
 from recording.manager import RecordingManager
 from sandbox_desktop_wire.approvals import ActionKind
@@ -76,22 +77,24 @@ class DesktopServices:
 def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessManager,
                            dependencies: DependencyChecker, public_addresses: tuple[str, ...],
                            lifecycle: Lifecycle | None = None,
-                           takeover: TakeoverMode = TakeoverMode.REFUSE) -> DesktopServices:
-    """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md)."""
+                           takeover: TakeoverMode = TakeoverMode.REFUSE, sandboxes: SandboxHost | None = None,
+                           hidden: tuple[Path, ...] = ()) -> DesktopServices:
+    """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md);
+    `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
-                      home_template=lifecycle.home_template, takeover=takeover)
+                      home_template=lifecycle.home_template, takeover=takeover, sandboxes=sandboxes, hidden=hidden)
     # recording/ and streaming/ build on desktop/ (never the reverse): they finalise through its stop hooks.
     # One reader of the desktop's sound, shared by its viewers and its recording (docs/audio.md).
     audio = AudioCapture(desktop.running_sound)
     recordings = RecordingManager(desktop, audio=audio)
     stream = StreamManager(desktop, public_addresses, audio=audio)
-    desktop.add_stop_hook(recordings.on_desktop_stop)
-    desktop.add_stop_hook(stream.on_desktop_stop)
-    desktop.add_stop_hook(audio.close)
+    desktop.hooks.stop.append(recordings.on_desktop_stop)
+    desktop.hooks.stop.append(stream.on_desktop_stop)
+    desktop.hooks.stop.append(audio.close)
     # A failed desktop shows nothing new: viewers are told why, the recording ends where the screen did.
-    desktop.add_failure_hook(recordings.on_desktop_failure)
-    desktop.add_failure_hook(stream.on_desktop_failure)
+    desktop.hooks.failure.append(recordings.on_desktop_failure)
+    desktop.hooks.failure.append(stream.on_desktop_failure)
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
                       desktop.accessibility.locate)
     return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches)

@@ -15,6 +15,7 @@ from desktop.control.approvals import ApprovalBook
 from desktop.files.filesystem import Files
 from desktop.lifecycle.runtime import Desktop
 from desktop.processes import ProcessManager
+from desktop.sandbox.host import SandboxHost
 from recording.manager import RecordingManager
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class ServerServices:
     tokens: TokenStore
     """Tokens scoped to one desktop (api/server/scoped_tokens.py); the server token is `config.token`."""
     version: str
+    sandboxes: SandboxHost | None = None
+    """What this machine allows of sandboxes, and the server's zygote, networks and cgroups (docs/security.md)."""
     approvals: ApprovalBook = field(default_factory=ApprovalBook)
     """Agent actions held for a person's decision, on every desktop (docs/approvals.md)."""
 

@@ -66,9 +66,21 @@ class DesktopErrorInfo(WireModel):
     message: str
 
 
+class SandboxInfo(WireModel):
+    """What keeps the desktop apart from the server, the machine and other desktops (docs/security.md)."""
+
+    isolated: bool = Field(description="Every layer of the boundary is in force: the server's token and state, "
+                                       "other desktops and the host's loopback are out of the desktop's reach")
+    layers: list[str] = Field(description="The layers in force: user, pid, mount, ipc, uts, network, cgroup, "
+                                          "no_new_privs, no_capabilities, x_cookie, user_namespace, landlock")
+    missing: dict[str, str] = Field(default_factory=dict, description="Each layer not in force, and why")
+
+
 class DesktopProcessInfo(WireModel):
     name: str
     pid: int | None = None
+    host_pid: int | None = Field(default=None, description="Where it differs from `pid` (a sandboxed desktop): the "
+                                 "pid in the server's own namespace")
     running: bool
     log_path: str | None = None
     process_id: str | None = Field(default=None, description="Id of this process in /v1/processes")
@@ -98,6 +110,7 @@ class DesktopStatusResponse(WireModel):
     state_dir: str | None = None
     windows: list[DesktopWindowInfo] | None = None
     restart_count: int | None = None
+    sandbox: SandboxInfo | None = Field(default=None, description="Its sandbox while it runs (docs/security.md)")
     last_exit: DesktopExitInfo | None = None
     pointer_grabbed: bool | None = Field(
         default=None, description="true while another X client holds the pointer grabbed (an open menu, or a hung "

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
-from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest
+from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest, SandboxInfo
 from sandbox_desktop_wire.enums import DesktopRuntimeState
 from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS, MAX_TTL_SECONDS
 
@@ -53,6 +53,8 @@ class DesktopResource(WireModel):
                                                        "`idle_timeout: ...`), once it is")
     approve: list[str] | None = Field(default=None, description="Its own approval policy, as created: the kinds of "
                                       "agent actions held for a person; absent: the server's `--approve` applies")
+    sandbox: SandboxInfo | None = Field(default=None, description="What keeps it apart (docs/security.md): as it is "
+                                        "while it runs, as it will be otherwise")
 
 
 class DesktopListResponse(WireModel):

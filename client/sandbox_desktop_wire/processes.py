@@ -42,7 +42,10 @@ class ProcessInfo(WireModel):
     interactive: bool
     owner: ProcessOwner
     status: ProcessStatus
-    pid: int | None = Field(default=None, description="Only while running")
+    pid: int | None = Field(default=None, description="Only while running; in a desktop's sandbox, its pid there "
+                            "(what its windows' _NET_WM_PID and a terminal in it show)")
+    host_pid: int | None = Field(default=None, description="Only while running, and only where it differs from "
+                                 "`pid`: the pid in the server's own namespace (docs/security.md)")
     exit_code: int | None = Field(default=None, description="Omitted while running or if a signal ended it")
     exit_signal: int | None = Field(default=None, description="The signal that ended it, if one did")
     created_at_ms: int

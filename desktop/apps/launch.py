@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from desktop.accessibility.browsers import with_accessibility
@@ -28,6 +29,7 @@ from desktop.core.errors import (
     invalid_action,
 )
 from desktop.processes import ManagedProcess, ProcessManager, SpawnError, reaper
+from desktop.processes.child import Launcher
 from desktop.windows.query import list_windows
 from desktop.x11.session import Session
 from sandbox_desktop_wire.enums import ProcessOwner
@@ -103,8 +105,10 @@ def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: 
 class Apps:
     """Launch and open, through the process registry (owner `desktop`)."""
 
-    def __init__(self, processes: ProcessManager) -> None:
+    def __init__(self, processes: ProcessManager, launcher: Callable[[], Launcher | None] = lambda: None) -> None:
         self.processes = processes
+        self._launcher = launcher
+        """Where apps start: the desktop's sandbox while it runs in one (desktop/sandbox/sandbox.py)."""
 
     async def launch(self, session: Session, app: str, args: list[str], wait: bool = False,
                      wait_ms: int = DEFAULT_WAIT_MS) -> Launched:
@@ -124,7 +128,7 @@ class Apps:
                      app_field: str | None, args_field: str) -> ManagedProcess:
         try:
             return await self.processes.spawn(executable, args, env=session.env, cwd=session.home,
-                                              owner=ProcessOwner.DESKTOP)
+                                              owner=ProcessOwner.DESKTOP, launcher=self._launcher())
         except SpawnError as exc:
             raise spawn_failure(exc, app, app_field, args_field) from exc
 
@@ -150,7 +154,7 @@ class Apps:
             # then is /proc read, which costs milliseconds a poll on a busy machine.
             new_owners = {window.pid for window in windows} - others
             if new_owners and process.running:
-                pids = (await asyncio.to_thread(reaper.scan, "")).descendants({process.pid})
+                pids = await asyncio.to_thread(_descendants_as_seen, process)
                 for window in windows:
                     if window.pid in pids:
                         return window.id
@@ -174,3 +178,12 @@ class Apps:
                 raise target_missing(process, target, session.home)
             raise exited_error(process, f"xdg-open {target}")
         return process
+
+
+def _descendants_as_seen(process: ManagedProcess) -> set[int]:
+    """The process's descendants, by the pids they have where they run (a sandbox's numbers are what its
+    windows' `_NET_WM_PID` says); one pass over /proc (blocking)."""
+    descendants = reaper.scan("").descendants({process.host_pid})
+    if process.host_pid == process.pid:
+        return descendants
+    return reaper.innermost_pids(descendants)

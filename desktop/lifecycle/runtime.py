@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from types import EllipsisType
@@ -37,11 +37,16 @@ from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
+from desktop.lifecycle.cleanup import end_apps
 from desktop.lifecycle.home import desktop_environment, prepare_home, restore_home
+from desktop.lifecycle.hooks import Hooks
+from desktop.lifecycle.isolation import DesktopSandbox, report_of
 from desktop.lifecycle.options import StartOptions, StateLayout, default_state_dir
 from desktop.lifecycle.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
 from desktop.lifecycle.supervisor import Supervisor
 from desktop.processes import ProcessManager, reaper
+from desktop.sandbox.host import SandboxHost
+from desktop.sandbox.layers import SandboxReport
 from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
 from desktop.screen.frames import FrameSource
 from desktop.screen.screenshots import Screen
@@ -51,13 +56,11 @@ from desktop.windows.query import close_other_clients
 from desktop.x11.randr import DisplayChange, apply_display, read_geometry
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
-from sandbox_desktop_wire.enums import ClipboardSelection, DesktopRuntimeState, ProcessOwner, TakeoverMode
+from sandbox_desktop_wire.enums import ClipboardSelection, DesktopRuntimeState, TakeoverMode
 from sandbox_desktop_wire.problems import ProblemCode
 
 logger = logging.getLogger("sandbox_desktop.runtime")
 
-StopHook = Callable[[], Awaitable[None]]
-FailureHook = Callable[[str], Awaitable[None]]
 
 
 class Desktop:
@@ -71,8 +74,15 @@ class Desktop:
         desktop_id: str = "default",
         home_template: Path | None = None,
         takeover: TakeoverMode = TakeoverMode.REFUSE,
+        sandboxes: SandboxHost | None = None,
+        hidden: tuple[Path, ...] = (),
     ) -> None:
         self.id = desktop_id
+        self.sandboxes = sandboxes
+        """The server's sandboxes (None, or not `enabled`: the desktop runs as the server's user)."""
+        self.hidden = hidden
+        """The server's state, which the desktop's sandbox must not see (its HOME in it is bound back)."""
+        self.sandbox: DesktopSandbox | None = None
         self.home_template = home_template
         """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.default_state_dir = state_dir or default_state_dir()
@@ -91,9 +101,7 @@ class Desktop:
         """Why every process of the desktop is frozen (`pause`), or None while it runs."""
         self._started_ns: int | None = None
         self._marker = ""
-        self._stop_hooks: list[StopHook] = []
-        self._failure_hooks: list[FailureHook] = []
-        self._failure_task: asyncio.Task[None] | None = None
+        self.hooks = Hooks()
         self._display_lock = asyncio.Lock()
         self.screen = Screen()
         self.action_log = ActionLog()
@@ -104,7 +112,7 @@ class Desktop:
         self.clipboard = Clipboard()
         self.mouse = Mouse(self.action_log, self.takeover)
         self.windows = Windows()
-        self.apps = Apps(self.processes)
+        self.apps = Apps(self.processes, lambda: self.sandbox.sandbox if self.sandbox is not None else None)
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
@@ -163,29 +171,13 @@ class Desktop:
         except OSError as exc:
             logger.warning("cannot write runtime log %s: %s", self.layout.runtime_log, exc)
 
-    def add_stop_hook(self, hook: StopHook) -> None:
-        """Run `hook` when the desktop stops (recording and streaming finalise themselves here)."""
-        self._stop_hooks.append(hook)
-
-    def add_failure_hook(self, hook: FailureHook) -> None:
-        """Run `hook(reason)` once when the session fails (its children cannot be kept running)."""
-        self._failure_hooks.append(hook)
-
     def _supervisor_changed(self) -> None:
         """A child exited, was restarted, could not be restarted, or the supervisor gave up."""
         # A restart that failed for want of its binary must read `install_required` now, not after the cache's ttl.
         self.dependencies.report(fresh=True)
         failed = self.supervisor is not None and self.supervisor.failure is not None
-        if failed and self._failure_task is None:
-            self._failure_task = asyncio.get_running_loop().create_task(self._run_failure_hooks())
-
-    async def _run_failure_hooks(self) -> None:
-        reason = (self.last_error() or ("", "the desktop failed"))[1]
-        for hook in self._failure_hooks:
-            try:
-                await hook(reason)
-            except Exception:
-                logger.exception("desktop failure hook failed")
+        if failed:
+            self.hooks.failed(lambda: (self.last_error() or ("", "the desktop failed"))[1])
 
     # -- guards for actions --------------------------------------------------------------------
 
@@ -277,7 +269,8 @@ class Desktop:
         self.require_active()
         self._set_state(paused=reason)  # actions are refused from now on, while the processes are being stopped
         # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
-        await asyncio.to_thread(reaper.stop_marked, self._marker)
+        if self.sandbox is None or not await self.sandbox.freeze():
+            await asyncio.to_thread(reaper.stop_marked, self._marker)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
 
@@ -290,17 +283,7 @@ class Desktop:
         supervisor = self.require_active()
         async with session.x.input:
             await self.mouse.release_all(session)
-            keep = {child.pid for child in supervisor.children.values() if child.pid is not None}
-            table = await asyncio.to_thread(reaper.scan, self._marker)
-            keep |= table.descendants(supervisor.bus_daemons())  # the accessibility bus's
-            keep |= table.bus_activated("accessibility")  # its registry
-            apps = [p for p in self.processes.list(ProcessOwner.DESKTOP)
-                    if p.running and not p.protected and p.pid in table.starter_bus]
-            # Their children too, marked or not (a browser's zygote may clear its environment), found before
-            # the apps end and their children are handed to init.
-            children = table.descendants({p.pid for p in apps if p.pid is not None})
-            await asyncio.gather(*(p.stop(500) for p in apps), return_exceptions=True)
-            await asyncio.to_thread(reaper.kill_marked_except, self._marker, keep, children)
+            await end_apps(self.processes, self._marker, keep=supervisor)
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
@@ -311,7 +294,8 @@ class Desktop:
         """Thaw what `pause` froze; a desktop that is not paused is left as it is."""
         if self.paused_reason is None:
             return
-        await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
+        if self.sandbox is None or not await self.sandbox.thaw():
+            await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
         self._set_state(paused=None)
         logger.info("desktop %s resumed", self.id)
         self.log("desktop resumed")
@@ -360,14 +344,21 @@ class Desktop:
         self.options = options
         self._marker = uuid.uuid4().hex
         self.log("starting desktop runtime")
-        base = dict(os.environ)
+        base, extra = dict(os.environ), {}
+        if self.sandboxes is not None and self.sandboxes.enabled:
+            self.sandbox = await DesktopSandbox.create(self.sandboxes, self.id, layout, self.hidden,
+                                                       options.display_num)
+            assert self.sandbox.sandbox is not None
+            extra = self.sandbox.sandbox.environment()
+            self.options = options = replace(options, display_num=self.sandbox.display.number)
         supervisor = Supervisor(
             self.processes, options, layout,
-            environment=lambda display: desktop_environment(base, layout.home, display, self._marker),
+            environment=lambda display: desktop_environment(base, layout.home, display, self._marker) | extra,
             log=self.log, on_change=self._supervisor_changed,
+            sandbox=self.sandbox.sandbox if self.sandbox is not None else None,
         )
         self.supervisor = supervisor
-        await supervisor.start(exact_display=False)
+        await supervisor.start(exact_display=self.sandbox is not None)
         self.x = XThread(supervisor.display, "desktop")
         # The largest size `set_display` may take, as the X server allows it (its framebuffer).
         limits = await self.x.call(read_geometry)
@@ -395,14 +386,7 @@ class Desktop:
         return await self.snapshot()
 
     async def _teardown(self) -> None:
-        failure, self._failure_task = self._failure_task, None
-        if failure is not None:  # let it finish: the stop hooks below would find its work half done
-            await failure
-        for hook in self._stop_hooks:
-            try:
-                await hook()
-            except Exception:
-                logger.exception("desktop stop hook failed")
+        await self.hooks.stopping()
         if self.paused_reason is not None:  # stopped processes cannot exit on SIGTERM: thaw them first
             await self.resume()
         for feature in (self.accessibility, self.frames, self.screen, self.keyboard, self.clipboard, self.events,
@@ -412,14 +396,15 @@ class Desktop:
             await self.x.close()
             self.x = None
         # Launched apps first, while the X server is still there for them to exit cleanly.
-        # This desktop's apps only: the registry may be shared with other desktops (the marker tells them apart).
-        ours = set(await asyncio.to_thread(reaper.marked_pids, self._marker)) if self._marker else set()
-        apps = [p for p in self.processes.list(ProcessOwner.DESKTOP) if p.running and not p.protected and p.pid in ours]
-        await asyncio.gather(*(p.stop(1000) for p in apps), return_exceptions=True)
+        if self._marker:
+            await end_apps(self.processes, self._marker)
         if self.supervisor is not None:
             await self.supervisor.stop()
         if self._marker:
             await asyncio.to_thread(reaper.kill_marked, self._marker)
+        if self.sandbox is not None:
+            await self.sandbox.close()
+            self.sandbox = None
         self.supervisor = None
         self.options = None
         self._started_ns = None
@@ -436,6 +421,10 @@ class Desktop:
             await self.processes.shutdown()
 
     # -- status --------------------------------------------------------------------------------
+
+    def sandbox_report(self) -> SandboxReport:
+        """What keeps the desktop apart (docs/security.md): while it runs, its sandbox's; else its next start's."""
+        return report_of(self.sandbox, self.sandboxes)
 
     async def snapshot(self) -> DesktopSnapshot:
         """The status document; never blocks on a transition (desktop/lifecycle/snapshot.py)."""

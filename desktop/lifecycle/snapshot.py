@@ -14,6 +14,7 @@ from desktop.core.errors import DesktopError
 from desktop.input.mouse import pointer_grabbed
 from desktop.lifecycle.options import StartOptions, StateLayout
 from desktop.lifecycle.supervisor import ChildExit, Supervisor
+from desktop.sandbox.layers import SandboxReport
 from desktop.windows.query import WindowInfo, list_windows
 from desktop.x11.thread import XThread
 from sandbox_desktop_wire.enums import DesktopRuntimeState, SupervisedChild
@@ -44,6 +45,8 @@ class Observed(Protocol):
 
     def current_state(self) -> DesktopRuntimeState: ...
 
+    def sandbox_report(self) -> SandboxReport: ...
+
     def last_error(self) -> tuple[ProblemCode, str] | None: ...
 
 
@@ -58,6 +61,7 @@ def rfc3339_ns(epoch_ns: int) -> str:
 class ChildStatus:
     name: SupervisedChild
     pid: int | None
+    host_pid: int | None
     running: bool
     log_path: str | None
     process_id: str | None
@@ -83,6 +87,8 @@ class DesktopSnapshot:
     last_exit: ChildExit | None = None
     state_dir: str | None = None
     missing_optional: tuple[str, ...] = field(default_factory=tuple)
+    sandbox: SandboxReport | None = None
+    """Its sandbox's layers while it runs (docs/security.md)."""
     pointer_grabbed: bool = False
     """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
 
@@ -122,6 +128,7 @@ async def take_snapshot(desktop: Observed) -> DesktopSnapshot:
         last_exit=sup.last_exit if sup else None,
         state_dir=str(desktop.layout.root),
         pointer_grabbed=grabbed,
+        sandbox=desktop.sandbox_report() if started else None,
     )
 
 
@@ -129,7 +136,7 @@ def child_statuses(desktop: Observed) -> tuple[ChildStatus, ...]:
     if desktop.supervisor is None:
         return ()
     return tuple(
-        ChildStatus(name, proc.pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
+        ChildStatus(name, proc.pid, proc.host_pid, proc.running, str(proc.log_path) if proc.log_path else None, proc.id)
         for name, proc in desktop.supervisor.children.items()
     )
 

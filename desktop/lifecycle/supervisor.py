@@ -25,6 +25,7 @@ from desktop.lifecycle.home import autostart_script, prepare_runtime_dir, runtim
 from desktop.lifecycle.options import StartOptions, StateLayout
 from desktop.lifecycle.xserver import await_announcement, launch_xvfb
 from desktop.processes import ManagedProcess, ProcessManager
+from desktop.sandbox.sandbox import Sandbox
 from desktop.sound.server import READY_TIMEOUT_S as SOUND_READY_TIMEOUT_S
 from desktop.sound.server import SoundServer, SoundState, find_pulseaudio
 from desktop.x11.thread import open_display
@@ -63,8 +64,12 @@ class Supervisor:
         environment: Callable[[str], dict[str, str]],
         log: Callable[[str], None],
         on_change: Callable[[], None],
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.processes = processes
+        self.sandbox = sandbox
+        """Where the session's children run (desktop/sandbox/sandbox.py), or None: here, as the server's user."""
+        self._launcher = sandbox.session if sandbox is not None else None
         self.options = options
         self.layout = layout
         self._environment = environment
@@ -126,7 +131,9 @@ class Supervisor:
         try:
             await self._start_xvfb(self.options.display_num, exact_display)
             # Once per session: the sockets in it (accessibility bus, sound server) outlive each other's restarts.
-            await asyncio.to_thread(prepare_runtime_dir, self.display)
+            # A sandbox's was made before it, to be bound into it: made again, the binding would lose it.
+            if self.sandbox is None:
+                await asyncio.to_thread(prepare_runtime_dir, self.display)
             # The bus before the sound server: a PulseAudio that finds none autolaunches one of its own through
             # X11 (a stray `dbus-launch`, which ignores SIGTERM and so costs the first reset its grace period).
             await bus
@@ -146,11 +153,15 @@ class Supervisor:
             self._log("dbus-daemon not found; continuing without a D-Bus session bus")
             return
         read_fd, write_fd = os.pipe()
+        # In a sandbox the bus is on a socket path of its runtime directory, which the server reaches too (an
+        # abstract socket belongs to the sandbox's network namespace), and admits the server's uid.
+        where = (["--session"] if self.sandbox is None else
+                 [f"--config-file={self.sandbox.dbus_config}", f"--address=unix:dir={self.sandbox.plan.runtime}"])
         try:
             proc = await self.processes.spawn(
-                "dbus-daemon", ["--session", "--nofork", "--nopidfile", f"--print-address={write_fd}"],
+                "dbus-daemon", [*where, "--nofork", "--nopidfile", f"--print-address={write_fd}"],
                 env=self._environment(":0"), owner=ProcessOwner.DESKTOP, protected=True, pass_fds=(write_fd,),
-                log_path=self.layout.logs / "dbus.log",
+                log_path=self.layout.logs / "dbus.log", launcher=self._launcher,
             )
         finally:
             os.close(write_fd)
@@ -175,7 +186,7 @@ class Supervisor:
             await asyncio.to_thread(install_debian_hook)
         proc = await self.processes.spawn(
             launcher, ["--launch-immediately"], env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
-            log_path=self.layout.logs / "at-spi.log",
+            log_path=self.layout.logs / "at-spi.log", launcher=self._launcher,
         )
         try:
             ready = await switch_on(self.bus_address, ACCESSIBILITY_READY_TIMEOUT_S)
@@ -201,6 +212,7 @@ class Supervisor:
             proc = await self.processes.spawn(
                 binary, server.arguments(), env=self._with_bus(self._environment(self.display)),
                 owner=ProcessOwner.DESKTOP, protected=True, log_path=self.layout.logs / "pulseaudio.log",
+                launcher=self._launcher,
             )
         except DomainError as exc:  # optional: the desktop goes on without sound
             self.sound_state = SoundState.FAILED
@@ -222,14 +234,15 @@ class Supervisor:
         """Pids of the supervised children whose own children are part of the session, not apps: the
         accessibility launcher starts its bus daemon (a reset keeps it, and the registry that bus started)."""
         launcher = self.children.get(SupervisedChild.AT_SPI)
-        return {launcher.pid} if launcher is not None and launcher.pid is not None and launcher.running else set()
+        return {launcher.host_pid} if launcher is not None and launcher.running else set()
 
     async def _start_xvfb(self, first_display: int, exact: bool) -> None:
         o = self.options
         proc, num = await launch_xvfb(
             self.processes, first_display=first_display, width=o.width, height=o.height, dpi=o.dpi,
             env=self._environment(f":{first_display}"), log_path=self.layout.logs / "Xvfb.log", exact=exact,
-            max_size=o.framebuffer(),
+            max_size=o.framebuffer(), launcher=self._launcher,
+            extra_args=self.sandbox.xvfb_arguments() if self.sandbox is not None else (),
         )
         self.display_num = num
         self._adopt(SupervisedChild.XVFB, proc)
@@ -242,7 +255,7 @@ class Supervisor:
             args = ["--startup", f"sh {shlex.quote(str(script))}"]
         proc = await self.processes.spawn(
             "openbox", args, env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
-            log_path=self.layout.logs / "openbox.log",
+            log_path=self.layout.logs / "openbox.log", launcher=self._launcher,
         )
         self._adopt(SupervisedChild.OPENBOX, proc)
         await self._wait_for_wm(proc)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from desktop.core.errors import DesktopFailed
 from desktop.lifecycle.options import framebuffer_size
 from desktop.processes import ManagedProcess, ProcessManager
+from desktop.processes.child import Launcher
 from desktop.x11.randr import apply_display
 from desktop.x11.thread import open_display
 from sandbox_desktop_wire.enums import ProcessOwner
@@ -137,19 +138,22 @@ async def launch_xvfb(
     log_path: Path,
     exact: bool = False,
     max_size: tuple[int, int] | None = None,
+    launcher: Launcher | None = None,
+    extra_args: Sequence[str] = (),
 ) -> tuple[ManagedProcess, int]:
     """Start Xvfb on the first free display from `first_display` (only that one if `exact`), with a framebuffer
-    of `max_size` (default: the default maximum, or the screen if larger) and a `width`x`height` screen."""
+    of `max_size` (default: the default maximum, or the screen if larger) and a `width`x`height` screen; in a
+    sandbox with `launcher` (which holds the display for it: `exact`) and its `extra_args` (its cookie)."""
     framebuffer = max_size or framebuffer_size(width, height)
     candidates = [first_display] if exact else list(range(first_display, first_display + DISPLAY_ATTEMPTS))
     for num in candidates:
-        if display_in_use(num) and not exact:
+        if not exact and display_in_use(num):
             continue
         read_fd, write_fd = os.pipe()
         try:
             proc = await processes.spawn(
-                "Xvfb", xvfb_args(num, *framebuffer, dpi, write_fd), env=env, owner=ProcessOwner.DESKTOP,
-                log_path=log_path, protected=True, pass_fds=(write_fd,),
+                "Xvfb", [*xvfb_args(num, *framebuffer, dpi, write_fd), *extra_args], env=env,
+                owner=ProcessOwner.DESKTOP, log_path=log_path, protected=True, pass_fds=(write_fd,), launcher=launcher,
             )
         finally:
             os.close(write_fd)

@@ -135,6 +135,7 @@ class ManagedProcess:
             "owner": self.owner,
             "status": self.status,
             "pid": self.pid if self.running else None,
+            "hostPid": self.host_pid if self.running and self.host_pid != self.pid else None,
             "exitCode": self.exit_code,
             "exitSignal": self.exit_signal,
             "createdAtMs": self.created_at_ms,

@@ -1,9 +1,11 @@
-"""What one server has for its sandboxes: the zygote, the machine's layers, and the X cookies file.
+"""What one server has for its sandboxes: the zygote, the network hub, the cgroup root, the X cookies file,
+and what this machine allows.
 
-`SandboxHost.open()` starts the zygote (desktop/sandbox/zygote.py) and learns from its first message
-what this machine allows; `create()` makes one desktop's sandbox (desktop/sandbox/sandbox.py). With
-`Isolation.OFF`, or on a machine that allows nothing, desktops run as the server's user in its
-namespaces, as before sandboxes existed, and say so.
+`SandboxHost.open()` starts the zygote (desktop/sandbox/zygote.py), learns from its first message what
+this machine allows, and opens the server's network hub (desktop/sandbox/network.py) and cgroup root
+(desktop/sandbox/cgroups.py) where it can, keeping why where it cannot. With `Isolation.OFF`, or on a
+machine that allows nothing, desktops run as the server's user in its namespaces, as before sandboxes
+existed, and say so.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 
 from desktop.core.errors import DesktopFailed
 from desktop.sandbox import protocol
+from desktop.sandbox.cgroups import CgroupRoot
 from desktop.sandbox.channel import Channel
-from desktop.sandbox.layers import Layer, SandboxReport
+from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
+from desktop.sandbox.network import NetworkHub, NetworkUnavailable
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
@@ -44,11 +48,19 @@ class IsolationUnavailable(DesktopFailed):
 
 
 class SandboxHost:
-    def __init__(self, isolation: Isolation, xauthority: Path) -> None:
+    def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
+                 shared: tuple[Path, ...] = ()) -> None:
         self.isolation = isolation
         self.xauthority = xauthority
         """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
+        self.server_ports = server_ports
+        self.shared = shared
+        """Host paths every desktop sees at their own paths (`--share`)."""
         self.hello: protocol.Hello | None = None
+        self.network: NetworkHub | None = None
+        self.network_missing: str | None = None
+        """Why desktops get a namespace with only a loopback instead of the hub's network."""
+        self.cgroups: CgroupRoot | None = None
         self._zygote: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._lock = asyncio.Lock()
@@ -79,7 +91,18 @@ class SandboxHost:
         assert isinstance(message, protocol.Hello)
         self.hello = message
         if not self.enabled:
-            logger.warning("desktops are not isolated: %s", "; ".join(self.missing().values()))
+            logger.warning("desktops are not isolated: %s", "; ".join(set(self.missing().values())))
+            return
+        try:
+            self.network = await NetworkHub.open(self.server_ports)
+            for warning in self.network.warnings:
+                logger.warning("desktop networks: %s", warning)
+        except NetworkUnavailable as exc:
+            self.network_missing = exc.reason
+            logger.warning("desktops get no network (only their own loopback): %s", exc.reason)
+        self.cgroups = await asyncio.to_thread(CgroupRoot.open)
+        for feature, reason in self.cgroups.missing.items():
+            logger.warning("desktop cgroups: no %s: %s", feature, reason)
 
     def missing(self) -> dict[Layer, str]:
         """Why each layer cannot be had on this server (empty where all can)."""
@@ -96,9 +119,19 @@ class SandboxHost:
             return {}
         return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
 
-    def unavailable(self) -> SandboxReport:
-        """The report of a desktop made without a sandbox."""
-        return SandboxReport(frozenset(), self.missing())
+    def expected(self) -> SandboxReport:
+        """What a desktop's sandbox will have when it starts here (desktop/lifecycle/isolation.py reports a
+        running one's)."""
+        if not self.enabled:
+            return SandboxReport(frozenset(), self.missing())
+        layers, missing = set(SANDBOX_LAYERS), {}
+        if self.cgroups is not None:
+            layers.add(Layer.CGROUP)
+        else:
+            missing[Layer.CGROUP] = "no cgroups on this machine"
+        if self.network is None and self.network_missing is not None:
+            missing[Layer.NETWORK] = f"its namespace has only a loopback: {self.network_missing}"
+        return SandboxReport(frozenset(layers), missing)
 
     def check_required(self) -> None:
         if self.isolation is Isolation.REQUIRED and not self.enabled:
@@ -123,6 +156,10 @@ class SandboxHost:
         logger.warning("the sandbox zygote ended; new desktops cannot be isolated until the server restarts")
 
     async def close(self) -> None:
+        if self.network is not None:
+            await self.network.close()
+        if self.cgroups is not None:
+            await self.cgroups.aclose()
         if self._channel is not None:
             self._channel.close()
         if self._zygote is not None:

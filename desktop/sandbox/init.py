@@ -4,7 +4,7 @@ Forked by the zygote (desktop/sandbox/zygote.py) inside the sandbox's new namesp
 host (or of the sandbox's user namespace). It mounts the sandbox's view of the file system (a private
 /proc, /tmp, /run and /dev/shm, the server's state hidden, the desktop's own directories bound back at
 their paths, its /etc/passwd), sets the hostname, then keeps only the capabilities starting programs
-needs (setuid, setgid, setpcap, kill) and serves the server's requests on its socket:
+needs (setuid, setgid, kill, and reading folders as it enters them) and serves the server's requests on its socket:
 
 - `Spawn`: fork; the child starts a session, joins its cgroups, takes its descriptors, drops to the
   sandbox's uid with no capabilities, no bounding set and `no_new_privs`, changes directory and execs.
@@ -32,7 +32,10 @@ import subprocess
 from desktop.sandbox import linux, protocol
 
 MOUNT_FLAGS = linux.MS_NOSUID | linux.MS_NODEV
-KEPT_CAPABILITIES = (linux.CAP_KILL, linux.CAP_SETGID, linux.CAP_SETUID)
+KEPT_CAPABILITIES = (linux.CAP_KILL, linux.CAP_SETGID, linux.CAP_SETUID, linux.CAP_DAC_OVERRIDE,
+                     linux.CAP_DAC_READ_SEARCH)
+"""What starting programs needs: a program's folder is entered before its uid changes (CPython's fork-exec
+changes directory first), and may be the sandbox user's own 0700 HOME."""
 SETSID = shutil.which("setsid") or "/usr/bin/setsid"
 OWN_FDS_FROM = 1000
 """The init moves its own descriptors up here, so that a program's may take any lower number."""
@@ -177,7 +180,8 @@ class Init:
                     stderr=stdio.get(2), pass_fds=[t for t, _ in extra], close_fds=True, restore_signals=True,
                     start_new_session=not request.tty, user=self.uid, group=self.gid, extra_groups=[])
             finally:
-                self._join(self.home_cgroups)
+                if request.cgroup_files:
+                    self._join(self.home_cgroups)
         except OSError as exc:
             stage = "cwd" if request.cwd is not None and exc.filename == request.cwd else "exec"
             protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, stage, os.strerror(exc.errno or 0)))

@@ -44,6 +44,12 @@ REQUIRED = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.NETWO
 """What `isolated: true` takes: each closes a way to the token, another desktop or the server."""
 
 
+SANDBOX_LAYERS = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.UTS, Layer.NETWORK,
+                            Layer.NO_NEW_PRIVS, Layer.NO_CAPABILITIES, Layer.X_COOKIE})
+"""What every sandbox of a root server puts in force; a cgroup adds its layer. Without the server's network
+hub the sandbox still has a network namespace of its own: one with only its loopback, which reaches nothing."""
+
+
 @dataclass(frozen=True)
 class SandboxReport:
     """What a desktop's answer says of its sandbox."""

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.core.errors import DesktopFailed
-from desktop.sandbox import protocol, users, xauth
+from desktop.sandbox import linux, protocol, users, xauth
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup
 from desktop.sandbox.channel import Channel, SandboxGone
 from desktop.sandbox.host import SandboxHost
-from desktop.sandbox.layers import Layer, SandboxReport
+from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
+from desktop.sandbox.network import DesktopNetwork
 from desktop.sandbox.process import SandboxedProcess
 from desktop.sandbox.zygote import NAMESPACES
 
@@ -34,9 +36,15 @@ READY_TIMEOUT_S = 10.0
 X11_DIR = "/tmp/.X11-unix"
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 """World-writable places every desktop gets empty, so that nothing one leaves there reaches another."""
-LAYERS = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.UTS, Layer.NETWORK, Layer.NO_NEW_PRIVS,
-                    Layer.NO_CAPABILITIES, Layer.X_COOKIE})
-"""What a sandbox of this module puts in force; cgroups and network rules add theirs (docs/security.md)."""
+DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<!-- Written by sandbox-desktop: the desktop's session bus, as the machine configures it, which the server (uid {uid})
+     may also join: it switches accessibility on there (docs/accessibility.md). -->
+<busconfig>
+  <include>/usr/share/dbus-1/session.conf</include>
+  <policy context="default"><allow user="{uid}"/></policy>
+</busconfig>
+"""
 
 
 @dataclass(frozen=True)
@@ -61,12 +69,15 @@ class SandboxPlan:
 
 
 class Sandbox:
-    def __init__(self, host: SandboxHost, plan: SandboxPlan, user: users.SandboxUser, cookie: bytes) -> None:
+    def __init__(self, host: SandboxHost, plan: SandboxPlan, user: users.SandboxUser, cookie: bytes,
+                 network: DesktopNetwork | None, cgroup: DesktopCgroup | None) -> None:
         self.host = host
         self.plan = plan
         self.user = user
         self.cookie = cookie
-        self.report = SandboxReport(LAYERS, {})
+        self.network = network
+        self.cgroup = cgroup
+        self.report = SandboxReport(SANDBOX_LAYERS | ({Layer.CGROUP} if cgroup is not None else set()), {})
         self._channel: Channel | None = None
         self._init: SandboxedProcess | None = None
         self._processes: dict[int, SandboxedProcess] = {}
@@ -78,9 +89,12 @@ class Sandbox:
     # -- making it --------------------------------------------------------------------------------------------
 
     @classmethod
-    async def create(cls, host: SandboxHost, plan: SandboxPlan) -> Sandbox:
+    async def create(cls, host: SandboxHost, plan: SandboxPlan, network: DesktopNetwork | None = None,
+                     cgroup: DesktopCgroup | None = None) -> Sandbox:
+        """Make the sandbox: in `network`'s namespace (else one with only a loopback), its programs in
+        `cgroup`'s apps part and the session's in its session part, when given."""
         user = await asyncio.to_thread(users.allocate)
-        sandbox = cls(host, plan, user, xauth.new_cookie())
+        sandbox = cls(host, plan, user, xauth.new_cookie(), network, cgroup)
         try:
             await sandbox._start()
         except BaseException:
@@ -90,9 +104,18 @@ class Sandbox:
 
     async def _start(self) -> None:
         mounts = await asyncio.to_thread(self._prepare)
-        request = protocol.Create(namespaces=NAMESPACES, hostname=self.plan.hostname, mounts=tuple(mounts),
-                                  uid=self.user.uid, gid=self.user.gid)
-        self._channel = await self.host.create_init(request, [])
+        session = self.cgroup.procs_files(CgroupKind.SESSION) if self.cgroup is not None else ()
+        self.app_cgroups = self.cgroup.procs_files(CgroupKind.APPS) if self.cgroup is not None else ()
+        netns = os.open(self.network.netns_path, os.O_RDONLY | os.O_CLOEXEC) if self.network is not None else None
+        try:
+            request = protocol.Create(
+                namespaces=NAMESPACES & ~linux.CLONE_NEWNET if netns is not None else NAMESPACES,
+                hostname=self.plan.hostname, mounts=tuple(mounts), uid=self.user.uid, gid=self.user.gid,
+                join_netns=1 if netns is not None else None, cgroup_files=session)
+            self._channel = await self.host.create_init(request, [netns] if netns is not None else [])
+        finally:
+            if netns is not None:
+                os.close(netns)
         self._channel_listen()
         # `Started` comes from the process that forked the init, `Ready` from the init: in either order.
         ready = False
@@ -104,6 +127,8 @@ class Sandbox:
                         raise DesktopFailed(f"the sandbox could not be made ({message.stage}): {message.message}")
                     case protocol.Started():
                         self._init = SandboxedProcess(fds[0], 1)
+                        if self.cgroup is not None:  # before it starts anything: its programs begin where it is
+                            self.cgroup.add(self._init.pid, CgroupKind.SESSION)
                     case protocol.Ready():
                         ready = True
 
@@ -127,6 +152,7 @@ class Sandbox:
             "group": users.group(self.user),
             "hostname": plan.hostname + "\n",
             "hosts": f"127.0.0.1\tlocalhost {plan.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+            "resolv.conf": self.network.resolv_conf() if self.network is not None else "",
         }
         for name, text in files.items():
             (etc / name).write_text(text)
@@ -134,7 +160,9 @@ class Sandbox:
             folder.mkdir(parents=True, exist_ok=True)
             _chown_tree(folder, uid)
             folder.chmod(0o700)
-        xauth.write_private(plan.runtime / "Xauthority", [xauth.entry_for(plan.display, self.cookie)], owner=uid)
+        xauth.write_private(plan.runtime / "Xauthority", xauth.entries_for(plan.display, self.cookie, plan.hostname),
+                            owner=uid)
+        (plan.runtime / "dbus-session.conf").write_text(DBUS_CONFIG.format(uid=os.geteuid()))
 
         mounts: list[protocol.Mount] = [protocol.Mount(protocol.MountKind.PROC, "/proc")]
 
@@ -159,13 +187,33 @@ class Sandbox:
 
     # -- what runs in it --------------------------------------------------------------------------------------
 
+    @property
+    def dbus_config(self) -> Path:
+        """The desktop's session bus configuration: the machine's, and the server's uid may join it."""
+        return self.plan.runtime / "dbus-session.conf"
+
+    @property
+    def x11_folder(self) -> Path:
+        """Where its X server's socket is, on the server's side."""
+        return self.plan.state / "x11"
+
+    def xvfb_arguments(self) -> list[str]:
+        """What its X server needs besides the usual: only clients with the cookie, no abstract socket."""
+        return ["-auth", str(self.plan.runtime / "Xauthority"), "-nolisten", "local"]
+
+    @property
+    def session(self) -> SessionLauncher:
+        """Starts the desktop's own programs (X, window manager, buses, sound) in the session's cgroup."""
+        return SessionLauncher(self)
+
     def environment(self) -> dict[str, str]:
         """What every program of the sandbox finds in its environment besides the desktop's own."""
         return {"USER": users.USER_NAME, "LOGNAME": users.USER_NAME,
                 "XAUTHORITY": str(self.plan.runtime / "Xauthority")}
 
     async def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
-                    fds: Mapping[int, int], tty: bool = False) -> SandboxedProcess:
+                    fds: Mapping[int, int], tty: bool = False, cgroups: Sequence[str] | None = None
+                    ) -> SandboxedProcess:
         """Start a program in the sandbox with `fds` (target number -> our descriptor) as its descriptors.
         Raises OSError (errno of the failing step, as a local spawn would) or SandboxGone."""
         channel = self._channel
@@ -173,7 +221,7 @@ class Sandbox:
             raise SandboxGone("the desktop's sandbox is not running")
         targets = tuple(fds)
         request = protocol.Spawn(channel.next_id(), tuple(argv), dict(env), cwd, targets, tty=tty,
-                                 cgroup_files=self.app_cgroups)
+                                 cgroup_files=tuple(self.app_cgroups if cgroups is None else cgroups))
         reply, received = await channel.request(request, [fds[t] for t in targets])
         if isinstance(reply, protocol.Failed):
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
@@ -233,6 +281,18 @@ class Sandbox:
             import time
             time.sleep(0.005)
         logger.warning("processes of uid %d outlived their sandbox", self.user.uid)
+
+
+class SessionLauncher:
+    """A sandbox's programs that make up the desktop itself: started in the session's cgroup, which limits
+    on the apps do not cover (an app that runs out of memory must not take the X server with it)."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    async def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, fds: Mapping[int, int],
+                    tty: bool = False) -> SandboxedProcess:
+        return await self.sandbox.spawn(argv, env, cwd, fds, tty, cgroups=())  # where the init itself is
 
 
 def _under(path: Path, roots: Sequence[str]) -> bool:

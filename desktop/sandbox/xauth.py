@@ -1,9 +1,11 @@
 """X cookies: each desktop's X server admits only clients that present its MIT-MAGIC-COOKIE-1.
 
 A desktop's own programs find its cookie in the Xauthority file of its runtime directory; the server's
-X clients (screenshots, input, the clipboard, the live view...) in the server's file, which holds one
-entry per desktop it runs and which the server's environment names (`XAUTHORITY`, set at start). The
-entries are `FamilyWild`, so they match whatever hostname a client has (each sandbox has its own). The
+X clients (screenshots, input, the clipboard, the live view...) in the server's file, which holds the
+entries of each desktop it runs and which the server's environment names (`XAUTHORITY`, set at start).
+Each display gets a `FamilyWild` entry, which libX11 and xcb match whatever the client's hostname (each
+sandbox has its own), and a `FamilyLocal` one for the hostname its clients have, because python-xlib
+matches only that. The
 server's file may be shared by several servers on one machine (`--xauthority`, the test suite does):
 every update is a read-modify-write under an exclusive lock, of this server's displays only.
 """
@@ -14,11 +16,13 @@ import contextlib
 import fcntl
 import os
 import secrets
+import socket
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+FAMILY_LOCAL = 256
 FAMILY_WILD = 0xFFFF
 PROTOCOL = b"MIT-MAGIC-COOKIE-1"
 COOKIE_BYTES = 16
@@ -37,8 +41,11 @@ def new_cookie() -> bytes:
     return secrets.token_bytes(COOKIE_BYTES)
 
 
-def entry_for(display_num: int, cookie: bytes) -> Entry:
-    return Entry(FAMILY_WILD, b"", str(display_num).encode(), PROTOCOL, cookie)
+def entries_for(display_num: int, cookie: bytes, hostname: str) -> list[Entry]:
+    """The entries that let a client on `hostname` (or anywhere, for libX11) open the display."""
+    number = str(display_num).encode()
+    return [Entry(FAMILY_LOCAL, hostname.encode(), number, PROTOCOL, cookie),
+            Entry(FAMILY_WILD, b"", number, PROTOCOL, cookie)]
 
 
 def encode(entries: Iterable[Entry]) -> bytes:
@@ -93,7 +100,7 @@ def update_shared(path: Path, display_num: int, cookie: bytes | None) -> None:
         number = str(display_num).encode()
         entries = [e for e in decode(current) if e.display != number]
         if cookie is not None:
-            entries.append(entry_for(display_num, cookie))
+            entries += entries_for(display_num, cookie, socket.gethostname())
         write_private(path, entries)
     finally:
         os.close(lock)

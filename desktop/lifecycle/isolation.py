@@ -1,0 +1,118 @@
+"""A running desktop's sandbox, put together: its display held on the machine, its network, its cgroups, its
+Sandbox, and the server's cookie for its display (docs/security.md "The boundary").
+
+`DesktopSandbox.create` makes them in the order each needs the one before (the display number names the
+runtime directory the sandbox binds; the network namespace and the cgroups exist before the init joins
+them), and `close` undoes them in reverse, each step run even if an earlier one failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from desktop.lifecycle.home import prepare_runtime_dir
+from desktop.lifecycle.options import StateLayout
+from desktop.sandbox import displays, xauth
+from desktop.sandbox.cgroups import DesktopCgroup
+from desktop.sandbox.host import SandboxHost
+from desktop.sandbox.layers import Layer, SandboxReport
+from desktop.sandbox.network import DesktopNetwork, NetworkRules
+from desktop.sandbox.sandbox import Sandbox, SandboxPlan
+
+logger = logging.getLogger("sandbox_desktop.sandbox")
+
+
+class DesktopSandbox:
+    def __init__(self, host: SandboxHost, display: displays.Display) -> None:
+        self.host = host
+        self.display = display
+        self.network: DesktopNetwork | None = None
+        self.cgroup: DesktopCgroup | None = None
+        self.sandbox: Sandbox | None = None
+
+    @classmethod
+    async def create(cls, host: SandboxHost, desktop_id: str, layout: StateLayout, hidden: tuple[Path, ...],
+                     first_display: int, rules: NetworkRules | None = None) -> DesktopSandbox:
+        display = await asyncio.to_thread(displays.reserve, first_display, False)
+        made = cls(host, display)
+        try:
+            runtime = await asyncio.to_thread(prepare_runtime_dir, f":{display.number}")
+            if host.network is not None:
+                made.network = await host.network.create(desktop_id, rules or NetworkRules())
+            if host.cgroups is not None:
+                made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id))
+            plan = SandboxPlan(desktop_id, layout.root / "sandbox", layout.home, runtime, display.number,
+                               hidden=hidden, shared=host.shared)
+            made.sandbox = sandbox = await Sandbox.create(host, plan, made.network, made.cgroup)
+            await asyncio.to_thread(display.link, sandbox.x11_folder)
+            await asyncio.to_thread(xauth.update_shared, host.xauthority, display.number, sandbox.cookie)
+        except BaseException:
+            await made.close()
+            raise
+        return made
+
+    def report(self) -> SandboxReport:
+        assert self.sandbox is not None
+        base = self.sandbox.report
+        missing = dict(base.missing)
+        if self.network is None and self.host.network_missing is not None:
+            missing[Layer.NETWORK] = f"its namespace has only a loopback: {self.host.network_missing}"
+        if self.cgroup is None:
+            missing[Layer.CGROUP] = "no cgroups on this machine"
+        return SandboxReport(base.layers, missing)
+
+
+    async def freeze(self) -> bool:
+        """Freeze every process of the desktop through its cgroup; False where there is no freezer (the caller
+        stops them with signals)."""
+        if self.cgroup is None or self.host.cgroups is None or "freeze" not in self.host.cgroups.features:
+            return False
+        await self.cgroup.freeze()
+        return True
+
+    async def thaw(self) -> bool:
+        if self.cgroup is None or self.host.cgroups is None or "freeze" not in self.host.cgroups.features:
+            return False
+        await self.cgroup.thaw()
+        return True
+
+    async def close(self) -> None:
+        """End everything of the sandbox and give back what it held; every step runs, whatever failed before."""
+        steps = []
+        if self.sandbox is not None:
+            steps.append(self.sandbox.close())
+        if self.cgroup is not None:
+            steps.append(self._remove_cgroup(self.cgroup))
+        if self.network is not None:
+            steps.append(self.network.close())
+        for step in steps:
+            try:
+                await step
+            except Exception:
+                logger.exception("closing a desktop's sandbox")
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(xauth.update_shared, self.host.xauthority, self.display.number, None)
+        await asyncio.to_thread(self.display.release)
+        self.sandbox = self.cgroup = self.network = None
+
+    async def _remove_cgroup(self, cgroup: DesktopCgroup) -> None:
+        await cgroup.kill()
+        await cgroup.remove()
+
+
+def _cgroup_name(desktop_id: str) -> str:
+    """A cgroup name for the desktop (`default` is the server's own leaf name in some layouts)."""
+    return f"desktop-{desktop_id}"
+
+
+def report_of(running: DesktopSandbox | None, host: SandboxHost | None) -> SandboxReport:
+    """A desktop's sandbox as it is while it runs, or as its next start will make it."""
+    if running is not None and running.sandbox is not None:
+        return running.report()
+    if host is None:
+        return SandboxReport(frozenset(), {layer: "this desktop was made without the server's sandboxes"
+                                           for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)})
+    return host.expected()
