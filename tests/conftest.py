@@ -113,20 +113,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv.stop()
 
 
-@pytest.fixture(scope="module")
-def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
-    name = request.module.__name__.rsplit(".", 1)[-1]
-    server = launch_server(tmp_path_factory.mktemp(name))
-    start = getattr(request.module, "DESKTOP", None)
+@contextlib.contextmanager
+def running_server(tmp: Path, *extra: str, desktop: dict[str, Any] | None = None,
+                   **kwargs: Any) -> Iterator[ServerProcess]:
+    """`launch_server(tmp, *extra, **kwargs)` with the desktop of the start request `desktop` (if given) active;
+    stopped on leaving, whatever happened inside."""
+    server = launch_server(tmp, *extra, **kwargs)
     try:
-        if start is not None:
+        if desktop is not None:
             with server.client() as api:
-                body = api.post("/v1/desktop/start", json=start).json()
+                body = api.post("/v1/desktop/start", json=desktop).json()
                 assert body.get("state") == "active", body
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    with running_server(tmp_path_factory.mktemp(name), desktop=getattr(request.module, "DESKTOP", None)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +148,15 @@ def api(srv: ServerProcess) -> Iterator[httpx.Client]:
 def display(api: httpx.Client) -> str:
     """The X display of the module's desktop (`DESKTOP = {...}`)."""
     return str(api.get("/v1/desktop/display/info").json()["display"])
+
+
+@pytest.fixture
+def streaming(api: httpx.Client) -> Iterator[None]:
+    """The module desktop's live view is on for the test and off afterwards."""
+    started = api.post("/v1/desktop/stream/start")
+    assert started.status_code == 200 and started.json()["active"] is True, started.text
+    yield
+    api.post("/v1/desktop/stream/stop")
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +54,6 @@ with open(sys.argv[2], "w") as out:
 for _ in range(3600):
     time.sleep(1)
 """
-
-
-@pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    """The module desktop's live view is on for the test and off afterwards."""
-    assert api.post("/v1/desktop/stream/start").json()["active"]
-    yield
-    api.post("/v1/desktop/stream/stop")
 
 
 def status(api: httpx.Client) -> dict[str, Any]:

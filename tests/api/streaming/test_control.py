@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -79,14 +79,6 @@ def test_an_explicit_request_holds_the_desktop_at_once() -> None:
 
 
 # -- end to end ----------------------------------------------------------------------------------
-
-@pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    started = api.post("/v1/desktop/stream/start")
-    assert started.status_code == 200, started.text
-    yield
-    api.post("/v1/desktop/stream/stop")
-
 
 def scoped_token(api: httpx.Client, role: str) -> str:
     issued = api.post("/v1/desktops/default/tokens", json={"role": role, "ttlSeconds": 600})

@@ -68,15 +68,6 @@ with open(sys.argv[1], "a") as out:
 # -- fixtures and helpers ------------------------------------------------------------------------
 
 @pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    """The stream is on for the test and off afterwards."""
-    started = api.post("/v1/desktop/stream/start")
-    assert started.status_code == 200, started.text
-    yield
-    api.post("/v1/desktop/stream/stop")
-
-
-@pytest.fixture
 def probe(display: str, tmp_path: Path) -> Iterator[Probe]:
     x, y, w, h = PROBE
     p = Probe(display, tmp_path / "events.jsonl", f"{w}x{h}+{x}+{y}", override_redirect=False, title="stream-probe")
