@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from api.mcp import desktops as mcp_desktops
 from api.mcp import server as mcp_server
-from tests.clients.mcp.test_mcp import images, png_size, texts
+from tests.clients.mcp.test_mcp import assert_errors, call_erring, images, png_size, texts
 
 DESKTOP = {"displayNum": 361, "width": 800, "height": 600}
 ALL_TOOLS = set(mcp_server.TOOL_NAMES)
@@ -113,18 +113,7 @@ def test_an_agent_creates_lists_and_deletes_a_desktop(srv: ServerProcess, api: h
 
 
 def test_errors_are_the_stdio_servers(srv: ServerProcess) -> None:
-    async def use(s: ClientSession) -> list[types.CallToolResult]:
-        return [await s.call_tool("launch", {"app": "no-such-app-xyz"}),
-                await s.call_tool("click", {"x": 1}),
-                await s.call_tool("delete_desktop", {"desktop_id": "default"}),
-                await s.call_tool("nope", {})]
-
-    missing, invalid, default, unknown = over_http(srv, use)
-    assert missing.isError and "no-such-app-xyz" in texts(missing)[0]
-    assert "(code: app_not_found, HTTP 404)" in texts(missing)[0]
-    assert invalid.isError and "'y' is a required property" in texts(invalid)[0]
-    assert default.isError and "(code: desktop_is_default, HTTP 409)" in texts(default)[0]
-    assert unknown.isError and "unknown tool 'nope'" in texts(unknown)[0]
+    assert_errors(over_http(srv, call_erring))
 
 
 def test_the_token_is_required(srv: ServerProcess, api: httpx.Client) -> None:
