@@ -167,22 +167,19 @@ def test_control_has_one_host_and_passes_it_to_the_next_in_line() -> None:
 def test_frame_rate_drops_under_load_and_recovers_slowly() -> None:
     rate = FrameRate(30)
     t = 0.0
-    for _ in range(40):  # 30 ms per picture at 30 fps is 90 % of the period
-        t += 0.05
-        rate.observe(0.030, t)
-    assert rate.current == 20
-    for _ in range(200):
-        t += 0.05
-        rate.observe(0.030, t)
-    assert rate.current == 20  # 30 ms is not over 60 % of 50 ms: it holds
-    for _ in range(30):  # cheap again: back up, but only after RAISE_AFTER_S
-        t += 0.05
-        rate.observe(0.002, t)
-    assert rate.current == 20
-    for _ in range(400):
-        t += 0.05
-        rate.observe(0.002, t)
-    assert rate.current == 30
+
+    def encode(pictures: int, cost_s: float) -> int:
+        """`pictures` pictures, one every 50 ms, each taking `cost_s` to encode; the rate after them."""
+        nonlocal t
+        for _ in range(pictures):
+            t += 0.05
+            rate.observe(cost_s, t)
+        return rate.current
+
+    assert encode(40, 0.030) == 20  # 30 ms per picture at 30 fps is 90 % of the period
+    assert encode(200, 0.030) == 20  # 30 ms is not over 60 % of 50 ms: it holds
+    assert encode(30, 0.002) == 20  # cheap again: back up, but only after RAISE_AFTER_S
+    assert encode(400, 0.002) == 30
     assert FrameRate(3).current == 3 and FrameRate(30, current=5).period == 0.2
 
 
