@@ -11,10 +11,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -25,6 +25,7 @@ from api.server.config import ServerConfig
 from tests.support.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -170,6 +171,11 @@ def managed_probe(api: httpx.Client, display: str, out: Path, title: str,
         yield probe, rect
     finally:
         probe.close()
+
+
+def run(scenario: Callable[[], Coroutine[Any, Any, T]], timeout: float = 90) -> T:
+    """`asyncio.run(scenario())`, failing after `timeout` seconds rather than hanging the test."""
+    return asyncio.run(asyncio.wait_for(scenario(), timeout))
 
 
 async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:

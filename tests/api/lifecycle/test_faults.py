@@ -27,8 +27,7 @@ from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.runtime import Desktop
 from streaming.viewer import Viewer
 from tests.api.lifecycle.test_desktop_lifecycle import child_pid, pid_alive, x_answers
-from tests.api.streaming.test_stream import poll, run
-from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, wait_for
+from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, poll, run, wait_for
 from tests.support.xprobe import Probe
 
 DESKTOP = {"displayNum": 410, "width": 640, "height": 480, "streamVideoCodec": "h264",

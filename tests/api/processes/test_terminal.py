@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from api.server.logs import DenialNoiseFilter
-from tests.conftest import ServerProcess, assert_problem, poll, running_server, wait_for
+from tests.conftest import ServerProcess, assert_problem, poll, run, running_server, wait_for
 from tests.support.paths import SDK_DIR
 
 NODE = shutil.which("node")
@@ -35,10 +35,6 @@ SHUTDOWN_LIMIT_S = 5.0
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-def run(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    return asyncio.run(asyncio.wait_for(scenario(), 90))
-
 
 def terminal_url(base: str, process_id: str, token: str | None) -> str:
     """The socket's URL, with the token (if any) as `access_token` as the SDK sends it."""

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, d
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
 from streaming.viewer import Viewer, signaling_url, split_candidates
-from tests.conftest import ServerProcess, assert_problem, launch_server, poll
+from tests.conftest import ServerProcess, assert_problem, launch_server, poll, run
 from tests.support.xprobe import Probe
 
 PORTS = (59300, 59320)
@@ -91,10 +91,6 @@ def probe_origin(api: httpx.Client) -> tuple[int, int]:
     return int(window["x"]), int(window["y"])
 
 
-
-
-def run(scenario: Callable[[], Any]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 def server_udp_ports(pid: int) -> set[int]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +23,7 @@ from desktop.events.action_log import acting_as, action_wait
 from desktop.x11.thread import InputLock
 from sandbox_desktop_wire.enums import ActionSource, TakeoverMode
 from streaming.viewer import Viewer
-from tests.conftest import ServerProcess, assert_problem, poll, running_server
+from tests.conftest import ServerProcess, assert_problem, poll, run, running_server
 
 PORTS = (59530, 59545)
 DESKTOP = {"displayNum": 614, "width": 800, "height": 600, "streamVideoCodec": "h264",
@@ -40,10 +39,6 @@ def takeover(viewer: Viewer) -> bool:
     """Whether the last `control/takeover` this viewer got says a person holds the desktop."""
     states = viewer.events_named("control/takeover")
     return bool(states and states[-1]["active"])
-
-
-def run(scenario: Callable[[], Any]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 # -- the gate alone ----------------------------------------------------------------------------------
@@ -96,7 +91,7 @@ def test_the_gate_refuses_queues_or_shares_agent_input_but_never_the_live_view()
             with pytest.raises(ControlledByViewer, match="batch"):
                 async with gate.admitted(lock):
                     pass
-    asyncio.run(asyncio.wait_for(scenario(), 10))
+    run(scenario, 10)
 
 
 # -- against the server ------------------------------------------------------------------------------

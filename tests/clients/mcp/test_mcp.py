@@ -16,7 +16,7 @@ import pytest
 
 from api.mcp.server import Image, batch_reply
 from sandbox_desktop_wire.actions import ActionsResponse
-from tests.conftest import ServerProcess, free_port
+from tests.conftest import ServerProcess, free_port, run
 from tests.support.paths import REPO
 
 pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip install 'sandbox-desktop[mcp]')")
@@ -44,7 +44,7 @@ def mcp(srv: ServerProcess, use: Callable[[ClientSession], Awaitable[T]], *argv:
             await s.initialize()
             return await use(s)
 
-    return asyncio.run(asyncio.wait_for(session(), 40))
+    return run(session, 40)
 
 
 def texts(result: types.CallToolResult) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, assert_problem, running_server
+from tests.conftest import ServerProcess, assert_problem, run, running_server
 from tests.support.paths import REPO
 
 pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip install 'sandbox-desktop[mcp]')")
@@ -41,7 +41,7 @@ def over_http(srv: ServerProcess, use: Callable[[ClientSession], Awaitable[T]], 
         async with connect(srv, token, **headers) as s:
             return await use(s)
 
-    return asyncio.run(asyncio.wait_for(session(), 40))
+    return run(session, 40)
 
 
 @contextlib.asynccontextmanager
@@ -212,7 +212,7 @@ def test_sigterm_ends_open_sessions_and_calls(tmp_path: Path) -> None:
                 pass
             return took[0]
 
-        took = asyncio.run(asyncio.wait_for(scenario(), 40))
+        took = run(scenario, 40)
         print(f"\nSIGTERM -> exited in {took * 1000:.0f} ms with an MCP session and a tool call open")
         assert took < 5, f"SIGTERM took {took:.1f} s with an MCP session open"
         assert "Traceback" not in server.log() and "without completing response" not in server.log(), server.log()
