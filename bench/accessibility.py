@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
-from bench.common import bench_desktop, cpu_seconds, summary, timed
+from bench.common import bench_desktop, cpu_seconds, rss_kib, summary, timed
 from desktop.accessibility.atspi import ACCESSIBLE, AtspiBus, accessibility_bus_address
 from tests.conftest import wait_for
 
@@ -95,15 +95,6 @@ def daemons(display: str) -> list[int]:
                          or b"at-spi2/accessibility.conf" in cmd):
                 found.append(int(pid))
     return found
-
-
-def rss_kib(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total
 
 
 def one_element_wait(api: httpx.Client, n: int) -> float | None:
@@ -212,7 +203,7 @@ def main() -> None:
         time.sleep(10)
         idle_cpu = (sum(map(cpu_seconds, idle_pids)) - before) / (time.monotonic() - start)
         print(f"accessibility bus on the idle desktop: {len(idle_pids)} daemons, "
-              f"RSS {rss_kib(idle_pids) / 1024:.1f} MiB, CPU {idle_cpu * 100:.2f} % of a core over 10 s\n")
+              f"RSS {sum(map(rss_kib, idle_pids)) / 1024:.1f} MiB, CPU {idle_cpu * 100:.2f} % of a core over 10 s\n")
         chromium = api.post("/v1/desktop/launch", json={
             "app": "chromium", "wait": True, "waitTimeoutMs": 30000,
             "args": [*CHROMIUM_ARGS, f"--user-data-dir={folder / 'profile'}", page(folder)]}).json()

@@ -32,7 +32,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.agent_loop import SCREENSHOT
-from bench.common import BenchDesktop, bench_desktop, summary
+from bench.common import BenchDesktop, bench_desktop, percentile, summary
 from bench.soak import ProcessStats, Soak, child_names, process_stats, settled_stats
 from tests.conftest import REPO, ServerProcess, wait_for
 
@@ -71,11 +71,6 @@ class Minute:
     errors: list[str] = field(default_factory=list)
     by_kind: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     stats: ProcessStats | None = None
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
 
 
 def png_error(data: str, size: tuple[int, int]) -> str | None:

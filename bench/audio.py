@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiortc.rtcrtpreceiver import RTCRtpReceiver
 
 from bench.common import cpu_seconds
-from tests.api.sound.test_audio import AV_SCRIPT, AudioViewer, channel, desktop_env, first_white, loud_span, write_tone
+from tests.api.sound.test_audio import AV_SCRIPT, AudioViewer, channel, first_white, loud_span
 from tests.conftest import ServerProcess, launch_server
+from tests.support.sound import desktop_env, write_tone
 
 DISPLAY_NUM = 296
 SIZE = (1024, 768)
@@ -141,31 +142,30 @@ async def cpu_with_viewer(server: ServerProcess, api: httpx.Client, env: dict[st
         silent = await loop.run_in_executor(None, cpu_percent, groups, seconds)
         silent["audio"] = silent["pulseaudio"] + silent["capture"]
         show("viewer, silent desktop", silent)
+
+        async def while_playing(player: subprocess.Popen[bytes]) -> dict[str, float]:
+            """CPU while `player` plays (from a second after it started; it is ended after), with `audio`: what the
+            sound costs beyond the silent desktop's server."""
+            try:
+                await asyncio.sleep(1.0)
+                groups["capture"] = children(server.proc.pid, ("parec", "pactl"))
+                groups["player (the app's)"] = [player.pid]
+                figures = await loop.run_in_executor(None, cpu_percent, groups, seconds)
+            finally:
+                player.kill()
+                player.wait()
+            figures["audio"] = (figures["pulseaudio"] + figures["capture"]
+                                + max(0.0, figures["server"] - silent["server"]))
+            return figures
+
         frames_before = len(viewer.audio)
-        player = subprocess.Popen(["paplay", str(write_tone(tmp / "long.wav", seconds + 3))], env=env)
-        try:
-            await asyncio.sleep(1.0)
-            groups["capture"] = children(server.proc.pid, ("parec", "pactl"))
-            groups["player (the app's)"] = [player.pid]
-            tone = await loop.run_in_executor(None, cpu_percent, groups, seconds)
-        finally:
-            player.kill()
-            player.wait()
-        tone["audio"] = tone["pulseaudio"] + tone["capture"] + max(0.0, tone["server"] - silent["server"])
+        tone = await while_playing(subprocess.Popen(["paplay", str(write_tone(tmp / "long.wav", seconds + 3))],
+                                                    env=env))
         show("viewer, tone playing", tone, silent["server"])
         print(f"{'':<34} audio frames received: silent 0 expected, got {frames_before}; "
               f"tone {len(viewer.audio) - frames_before}")
-        zeros = subprocess.Popen(["pacat", "--playback", "--raw", "--format=s16le", "--rate=48000", "--channels=2",
-                                  "/dev/zero"], env=env)
-        try:
-            await asyncio.sleep(1.0)
-            groups["capture"] = children(server.proc.pid, ("parec", "pactl"))
-            groups["player (the app's)"] = [zeros.pid]
-            quiet = await loop.run_in_executor(None, cpu_percent, groups, seconds)
-        finally:
-            zeros.kill()
-            zeros.wait()
-        quiet["audio"] = quiet["pulseaudio"] + quiet["capture"] + max(0.0, quiet["server"] - silent["server"])
+        quiet = await while_playing(subprocess.Popen(["pacat", "--playback", "--raw", "--format=s16le",
+                                                      "--rate=48000", "--channels=2", "/dev/zero"], env=env))
         show("viewer, a player playing zeros", quiet, silent["server"])
         print(f"{'sound cost (target <= 5 % / 0.5 %)':<34} tone {tone['audio']:.2f} % of a core, "
               f"silent {silent['audio']:.2f} %, open but quiet player {quiet['audio']:.2f} %")

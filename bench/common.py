@@ -31,17 +31,30 @@ def timed(fn: Callable[[], object], count: int, clock: Callable[[], float] = tim
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads), from /proc."""
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU time of a process (all its threads; this one's by default), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process in KiB, from /proc (0 for one without any, a zombie)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The value below which a fraction `q` of `values` lies (the nearest rank); NaN for none."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
+
+
 def summary(name: str, samples: list[float], baseline: float | None = None, against: str = "health") -> float:
     """Print `name: median p90 (n)` in ms with the ratio to a baseline median; returns the median."""
-    ordered = sorted(samples)
-    median = statistics.median(ordered)
-    p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
+    median = statistics.median(samples)
+    p90 = percentile(samples, 0.9)
     ratio = f"  ({median / baseline:.2f}x {against})" if baseline else ""
     print(f"{name:<52} median {median * 1000:8.2f} ms   p90 {p90 * 1000:8.2f} ms   n={len(samples)}{ratio}")
     return median

@@ -30,7 +30,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import desktop.x11.thread as _xthread  # noqa: F401  (python-xlib fixes every connection of the service gets)
-from bench.common import summary, timed
+from bench.common import rss_kib, summary, timed
 from bench.scene import close_scene, open_scene, wait_for_windows
 from desktop.x11.randr import apply_display
 from streaming.viewer import Viewer
@@ -141,13 +141,6 @@ def live_view(count: int, codec: str) -> None:
 
 # -- 2 and 3. the X servers alone ---------------------------------------------------------------------------
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 @contextmanager
 def x_server(args: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
     """An X server on SPARE_DISPLAY, and the seconds until it announced itself (-displayfd)."""
@@ -191,7 +184,7 @@ def xvfb_memory() -> None:
         with x_server(["Xvfb", "-screen", "0", f"{framebuffer[0]}x{framebuffer[1]}x24"]) as (proc, start):
             switched = switch(PLAIN) if framebuffer != PLAIN else 0.0
             time.sleep(SETTLE_S)
-            rss = rss_mib(proc.pid)
+            rss = rss_kib(proc.pid) / 1024
             plain_rss = plain_rss if plain_rss is not None else rss
             label = "plain" if framebuffer == PLAIN else "framebuffer"
             print(f"  {label} {framebuffer[0]}x{framebuffer[1]:<5}  start {start * 1000:6.1f} ms   switch "
@@ -209,12 +202,12 @@ def xorg_dummy(count: int) -> None:
         with x_server(args) as (proc, start):
             first = switch(PLAIN)
             time.sleep(SETTLE_S)
-            rss = rss_mib(proc.pid)
+            rss = rss_kib(proc.pid) / 1024
             switches = [switch(SIZES[i % len(SIZES)]) for i in range(count)]
             grown = switch((3840, 2160))
             switch(PLAIN)
             time.sleep(SETTLE_S)
-            after = rss_mib(proc.pid)
+            after = rss_kib(proc.pid) / 1024
         print(f"\nXorg dummy driver: start {start * 1000:.1f} ms, first switch to {PLAIN[0]}x{PLAIN[1]} "
               f"{first * 1000:.1f} ms, idle RSS {rss:.1f} MiB; after growing to 3840x2160 ({grown * 1000:.1f} ms) "
               f"and back {after:.1f} MiB")

@@ -35,22 +35,14 @@ from pathlib import Path
 import mss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import BenchDesktop, bench_desktop
+from bench.common import BenchDesktop, bench_desktop, cpu_seconds
 from desktop.screen.frames import FrameSource
 from recording.catalog import Catalog, RecordingRecord
 from recording.encoder import EncoderSettings, H264Encoder, Mp4Writer
 from recording.recorder import Recorder
 
 WARMUP_S = 1.0
-TICK = os.sysconf("SC_CLK_TCK")
 BUSY_SCRIPT = "import sys, time\nwhile True:\n    print(time.time(), flush=True)\n    time.sleep(0.01)\n"
-
-
-def cpu_seconds(pid: int | str = "self") -> float:
-    """utime + stime of a process (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 @dataclass

@@ -32,6 +32,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from av.video.frame import VideoFrame
 
+from bench.common import cpu_seconds, percentile
 from bench.scene import close_scene, open_scene, wait_for_windows
 from desktop.screen.frames import Frame, FrameSource
 from streaming.canvas import Canvas, video_size
@@ -110,11 +111,6 @@ class Measure:
     frame_rate: int
     """The lowest frame-rate cap the server reported while measuring."""
     encoders: int
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def system_busy() -> tuple[float, float]:
@@ -246,11 +242,6 @@ async def click_to_photon(viewer: Viewer, reader: ClockReader, origin: tuple[int
         if reader.probe_state != before and reader.probe_changed_at >= sent:
             return [reader.probe_changed_at - sent]
     return []
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
 
 
 def report(name: str, m: Measure, baseline_cpu: float | None = None) -> None:

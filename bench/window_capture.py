@@ -29,7 +29,7 @@ from Xlib.ext import composite
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mss.linux import xcb
 
-from bench.common import BenchDesktop, bench_desktop, cpu_seconds, summary, timed
+from bench.common import BenchDesktop, bench_desktop, cpu_seconds, rss_kib, summary, timed
 from desktop.screen.screenshots import ShotOptions
 from desktop.windows.capture import _Connections, _SharedImage, render
 from tests.support.window_app import WindowApp, pattern
@@ -56,14 +56,6 @@ def listed(api: httpx.Client, title: str) -> dict[str, object]:
             return dict(found[0])
         time.sleep(0.05)
     raise SystemExit(f"the {title} window never appeared")
-
-
-def xvfb_rss_mb(display: str) -> float:
-    """Resident memory of the desktop's Xvfb."""
-    for line in Path(f"/proc/{xvfb_pid(display)}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def drawing(display: str) -> float:
@@ -151,7 +143,7 @@ def desktop_costs(bench: BenchDesktop, label: str, count: int) -> None:
     per_frame = drawing(bench.display)
     x_ms = (cpu_seconds(xserver) - before) / DRAW_FRAMES * 1000
     print(f"[{label}] app fills an 800x600 window + sync: {per_frame * 1000:.3f} ms/frame wall, Xvfb CPU "
-          f"{x_ms:.3f} ms/frame; Xvfb RSS {xvfb_rss_mb(bench.display):.1f} MB")
+          f"{x_ms:.3f} ms/frame; Xvfb RSS {rss_kib(xvfb_pid(bench.display)) / 1024:.1f} MB")
 
 
 def floor(display: str, wid: int, count: int) -> None:

@@ -3,7 +3,7 @@
 Rooms, lowest first; each imports only the rooms before it (tests/unit/test_architecture.py checks it, and
 docs/architecture.md draws it):
 
-    core          errors, geometry, parsing, the machine's dependencies
+    core          errors, geometry, parsing, the machine's dependencies, calls from threads to the loop
     sandbox       each desktop's own network: namespace, egress rules, forwarded ports, connection log
     x11           the X connection: thread, raw requests, reconnect, selections, XDND, RandR, Session
     processes     the process registry behind /v1/processes, and the reaper

@@ -11,10 +11,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -25,9 +25,12 @@ from api.server.config import ServerConfig
 from tests.support.xprobe import Probe
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 if "sandbox-desktop-tests-" not in os.environ.get("XAUTHORITY", ""):  # never a person's own file; xdist workers
     os.environ["XAUTHORITY"] = f"/tmp/sandbox-desktop-tests-{os.getpid()}.xauth"  # take their controller's
 XAUTHORITY = Path(os.environ["XAUTHORITY"])
+"""The X cookies of every desktop the tests' servers run (`--xauthority`): the tests' own X clients (xdotool,
+xclip, xwininfo, python-xlib) find them through $XAUTHORITY, as the server's do (docs/security.md)."""
 
 SHARED: list[Path] = []
 """This test process's temporary folders (pytest's basetemp), shared with every desktop its servers run
@@ -53,8 +56,6 @@ def _mktemp_shared(self: pytest.TempPathFactory, basename: str, numbered: bool =
 
 
 pytest.TempPathFactory.mktemp = _mktemp_shared  # type: ignore[method-assign]
-"""The X cookies of every desktop the tests' servers run (`--xauthority`): the tests' own X clients (xdotool,
-xclip, xwininfo, python-xlib) find them through $XAUTHORITY, as the server's do (docs/security.md)."""
 
 
 def free_port() -> int:
@@ -144,20 +145,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv.stop()
 
 
-@pytest.fixture(scope="module")
-def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
-    name = request.module.__name__.rsplit(".", 1)[-1]
-    server = launch_server(tmp_path_factory.mktemp(name))
-    start = getattr(request.module, "DESKTOP", None)
+@contextlib.contextmanager
+def running_server(tmp: Path, *extra: str, desktop: dict[str, Any] | None = None,
+                   **kwargs: Any) -> Iterator[ServerProcess]:
+    """`launch_server(tmp, *extra, **kwargs)` with the desktop of the start request `desktop` (if given) active;
+    stopped on leaving, whatever happened inside."""
+    server = launch_server(tmp, *extra, **kwargs)
     try:
-        if start is not None:
+        if desktop is not None:
             with server.client() as api:
-                body = api.post("/v1/desktop/start", json=start).json()
+                body = api.post("/v1/desktop/start", json=desktop).json()
                 assert body.get("state") == "active", body
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    with running_server(tmp_path_factory.mktemp(name), desktop=getattr(request.module, "DESKTOP", None)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +182,15 @@ def display(api: httpx.Client) -> str:
     return str(api.get("/v1/desktop/display/info").json()["display"])
 
 
+@pytest.fixture
+def streaming(api: httpx.Client) -> Iterator[None]:
+    """The module desktop's live view is on for the test and off afterwards."""
+    started = api.post("/v1/desktop/stream/start")
+    assert started.status_code == 200 and started.json()["active"] is True, started.text
+    yield
+    api.post("/v1/desktop/stream/stop")
+
+
 @contextlib.contextmanager
 def managed_probe(api: httpx.Client, display: str, out: Path, title: str,
                   geometry: str = "800x500+100+100") -> Iterator[tuple[Probe, dict[str, Any]]]:
@@ -184,6 +202,11 @@ def managed_probe(api: httpx.Client, display: str, out: Path, title: str,
         yield probe, rect
     finally:
         probe.close()
+
+
+def run(scenario: Callable[[], Coroutine[Any, Any, T]], timeout: float = 90) -> T:
+    """`asyncio.run(scenario())`, failing after `timeout` seconds rather than hanging the test."""
+    return asyncio.run(asyncio.wait_for(scenario(), timeout))
 
 
 async def poll(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:

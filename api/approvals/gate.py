@@ -24,16 +24,14 @@ from starlette.requests import Request
 from api.approvals.proposals import KEY, POINTER, TYPE, pointer, steps_of, summary, target_text, typed
 from api.convert.actions import plan_batch
 from api.convert.elements import target_of
+from api.convert.vendors import anthropic_plan, openai_plan
 from api.http.desktop_paths import desktop_path
 from api.http.operations import Guard, Operation
 from api.server.desktop_services import DesktopServices
 from api.server.services import desktop_services, server_of
 from desktop.actions.batch import ElementAt
 from desktop.control.approvals import Venue
-from desktop.core.errors import invalid_action
 from desktop.events.action_log import action_source, action_wait
-from desktop.vendors import anthropic, openai
-from desktop.vendors.common import display_space
 from desktop.x11.session import Session
 from sandbox_desktop_wire.accessibility import ActRequest, ElementAction
 from sandbox_desktop_wire.actions import ActionsRequest
@@ -139,11 +137,8 @@ async def batch(p: Proposal) -> list[ProposedStep]:
 
 async def anthropic_computer(p: Proposal) -> list[ProposedStep]:
     body: AnthropicRequest = p.body
-    session, t = p.session(), body.tool
-    space = display_space(session.width, session.height, t.display_width_px, t.display_height_px,
-                          "tool.display_width_px")[0]
-    tool = anthropic.Tool(t.type, t.display_width_px, t.display_height_px, t.enable_zoom)
-    plan = anthropic.Translator(tool, space).plan(body.input.model_dump(exclude_none=True))
+    session = p.session()
+    plan = anthropic_plan(body, session)[0]
     planned = [plan.press, *plan.steps] if plan.press is not None else plan.steps
     return await steps_of(planned, session, p.services.desktop.accessibility)
 
@@ -151,12 +146,7 @@ async def anthropic_computer(p: Proposal) -> list[ProposedStep]:
 async def openai_computer(p: Proposal) -> list[ProposedStep]:
     body: OpenAIRequest = p.body
     session = p.session()
-    if (body.display_width is None) != (body.display_height is None):  # the handler's 400, before asking anyone
-        raise invalid_action("give display_width and display_height together, or neither for screen pixels",
-                             "display_width" if body.display_width is None else "display_height")
-    space = display_space(session.width, session.height, body.display_width, body.display_height,
-                          "display_width")[0]
-    plan = openai.Translator(space).plan(body.call.model_dump(exclude_none=True))
+    plan = openai_plan(body, session)[0]  # the handler's 400s too, before asking anyone
     return await steps_of(plan.steps, session, p.services.desktop.accessibility)
 
 

@@ -1,22 +1,22 @@
 """Vendor computer-use endpoints: a model's tool call in, the result to send back to the model out.
 
-Both translate with `desktop.vendors` and run on the batch coordinator of `POST /v1/desktop/actions`,
-so a vendor call and a batch never interleave and settle the same way.
+Both plan with api/convert/vendors.py (as the approval gate does) and run on the batch coordinator of
+`POST /v1/desktop/actions`, so a vendor call and a batch never interleave and settle the same way.
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
+from api.convert.vendors import anthropic_plan, openai_plan
 from api.http.operations import Operation
 from api.http.problems import problem_document
 from api.server.services import desktop_of, desktop_services
 from desktop.actions import batch as steps
-from desktop.core.errors import DomainError, invalid_action
+from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as
 from desktop.screen.screenshots import ShotOptions
 from desktop.vendors import anthropic, openai
-from desktop.vendors.common import display_space
 from sandbox_desktop_wire.actions import SettleOptions
 from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
@@ -33,51 +33,32 @@ def settle_of(options: SettleOptions | None) -> steps.Settle:
 
 async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> AnthropicResult:
     with acting_as(ActionSource.ANTHROPIC):
-        return await _anthropic_computer(request, body)
-
-
-async def _anthropic_computer(request: Request, body: AnthropicRequest) -> AnthropicResult:
-    desktop = desktop_of(request)
-    session = desktop.session()
-    t = body.tool
-    space, fit = display_space(session.width, session.height, t.display_width_px, t.display_height_px,
-                               "tool.display_width_px")
-    tool = anthropic.Tool(t.type, t.display_width_px, t.display_height_px, t.enable_zoom)
-    plan = anthropic.Translator(tool, space).plan(body.input.model_dump(exclude_none=True))
-    if plan.press is not None:
-        # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
-        try:
-            at = plan.press.at
-            if isinstance(at, steps.ElementAt):
-                at, _found = await desktop.accessibility.locate(session, at.target)
-            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
-                                       plan.press.button, down=True)
-        except DomainError as exc:
-            return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
-    final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
-    settle = settle_of(body.settle) if plan.settle else None
-    outcome = await desktop_services(request).batches.run(session, plan.steps, settle, final)
+        desktop = desktop_of(request)
+        session = desktop.session()
+        plan, space, fit = anthropic_plan(body, session)
+        if plan.press is not None:
+            # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
+            try:
+                at = plan.press.at
+                if isinstance(at, steps.ElementAt):
+                    at, _found = await desktop.accessibility.locate(session, at.target)
+                await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
+                                           plan.press.button, down=True)
+            except DomainError as exc:
+                return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
+        final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
+        settle = settle_of(body.settle) if plan.settle else None
+        outcome = await desktop_services(request).batches.run(session, plan.steps, settle, final)
     return AnthropicResult(**anthropic.content(plan, outcome, space, lambda exc: problem_document(exc)["detail"]))
 
 
 async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:
     with acting_as(ActionSource.OPENAI):
-        return await _openai_computer(request, body)
-
-
-async def _openai_computer(request: Request, body: OpenAIRequest) -> ComputerCallOutput:
-    desktop = desktop_of(request)
-    session = desktop.session()
-    if (body.display_width is None) != (body.display_height is None):
-        missing = "display_width" if body.display_width is None else "display_height"
-        raise invalid_action("give display_width and display_height together, or neither for screen pixels",
-                             missing)
-    space, fit = display_space(session.width, session.height, body.display_width, body.display_height,
-                               "display_width")
-    call = body.call
-    plan = openai.Translator(space).plan(call.model_dump(exclude_none=True))
-    settle = settle_of(body.settle) if plan.steps else None
-    outcome = await desktop_services(request).batches.run(session, plan.steps, settle, ShotOptions(scale=fit.scale))
+        session = desktop_of(request).session()
+        plan, _space, fit = openai_plan(body, session)
+        settle = settle_of(body.settle) if plan.steps else None
+        outcome = await desktop_services(request).batches.run(session, plan.steps, settle,
+                                                              ShotOptions(scale=fit.scale))
     if outcome.error is not None:
         index, exc = outcome.error
         where = plan.prefixes[plan.origins[index]] if index < len(plan.steps) else "the screenshot"
@@ -85,8 +66,8 @@ async def _openai_computer(request: Request, body: OpenAIRequest) -> ComputerCal
         exc.message = f"{where} failed (the actions before it ran): {exc.message}"
         raise exc
     assert outcome.shot is not None
-    checks = [check.model_dump(exclude_none=True) for check in call.pending_safety_checks]
-    return ComputerCallOutput(**openai.call_output(call.call_id, checks, outcome.shot))
+    checks = [check.model_dump(exclude_none=True) for check in body.call.pending_safety_checks]
+    return ComputerCallOutput(**openai.call_output(body.call.call_id, checks, outcome.shot))
 
 
 OPERATIONS = [

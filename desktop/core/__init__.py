@@ -1,2 +1,2 @@
-"""The ground floor: domain errors (free of HTTP), screen rectangles, text parsing, and what this machine has
-installed. Imports nothing else of desktop/."""
+"""The ground floor: domain errors (free of HTTP), screen rectangles, text parsing, what this machine has
+installed, and how a thread hands work to the event loop. Imports nothing else of desktop/."""

@@ -16,7 +16,6 @@ client that reconnects with `Last-Event-ID` gets what it missed while away, if i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from desktop.core.loops import call_soon_from_thread
 from desktop.events.event_types import EventData, wire_fields
 from sandbox_desktop_wire.events import EventType
 
@@ -185,11 +185,8 @@ class EventBus:
         if threading.get_ident() == self._loop_thread:
             self._deliver(data, stamp, at)
             return
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return  # nobody has subscribed and the desktop never started: nothing to tell
-        with contextlib.suppress(RuntimeError):  # the loop closed in between: the server is gone
-            loop.call_soon_threadsafe(self._deliver, data, stamp, at)
+        # No loop: nobody has subscribed and the desktop never started, nothing to tell.
+        call_soon_from_thread(self._loop, self._deliver, data, stamp, at)
 
     def _deliver(self, data: EventData, t: float, at: str) -> None:
         self._seq += 1

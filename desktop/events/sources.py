@@ -7,12 +7,11 @@ sees `desktop.state_changed` across them); the watcher runs only while the deskt
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from desktop.core.loops import call_soon_from_thread
 from desktop.events.bus import EventBus
 from desktop.events.event_types import (
     DesktopStateChanged,
@@ -105,16 +104,10 @@ class XWatch:
             self._thread.set_screen(on)
 
     def _from_thread(self, event: EventData, t: float) -> None:
-        self._call_soon(self._apply, threading.current_thread(), event, t)
+        call_soon_from_thread(self._loop, self._apply, threading.current_thread(), event, t)
 
     def _exited_threadsafe(self, thread: WatchThread) -> None:
-        self._call_soon(self._exited, thread)
-
-    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop closed in between: the server is gone
-                loop.call_soon_threadsafe(fn, *args)
+        call_soon_from_thread(self._loop, self._exited, thread)
 
     def _apply(self, thread: threading.Thread, event: EventData, t: float) -> None:
         if thread is not self._thread:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -98,14 +99,20 @@ def _vanished_is_removed(function: object, path: str,
 
 def restore_home(home: Path, template: Path | None = None) -> None:
     """HOME as a fresh desktop gets it: everything in it removed, then prepared again (docs/desktops.md, reset).
-    A file written while the tree is removed (a process still exiting) makes rmtree fail with ENOTEMPTY: the
-    removal is tried again, a few times."""
+    The folder itself stays (a sandboxed desktop has it bound into its namespace: a new folder at the same path
+    would not be the one its programs see). A file written while the tree is removed (a process still exiting)
+    makes rmtree fail with ENOTEMPTY: the removal is tried again, a few times."""
+    if home.is_symlink() or home.is_file():
+        home.unlink()
+    home.mkdir(parents=True, exist_ok=True)
     for attempt in range(REMOVE_ATTEMPTS):
         try:
-            if home.is_symlink() or home.is_file():
-                home.unlink()
-            elif home.exists():
-                shutil.rmtree(home, onerror=_vanished_is_removed)
+            for entry in os.scandir(home):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, onerror=_vanished_is_removed)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
             break
         except OSError as exc:
             if exc.errno != errno.ENOTEMPTY or attempt == REMOVE_ATTEMPTS - 1:

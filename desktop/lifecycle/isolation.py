@@ -65,6 +65,11 @@ class DesktopSandbox:
         return SandboxReport(base.layers, missing)
 
 
+    async def give_home(self) -> None:
+        """Hand HOME to the sandbox's user after the server wrote into it (a reset's template, rc.xml)."""
+        if self.sandbox is not None:
+            await asyncio.to_thread(self.sandbox.give_home)
+
     async def freeze(self) -> bool:
         """Freeze every process of the desktop through its cgroup; False where there is no freezer (the caller
         stops them with signals)."""

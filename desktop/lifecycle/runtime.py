@@ -287,6 +287,8 @@ class Desktop:
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
+            if self.sandbox is not None:
+                await self.sandbox.give_home()
         self.log("desktop reset")
         logger.info("desktop %s reset", self.id)
 

@@ -185,6 +185,10 @@ class Sandbox:
             bind(etc / name, f"/etc/{name}", read_only=True)
         return mounts
 
+    def give_home(self) -> None:
+        """The desktop's HOME and all in it to the sandbox's user (blocking)."""
+        _chown_tree(self.plan.home, self.user.uid)
+
     # -- what runs in it --------------------------------------------------------------------------------------
 
     @property

@@ -29,6 +29,7 @@ from Xlib.ext import damage, randr
 from Xlib.xobject.drawable import Window
 
 from desktop.core.errors import DesktopFailed
+from desktop.core.loops import call_soon_from_thread
 from desktop.x11.thread import open_display
 
 logger = logging.getLogger("sandbox_desktop.frames")
@@ -293,9 +294,7 @@ class FrameSource:
         self._thread.start()
 
     def _exited_threadsafe(self, thread: _CaptureThread) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._exited, thread)
+        call_soon_from_thread(self._loop, self._exited, thread)
 
     def _exited(self, thread: _CaptureThread) -> None:
         self._seq = max(self._seq, thread.seq)
@@ -316,9 +315,7 @@ class FrameSource:
         return thread.error if thread is not None and not thread.is_alive() else None
 
     def _publish_threadsafe(self, frame: Frame) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._publish, frame)
+        call_soon_from_thread(self._loop, self._publish, frame)
 
     def _publish(self, frame: Frame) -> None:
         self._seq = max(self._seq, frame.seq)

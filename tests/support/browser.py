@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 # Headless, software-only, and quiet: no background traffic of its own (updates, sync, QUIC,
 # mDNS-hidden candidates), and no throttling of timers and video in a page nobody looks at.
 FLAGS = (
@@ -396,3 +398,21 @@ def page_args(page: Path, profile: Path, position: str = "0,0", size: str = "900
     """`/v1/desktop/launch` arguments that show the local `page` in a Chromium window of its own profile."""
     return [*DESKTOP_FLAGS, f"--user-data-dir={profile}", f"--window-position={position}", f"--window-size={size}",
             page.as_uri()]
+
+
+@contextlib.contextmanager
+def desktop_page(api: httpx.Client, folder: Path, name: str, html: str, *, position: str = "0,0",
+                 size: str = "900,650") -> Iterator[dict[str, Any]]:
+    """Chromium in the desktop showing `html` (written to `folder/name`) in a profile of its own under `folder`,
+    launched through `api` as a user would (`page_args`), its window waited for: the launch's answer (`processId`,
+    `windowId`); the browser is killed on leaving."""
+    (folder / name).write_text(html)
+    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
+                                                     "args": page_args(folder / name, folder / "profile",
+                                                                       position, size)})
+    assert launched.status_code == 200, launched.text
+    body: dict[str, Any] = launched.json()
+    try:
+        yield body
+    finally:
+        api.post(f"/v1/processes/{body['processId']}/kill")

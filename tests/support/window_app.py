@@ -9,20 +9,18 @@ answers _NET_WM_PING. Each event is one JSON line: {"type": "MapNotify"|"ButtonP
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from PIL import Image
-from Xlib import X, Xatom, display
+from Xlib import X, Xatom
 from Xlib.protocol import event
 
 from tests.support.paths import REPO
-from tests.support.xprobe import EventLog
+from tests.support.xprobe import EventLog, client_arguments, client_window
 
 _CHUNK_ROWS = 64  # PutImage requests stay far below the server's maximum request size
 
@@ -74,31 +72,18 @@ def _log(out: TextIO, **record: object) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--display", required=True)
-    parser.add_argument("--title", default="window_app")
-    parser.add_argument("--geometry", default="400x300+100+100")
-    parser.add_argument("--out", required=True)
+    parser = client_arguments("window_app")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ignore-delete", action="store_true", help="log WM_DELETE_WINDOW and keep running")
     args = parser.parse_args()
-    size, _, pos = args.geometry.partition("+")
-    width, height = (int(v) for v in size.split("x"))
-    x, y = (int(v) for v in pos.split("+"))
-    d = display.Display(args.display)
+    d, window, (_, _, width, height) = client_window(
+        args, X.ExposureMask | X.StructureNotifyMask | X.ButtonPressMask | X.ButtonReleaseMask | X.PropertyChangeMask,
+        background_pixel=0)
     screen = d.screen()
-    window = screen.root.create_window(
-        x, y, width, height, 0, screen.root_depth, X.InputOutput, X.CopyFromParent,
-        background_pixel=0, event_mask=(X.ExposureMask | X.StructureNotifyMask | X.ButtonPressMask
-                                        | X.ButtonReleaseMask | X.PropertyChangeMask))
     gc = window.create_gc()
-    window.set_wm_name(args.title)
     window.set_wm_class(args.title, "WindowApp")
-    window.change_property(d.get_atom("_NET_WM_NAME"), d.get_atom("UTF8_STRING"), 8, args.title.encode())
-    window.change_property(d.get_atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [os.getpid()])
     protocols, delete, ping = (d.get_atom(n) for n in ("WM_PROTOCOLS", "WM_DELETE_WINDOW", "_NET_WM_PING"))
     window.change_property(protocols, Xatom.ATOM, 32, [delete, ping])
-    window.set_wm_normal_hints(flags=1 | 4, x=x, y=y)  # USPosition | PPosition, honoured by openbox
     window.map()
     d.sync()
     picture = pattern(width, height, args.seed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from Xlib import X, display
+from Xlib import X, Xatom, display
 
 from tests.support.paths import REPO
 
@@ -66,30 +67,44 @@ class Probe(EventLog):
         self.proc.wait()
 
 
-def main() -> None:
+def client_arguments(title: str) -> argparse.ArgumentParser:
+    """What every test X client here is run with: `--display :N --title T --geometry WxH+X+Y --out FILE`."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--display", required=True)
-    parser.add_argument("--title", default="xprobe")
+    parser.add_argument("--title", default=title)
     parser.add_argument("--geometry", default="400x300+100+100")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--override-redirect", action="store_true")
-    parser.add_argument("--color", default="0x3366cc")
-    args = parser.parse_args()
+    return parser
+
+
+def client_window(args: argparse.Namespace, event_mask: int,
+                  **attributes: Any) -> tuple[display.Display, Any, tuple[int, int, int, int]]:
+    """The client's connection to `args.display` and its top-level window at `args.geometry` (x, y, width,
+    height), titled `args.title`, owned by this process (`_NET_WM_PID`) and asking to stay where it was put; not
+    mapped yet."""
     size, _, pos = args.geometry.partition("+")
     width, height = (int(v) for v in size.split("x"))
     x, y = (int(v) for v in pos.split("+"))
     d = display.Display(args.display)
     screen = d.screen()
-    window = screen.root.create_window(
-        x, y, width, height, 0, screen.root_depth, X.InputOutput, X.CopyFromParent,
-        background_pixel=int(args.color, 16), override_redirect=args.override_redirect,
-        event_mask=(X.ButtonPressMask | X.ButtonReleaseMask | X.PointerMotionMask | X.KeyPressMask
-                    | X.KeyReleaseMask | X.ExposureMask | X.StructureNotifyMask),
-    )
+    window = screen.root.create_window(x, y, width, height, 0, screen.root_depth, X.InputOutput, X.CopyFromParent,
+                                       event_mask=event_mask, **attributes)
     window.set_wm_name(args.title)
     window.change_property(d.get_atom("_NET_WM_NAME"), d.get_atom("UTF8_STRING"), 8, args.title.encode())
-    window.change_property(d.get_atom("_NET_WM_PID"), d.get_atom("CARDINAL"), 32, [__import__("os").getpid()])
-    window.set_wm_normal_hints(flags=1 | 4, x=x, y=y)  # USPosition | PPosition... honoured by openbox
+    window.change_property(d.get_atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [os.getpid()])
+    window.set_wm_normal_hints(flags=1 | 4, x=x, y=y)  # USPosition | PPosition, honoured by openbox
+    return d, window, (x, y, width, height)
+
+
+def main() -> None:
+    parser = client_arguments("xprobe")
+    parser.add_argument("--override-redirect", action="store_true")
+    parser.add_argument("--color", default="0x3366cc")
+    args = parser.parse_args()
+    d, window, _ = client_window(
+        args, X.ButtonPressMask | X.ButtonReleaseMask | X.PointerMotionMask | X.KeyPressMask | X.KeyReleaseMask
+        | X.ExposureMask | X.StructureNotifyMask,
+        background_pixel=int(args.color, 16), override_redirect=args.override_redirect)
     window.map()
     d.sync()
     names = {X.ButtonPress: "ButtonPress", X.ButtonRelease: "ButtonRelease", X.MotionNotify: "MotionNotify",

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.conftest import assert_problem, wait_for
-from tests.support.browser import page_args
+from tests.support.browser import desktop_page
 
 DESKTOP = {"displayNum": 231, "width": 1280, "height": 800}
 FIND = "/v1/desktop/accessibility/find"
@@ -86,14 +86,8 @@ def zenity_form(api: httpx.Client) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def page(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Chromium showing PAGE, started the way a user would, with no accessibility flag: the desktop adds it."""
-    folder = tmp_path_factory.mktemp("page")
-    (folder / "form.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
-                                                     "args": page_args(folder / "form.html", folder / "profile",
-                                                                       size="900,700")})
-    assert launched.status_code == 200, launched.text
-    yield launched.json()
-    api.post(f"/v1/processes/{launched.json()['processId']}/kill")
+    with desktop_page(api, tmp_path_factory.mktemp("page"), "form.html", PAGE, size="900,700") as launched:
+        yield launched
 
 
 # -- GTK: a dialog filled, submitted and read back only through find and act -----------------------------

@@ -24,7 +24,7 @@ from desktop.events.action_log import ActionLog
 from desktop.events.bus import EventBus
 from sandbox_desktop_wire.approvals import ActionKind, ApprovalStatus, Decision, ProposedAction, ProposedStep
 from sandbox_desktop_wire.enums import ActionSource
-from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, wait_for
+from tests.conftest import ServerProcess, assert_problem, managed_probe, running_server, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
 from tests.support.inspector_fixtures import click_at
@@ -38,20 +38,9 @@ WAIT_S = 15.0
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server holding pointer and typing actions (any Host: the inspector test's browser reaches it too)."""
-    server = launch_server(tmp_path_factory.mktemp("approvals"), "--approve", "pointer,type",
-                           "--approval-timeout", str(TIMEOUT_S), "--allowed-host", "*")
-    try:
-        with server.client() as api:
-            assert api.post("/v1/desktop/start", json=DESKTOP).json().get("state") == "active"
+    with running_server(tmp_path_factory.mktemp("approvals"), "--approve", "pointer,type",
+                        "--approval-timeout", str(TIMEOUT_S), "--allowed-host", "*", desktop=DESKTOP) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def api(srv: ServerProcess) -> Iterator[httpx.Client]:
-    with srv.client() as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +50,6 @@ def agent(srv: ServerProcess) -> Iterator[Callable[..., Future[httpx.Response]]]
         def send(method: str, path: str, **kwargs: Any) -> Future[httpx.Response]:
             return pool.submit(client.request, method, path, **kwargs)
         yield send
-
-
-@pytest.fixture(scope="module")
-def display(api: httpx.Client) -> str:
-    return str(api.get("/v1/desktop/display/info").json()["display"])
 
 
 @pytest.fixture

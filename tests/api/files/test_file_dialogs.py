@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import assert_problem, wait_for
-from tests.support.browser import page_args
+from tests.support.browser import desktop_page
 
 DESKTOP = {"displayNum": 713, "width": 1280, "height": 800}
 FILL = "/v1/desktop/file-dialog"
@@ -94,14 +94,10 @@ def test_gtk_save_dialog_takes_a_new_path_and_a_named_window(api: httpx.Client,
 
 
 def test_chromium_file_input_gets_the_file(api: httpx.Client, tmp_path: Path, a_file: Path) -> None:
-    (tmp_path / "upload.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
-                                                     "args": page_args(tmp_path / "upload.html", tmp_path / "profile")})
-    assert launched.status_code == 200, launched.text
-    try:
+    with desktop_page(api, tmp_path, "upload.html", PAGE) as launched:
         wait_for(lambda: find_text(api, "no file chosen"), "the page to load", 30)
         clicked = api.post("/v1/desktop/accessibility/act", json={
-            "element": {"role": "push-button", "nameRegex": "(?i)choose file", "window": launched.json()["windowId"]},
+            "element": {"role": "push-button", "nameRegex": "(?i)choose file", "window": launched["windowId"]},
             "action": "click"})
         assert clicked.status_code == 200, clicked.text
         filled = wait_for(lambda: (r := api.post(FILL, json={"path": str(a_file)})).status_code != 404 and r,
@@ -109,8 +105,6 @@ def test_chromium_file_input_gets_the_file(api: httpx.Client, tmp_path: Path, a_
         assert filled.status_code == 200, filled.text
         assert filled.json()["app"].lower().startswith("chromium")
         wait_for(lambda: find_text(api, "chose report.txt saying quarterly numbers"), "the page to read the file")
-    finally:
-        api.post(f"/v1/processes/{launched.json()['processId']}/kill")
 
 
 def test_mistakes_and_missing_dialogs(api: httpx.Client, a_file: Path) -> None:

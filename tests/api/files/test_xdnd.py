@@ -22,7 +22,7 @@ from Xlib import display as xdisplay
 from Xlib.protocol import event
 
 from tests.conftest import assert_problem, wait_for
-from tests.support.browser import page_args
+from tests.support.browser import desktop_page
 
 DESKTOP = {"displayNum": 712, "width": 1280, "height": 800}
 DROP = "/v1/desktop/drop"
@@ -84,14 +84,8 @@ def chooser(api: httpx.Client) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def page(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("page")
-    (folder / "drop.html").write_text(PAGE)
-    launched = api.post("/v1/desktop/launch", json={"app": "chromium", "wait": True, "waitTimeoutMs": 30000,
-                                                     "args": page_args(folder / "drop.html", folder / "profile",
-                                                                       position="300,100")})
-    assert launched.status_code == 200, launched.text
-    yield launched.json()
-    api.post(f"/v1/processes/{launched.json()['processId']}/kill")
+    with desktop_page(api, tmp_path_factory.mktemp("page"), "drop.html", PAGE, position="300,100") as launched:
+        yield launched
 
 
 def find_text(api: httpx.Client, text: str) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from Xlib.display import Display
 from desktop.x11.randr import cvt_modeline, millimetres
 from streaming.viewer import Viewer
 from tests.api.events.test_events import EventReader
-from tests.conftest import ServerProcess, assert_problem, wait_for
+from tests.conftest import ServerProcess, assert_problem, run, wait_for
 
 PORTS = (59540, 59549)
 SIZE = (1024, 768)
@@ -294,7 +294,7 @@ def test_the_live_view_follows_a_resize(srv: ServerProcess, api: httpx.Client) -
             await viewer.close()
 
     try:
-        asyncio.run(asyncio.wait_for(scenario(), 90))
+        run(scenario)
     finally:
         api.post("/v1/desktop/stream/stop")
 

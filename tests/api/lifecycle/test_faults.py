@@ -14,7 +14,6 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.runtime import Desktop
 from streaming.viewer import Viewer
 from tests.api.lifecycle.test_desktop_lifecycle import child_pid, pid_alive, x_answers
-from tests.api.streaming.test_stream import poll, run
-from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, wait_for
+from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, poll, run, wait_for
 from tests.support.xprobe import Probe
 
 DESKTOP = {"displayNum": 410, "width": 640, "height": 480, "streamVideoCodec": "h264",
@@ -55,14 +53,6 @@ with open(sys.argv[2], "w") as out:
 for _ in range(3600):
     time.sleep(1)
 """
-
-
-@pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    """The module desktop's live view is on for the test and off afterwards."""
-    assert api.post("/v1/desktop/stream/start").json()["active"]
-    yield
-    api.post("/v1/desktop/stream/stop")
 
 
 def status(api: httpx.Client) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from streaming.viewer import Viewer
-from tests.conftest import launch_server, wait_for
+from tests.conftest import running_server, wait_for
 
 SHUTDOWN_LIMIT_S = 5.0
 """The issue's bound: well inside Kubernetes' default 30 s grace period, and our manifests' 10 s."""
@@ -40,11 +40,9 @@ def follow_logs(url: str, headers: dict[str, str], seen_end: threading.Event) ->
 
 
 def test_sigterm_finalises_recordings_closes_peers_stops_children_and_exits_fast(tmp_path: Path) -> None:
-    server = launch_server(tmp_path, "--log-level", "info")
-    try:
+    with running_server(tmp_path, "--log-level", "info",
+                        desktop={"displayNum": 432, "width": 640, "height": 480}) as server:
         with server.client() as api:
-            assert api.post("/v1/desktop/start", json={"displayNum": 432, "width": 640, "height": 480}
-                            ).json()["state"] == "active"
             assert api.post("/v1/desktop/launch", json={"app": "xterm", "wait": True}).status_code == 200
             sleeper = api.post("/v1/processes", json={"command": "sh", "args": ["-c", "sleep 300 & sleep 300"]}
                                ).json()
@@ -89,5 +87,3 @@ def test_sigterm_finalises_recordings_closes_peers_stops_children_and_exits_fast
                                 str(video)], capture_output=True, text=True, timeout=30)
         assert probe.returncode == 0 and float(probe.stdout) > 0, probe
         assert "Traceback" not in server.log(), server.log()
-    finally:
-        server.stop()

@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from api.server.logs import DenialNoiseFilter
-from tests.conftest import ServerProcess, assert_problem, launch_server, poll, wait_for
+from tests.conftest import ServerProcess, assert_problem, poll, run, running_server, wait_for
 from tests.support.paths import SDK_DIR
 
 NODE = shutil.which("node")
@@ -35,10 +35,6 @@ SHUTDOWN_LIMIT_S = 5.0
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-def run(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    return asyncio.run(asyncio.wait_for(scenario(), 90))
-
 
 def terminal_url(base: str, process_id: str, token: str | None) -> str:
     """The socket's URL, with the token (if any) as `access_token` as the SDK sends it."""
@@ -143,6 +139,24 @@ class Term:
         return f"output ...{bytes(self.output[-300:])!r}, controls {self.controls}"
 
 
+@contextlib.contextmanager
+def process(api: httpx.Client, command: str, *args: str, **extra: Any) -> Iterator[str]:
+    """A process started through the API (`spawn`): its id; killed and forgotten on leaving, whatever happened."""
+    process_id = spawn(api, command, *args, **extra)
+    try:
+        yield process_id
+    finally:
+        end(api, process_id)
+
+
+def in_terminal(server: ServerProcess, process_id: str, scenario: Callable[[Term], Awaitable[None]]) -> None:
+    """Run `scenario` on a socket opened to the process's terminal."""
+    async def session() -> None:
+        async with Term.open(url_of(server, process_id)) as term:
+            await scenario(term)
+    run(session)
+
+
 async def handshake_refusal(url: str) -> tuple[int, str, dict[str, Any]]:
     """Status, content type and JSON body of a refused handshake."""
     with pytest.raises(InvalidStatus) as refused:
@@ -155,30 +169,27 @@ async def handshake_refusal(url: str) -> tuple[int, str, dict[str, Any]]:
 # -- the session -------------------------------------------------------------------------------
 
 def test_ready_then_the_backlog_then_live_output(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "sh", "-c", "echo before-connect; exec cat")
-    wait_for(lambda: api.get(f"/v1/processes/{pid}/logs").json()["entries"], "the early output")
+    with process(api, "sh", "-c", "echo before-connect; exec cat") as pid:
+        wait_for(lambda: api.get(f"/v1/processes/{pid}/logs").json()["entries"], "the early output")
 
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
+        async def scenario(term: Term) -> None:
             await term.control("ready")
             assert term.controls[0] == {"type": "ready", "processId": pid}
             assert term.frames[0] == "ready", term.frames  # before any output, the backlog included
             await term.sees(b"before-connect\r\n")
             await term.type("live line\n")
             await term.sees(b"live line\r\nlive line\r\n")  # the terminal's echo, then cat's copy
-    run(scenario)
-    end(api, pid)
+        in_terminal(srv, pid, scenario)
 
 
 def test_output_arrives_complete_and_in_order_across_the_backlog_boundary(
         srv: ServerProcess, api: httpx.Client) -> None:
     # The socket opens while the first half is being written or right after: part backlog, part live.
-    pid = spawn(api, "sh", "-c", "seq 1 100000; sleep 0.3; seq 100001 200000")
-    wait_for(lambda: api.get(f"/v1/processes/{pid}/logs").json()["entries"], "the first output")
-    expected = b"".join(b"%d\r\n" % i for i in range(1, 200_001))
+    with process(api, "sh", "-c", "seq 1 100000; sleep 0.3; seq 100001 200000") as pid:
+        wait_for(lambda: api.get(f"/v1/processes/{pid}/logs").json()["entries"], "the first output")
+        expected = b"".join(b"%d\r\n" % i for i in range(1, 200_001))
 
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
+        async def scenario(term: Term) -> None:
             began = time.monotonic()
             assert await term.closed(30) == 1000
             took = time.monotonic() - began
@@ -187,52 +198,44 @@ def test_output_arrives_complete_and_in_order_across_the_backlog_boundary(
             assert bytes(term.output) == expected
             print(f"\n{len(expected) / 1e6:.1f} MB in {term.frames.count('bytes')} binary frames, "
                   f"{took * 1000:.0f} ms from connect to the exit frame")
-    run(scenario)
-    end(api, pid)
+        in_terminal(srv, pid, scenario)
 
 
 def test_input_in_every_encoding(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            await term.type("héllo ✓ 日本語 default\n")  # the SDK sends strings without an encoding
-            await term.sees("héllo ✓ 日本語 default\r\n".encode() * 2)
-            await term.send(type="input", data="explicit utf8\n", encoding="utf8")
-            await term.sees(b"explicit utf8\r\n" * 2)
-            await term.send(type="input", data="as text\n", encoding="text")
-            await term.sees(b"as text\r\n" * 2)
-            await term.send(type="input", data=base64.b64encode("bäse64 ✓\n".encode()).decode(), encoding="base64")
-            await term.sees("bäse64 ✓\r\n".encode() * 2)
-            assert [c["type"] for c in term.controls] == ["ready"]
-    run(scenario)
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        await term.type("héllo ✓ 日本語 default\n")  # the SDK sends strings without an encoding
+        await term.sees("héllo ✓ 日本語 default\r\n".encode() * 2)
+        await term.send(type="input", data="explicit utf8\n", encoding="utf8")
+        await term.sees(b"explicit utf8\r\n" * 2)
+        await term.send(type="input", data="as text\n", encoding="text")
+        await term.sees(b"as text\r\n" * 2)
+        await term.send(type="input", data=base64.b64encode("bäse64 ✓\n".encode()).decode(), encoding="base64")
+        await term.sees("bäse64 ✓\r\n".encode() * 2)
+        assert [c["type"] for c in term.controls] == ["ready"]
+    with process(api, "cat") as pid:
+        in_terminal(srv, pid, scenario)
 
 
 def test_resize_reaches_the_child(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "sh")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            await term.send(type="resize", cols=132, rows=40)
-            # A command typed before the shell's prompt is echoed first, so the answer may follow the
-            # prompt ("# 19 77") rather than start a line: match the answer, not what precedes it.
-            await term.type("stty size\n")
-            await term.sees(b"40 132\r\n")
-            await term.send(type="resize", cols=77, rows=19)
-            await term.type("stty size\n")
-            await term.sees(b"19 77\r\n")
-            assert [c["type"] for c in term.controls] == ["ready"]
-    run(scenario)
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        await term.send(type="resize", cols=132, rows=40)
+        # A command typed before the shell's prompt is echoed first, so the answer may follow the
+        # prompt ("# 19 77") rather than start a line: match the answer, not what precedes it.
+        await term.type("stty size\n")
+        await term.sees(b"40 132\r\n")
+        await term.send(type="resize", cols=77, rows=19)
+        await term.type("stty size\n")
+        await term.sees(b"19 77\r\n")
+        assert [c["type"] for c in term.controls] == ["ready"]
+    with process(api, "sh") as pid:
+        in_terminal(srv, pid, scenario)
 
 
 def test_ctrl_c_interrupts_the_foreground_job(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "sh")
-    shell_pid = int(api.get(f"/v1/processes/{pid}").json()["pid"])
+    with process(api, "sh") as pid:
+        shell_pid = int(api.get(f"/v1/processes/{pid}").json()["pid"])
 
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
+        async def scenario(term: Term) -> None:
             await term.type("sleep 60\n")
             await asyncio.to_thread(wait_for, lambda: "sleep" in children(shell_pid), "sleep to run")
             began = time.monotonic()
@@ -242,65 +245,52 @@ def test_ctrl_c_interrupts_the_foreground_job(srv: ServerProcess, api: httpx.Cli
             assert time.monotonic() - began < 30
             assert "sleep" not in children(shell_pid)
             assert api.get(f"/v1/processes/{pid}").json()["status"] == "running"  # only the job was interrupted
-    run(scenario)
-    end(api, pid)
+        in_terminal(srv, pid, scenario)
 
 
 # -- the end of a session ------------------------------------------------------------------------
 
 def test_exit_frame_then_a_normal_close(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "sh")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            await term.type("echo bye; exit 7\n")
-            assert await term.closed() == 1000
-            assert term.controls[-1] == {"type": "exit", "exitCode": 7}
-            assert term.output.endswith(b"bye\r\n"), term
-    run(scenario)
-    assert api.get(f"/v1/processes/{pid}").json()["exitCode"] == 7
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        await term.type("echo bye; exit 7\n")
+        assert await term.closed() == 1000
+        assert term.controls[-1] == {"type": "exit", "exitCode": 7}
+        assert term.output.endswith(b"bye\r\n"), term
+    with process(api, "sh") as pid:
+        in_terminal(srv, pid, scenario)
+        assert api.get(f"/v1/processes/{pid}").json()["exitCode"] == 7
 
 
 def test_a_killed_process_exits_without_a_code(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
+    with process(api, "cat") as pid:
+        async def scenario(term: Term) -> None:
             await term.control("ready")
             await asyncio.to_thread(api.post, f"/v1/processes/{pid}/kill")
             assert await term.closed() == 1000
             assert term.controls[-1] == {"type": "exit", "exitCode": None, "exitSignal": 9}
-    run(scenario)
-    end(api, pid)
+        in_terminal(srv, pid, scenario)
 
 
 def test_an_exited_process_replays_its_output_and_exit(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "sh", "-c", "echo all done; exit 3")
-    wait_for(lambda: api.get(f"/v1/processes/{pid}").json()["status"] == "exited", "the exit")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            assert await term.closed() == 1000
-            assert term.frames == ["ready", "bytes", "exit"]
-            assert bytes(term.output) == b"all done\r\n"
-            assert term.controls[-1] == {"type": "exit", "exitCode": 3}
-    run(scenario)
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        assert await term.closed() == 1000
+        assert term.frames == ["ready", "bytes", "exit"]
+        assert bytes(term.output) == b"all done\r\n"
+        assert term.controls[-1] == {"type": "exit", "exitCode": 3}
+    with process(api, "sh", "-c", "echo all done; exit 3") as pid:
+        wait_for(lambda: api.get(f"/v1/processes/{pid}").json()["status"] == "exited", "the exit")
+        in_terminal(srv, pid, scenario)
 
 
 def test_a_close_frame_closes_the_socket_not_the_process(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            await term.control("ready")
-            await term.send(type="close")
-            assert await term.closed() == 1000
-            assert [c["type"] for c in term.controls] == ["ready"]
-    run(scenario)
-    assert api.get(f"/v1/processes/{pid}").json()["status"] == "running"
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        await term.control("ready")
+        await term.send(type="close")
+        assert await term.closed() == 1000
+        assert [c["type"] for c in term.controls] == ["ready"]
+    with process(api, "cat") as pid:
+        in_terminal(srv, pid, scenario)
+        assert api.get(f"/v1/processes/{pid}").json()["status"] == "running"
 
 
 # -- bad frames, several sockets, refusals -------------------------------------------------------
@@ -324,68 +314,59 @@ BAD_FRAMES: list[tuple[str | bytes, str]] = [
 
 def test_bad_frames_are_answered_with_error_frames_and_the_session_goes_on(
         srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            for number, (frame, names) in enumerate(BAD_FRAMES, start=1):
-                await term.ws.send(frame)
-                error = await term.control("error", number)
-                assert set(error) == {"type", "message"} and names in error["message"], (frame[:80], error)
-            await term.type("still here\n")
-            await term.sees(b"still here\r\nstill here\r\n")
-            assert len(term.controls) == 1 + len(BAD_FRAMES)
-            assert term.output == b"still here\r\nstill here\r\n"  # nothing of the bad frames reached cat
-    run(scenario)
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        for number, (frame, names) in enumerate(BAD_FRAMES, start=1):
+            await term.ws.send(frame)
+            error = await term.control("error", number)
+            assert set(error) == {"type", "message"} and names in error["message"], (frame[:80], error)
+        await term.type("still here\n")
+        await term.sees(b"still here\r\nstill here\r\n")
+        assert len(term.controls) == 1 + len(BAD_FRAMES)
+        assert term.output == b"still here\r\nstill here\r\n"  # nothing of the bad frames reached cat
+    with process(api, "cat") as pid:
+        in_terminal(srv, pid, scenario)
 
 
 def test_several_sockets_share_one_terminal(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as first, Term.open(url_of(srv, pid)) as second:
-            await first.control("ready")
-            await second.control("ready")
-            await first.type("from the first\n")
-            await first.sees(b"from the first\r\n" * 2)
-            await second.sees(b"from the first\r\n" * 2)
-            await second.type("from the second\n")
-            await first.sees(b"from the second\r\n" * 2)
-            await first.ws.close()
-            await second.type("after one left\n")
-            await second.sees(b"after one left\r\n" * 2)
-            assert first.output == second.output[:len(first.output)]
-    run(scenario)
-    end(api, pid)
+    with process(api, "cat") as pid:
+        async def scenario() -> None:
+            async with Term.open(url_of(srv, pid)) as first, Term.open(url_of(srv, pid)) as second:
+                await first.control("ready")
+                await second.control("ready")
+                await first.type("from the first\n")
+                await first.sees(b"from the first\r\n" * 2)
+                await second.sees(b"from the first\r\n" * 2)
+                await second.type("from the second\n")
+                await first.sees(b"from the second\r\n" * 2)
+                await first.ws.close()
+                await second.type("after one left\n")
+                await second.sees(b"after one left\r\n" * 2)
+                assert first.output == second.output[:len(first.output)]
+        run(scenario)
 
 
 def test_handshakes_are_refused_with_problems(srv: ServerProcess, api: httpx.Client) -> None:
-    plain = spawn(api, "cat", tty=False, interactive=True)
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        status, kind, body = await handshake_refusal(url_of(srv, plain))
-        assert (status, kind, body["code"]) == (409, "application/problem+json", "conflict"), body
-        assert "not running in tty mode" in body["detail"]
-        status, kind, body = await handshake_refusal(url_of(srv, "proc_99999"))
-        assert (status, kind, body["code"]) == (404, "application/problem+json", "not_found"), body
-        assert body["details"] == {"resource": "process", "id": "proc_99999"}
-        for token in (None, "wrong", (srv.token or "")[:-1]):
-            status, _, body = await handshake_refusal(terminal_url(srv.url, pid, token))
-            assert (status, body["code"]) == (401, "token_invalid"), token
-        # The header works as well as the query parameter.
-        async with connect(terminal_url(srv.url, pid, None), open_timeout=10,
-                           additional_headers={"Authorization": f"Bearer {srv.token}"}) as ws:
-            assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "ready", "processId": pid}
-    run(scenario)
-    plain_get = api.get(f"/v1/processes/{pid}/terminal/ws")  # curl, not a WebSocket client
-    assert "this endpoint is a WebSocket" in str(assert_problem(plain_get, 426, "upgrade_required")["detail"])
-    assert plain_get.headers["upgrade"] == "websocket"
-    # A refusal is a complete exchange, not an error: nothing for an operator to chase in the log.
-    assert "without completing handshake" not in srv.log() and "Traceback" not in srv.log()
-    end(api, plain)
-    end(api, pid)
+    with process(api, "cat", tty=False, interactive=True) as plain, process(api, "cat") as pid:
+        async def scenario() -> None:
+            status, kind, body = await handshake_refusal(url_of(srv, plain))
+            assert (status, kind, body["code"]) == (409, "application/problem+json", "conflict"), body
+            assert "not running in tty mode" in body["detail"]
+            status, kind, body = await handshake_refusal(url_of(srv, "proc_99999"))
+            assert (status, kind, body["code"]) == (404, "application/problem+json", "not_found"), body
+            assert body["details"] == {"resource": "process", "id": "proc_99999"}
+            for token in (None, "wrong", (srv.token or "")[:-1]):
+                status, _, body = await handshake_refusal(terminal_url(srv.url, pid, token))
+                assert (status, body["code"]) == (401, "token_invalid"), token
+            # The header works as well as the query parameter.
+            async with connect(terminal_url(srv.url, pid, None), open_timeout=10,
+                               additional_headers={"Authorization": f"Bearer {srv.token}"}) as ws:
+                assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "ready", "processId": pid}
+        run(scenario)
+        plain_get = api.get(f"/v1/processes/{pid}/terminal/ws")  # curl, not a WebSocket client
+        assert "this endpoint is a WebSocket" in str(assert_problem(plain_get, 426, "upgrade_required")["detail"])
+        assert plain_get.headers["upgrade"] == "websocket"
+        # A refusal is a complete exchange, not an error: nothing for an operator to chase in the log.
+        assert "without completing handshake" not in srv.log() and "Traceback" not in srv.log()
 
 
 def test_the_socket_is_refused_when_the_process_api_is_off(
@@ -402,29 +383,25 @@ def test_the_socket_is_refused_when_the_process_api_is_off(
 
 def test_keystroke_echo_latency(srv: ServerProcess, api: httpx.Client) -> None:
     """A figure, not a bound: the round trip of one key through the socket, the pty and its echo."""
-    pid = spawn(api, "cat")
-
-    async def scenario() -> None:
-        async with Term.open(url_of(srv, pid)) as term:
-            await term.control("ready")
-            took = []
-            for keys in range(1, 201):
-                began = time.perf_counter()
-                await term.type("k")
-                await term.until(lambda: len(term.output) >= keys, "the echo")  # noqa: B023 - awaited here
-                took.append(time.perf_counter() - began)
-            assert bytes(term.output) == b"k" * 200
-            print(f"\nkeystroke echo over the socket: median {statistics.median(took) * 1000:.2f} ms, "
-                  f"p95 {statistics.quantiles(took, n=20)[-1] * 1000:.2f} ms (200 keys)")
-    run(scenario)
-    end(api, pid)
+    async def scenario(term: Term) -> None:
+        await term.control("ready")
+        took = []
+        for keys in range(1, 201):
+            began = time.perf_counter()
+            await term.type("k")
+            await term.until(lambda: len(term.output) >= keys, "the echo")  # noqa: B023 - awaited here
+            took.append(time.perf_counter() - began)
+        assert bytes(term.output) == b"k" * 200
+        print(f"\nkeystroke echo over the socket: median {statistics.median(took) * 1000:.2f} ms, "
+              f"p95 {statistics.quantiles(took, n=20)[-1] * 1000:.2f} ms (200 keys)")
+    with process(api, "cat") as pid:
+        in_terminal(srv, pid, scenario)
 
 
 # -- shutdown and leaks --------------------------------------------------------------------------
 
 def test_open_terminals_do_not_hold_up_sigterm(tmp_path: Path) -> None:
-    server = launch_server(tmp_path, "--log-level", "info")
-    try:
+    with running_server(tmp_path, "--log-level", "info") as server:
         with server.client() as api:
             idle = spawn(api, "cat")  # not an interactive sh: it ignores SIGTERM, adding the 2 s grace
             ticking = spawn(api, "sh", "-c", "while :; do echo tick; sleep 0.02; done")
@@ -451,8 +428,6 @@ def test_open_terminals_do_not_hold_up_sigterm(tmp_path: Path) -> None:
         assert all(code in (1001, 1012) for code in codes), codes  # going away / service restart
         # Every session ended by itself: uvicorn did not have to cancel one after its 4 s grace.
         assert "graceful shutdown exceeded" not in server.log() and "Traceback" not in server.log(), server.log()
-    finally:
-        server.stop()
 
 
 def test_no_task_thread_or_fd_outlives_the_sessions(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

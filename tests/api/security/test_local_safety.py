@@ -23,7 +23,7 @@ import pytest
 from api.middleware.browser_guard import HostPattern, HostPolicy, OriginPolicy, is_same_origin, split_host
 from sandbox_desktop_client import Client
 from sandbox_desktop_client.local_servers import find_token
-from tests.conftest import REPO, ServerProcess, assert_problem, concrete, launch_server
+from tests.conftest import REPO, ServerProcess, assert_problem, concrete, launch_server, running_server
 
 # -- the rules -------------------------------------------------------------------------------------
 
@@ -167,13 +167,11 @@ def handshake(url: str, path: str, headers: dict[str, str]) -> tuple[int, bytes]
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """The case of the report: a no-token server on loopback with a desktop (so the live view answers)."""
-    server = launch_server(tmp_path_factory.mktemp("open"), "--no-token", token=None)
-    with server.client() as api:
-        assert api.post("/v1/desktop/start", json={"displayNum": 431, "width": 800, "height": 600}).json()[
-            "state"] == "active"
-        assert api.post("/v1/desktop/stream/start").status_code == 200
-    yield server
-    server.stop()
+    with running_server(tmp_path_factory.mktemp("open"), "--no-token", token=None,
+                        desktop={"displayNum": 431, "width": 800, "height": 600}) as server:
+        with server.client() as api:
+            assert api.post("/v1/desktop/stream/start").status_code == 200
+        yield server
 
 
 def refusals(server: ServerProcess, routes: list[tuple[str, str]], header: str, values: list[str],

@@ -12,10 +12,10 @@ import asyncio
 import json
 import math
 import shutil
+import statistics
 import subprocess
 import sys
 import time
-import wave
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,11 @@ from av.video.frame import VideoFrame
 
 from desktop.sound.capture import LINGER_S
 from streaming.viewer import Viewer
-from tests.conftest import ServerProcess, assert_problem, launch_server, wait_for
+from tests.conftest import ServerProcess, assert_problem, running_server, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
 from tests.support.inspector_fixtures import click
+from tests.support.sound import RATE, TONE_HZ, desktop_env, hear_tone, play, write_tone
 
 pytestmark = pytest.mark.skipif(shutil.which("pulseaudio") is None or shutil.which("paplay") is None,
                                 reason="pulseaudio and pulseaudio-utils are not installed "
@@ -41,8 +42,6 @@ pytestmark = pytest.mark.skipif(shutil.which("pulseaudio") is None or shutil.whi
 DISPLAY_NUM = 291
 BROWSER_DISPLAY_NUM = 292
 SIZE = (640, 480)
-TONE_HZ = 440.0
-RATE = 48_000
 
 # Runs inside the desktop: plays silence through a low-latency stream (the sink wakes up and the capture
 # runs), then paints the whole screen white and starts the tone at the same moment, so the recording's
@@ -64,20 +63,6 @@ cat.stdin.write(tone); cat.stdin.write(bytes(48000 * 2)); cat.stdin.close(); cat
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-def write_tone(path: Path, seconds: float, hz: float = TONE_HZ) -> Path:
-    """A stereo s16 WAV of a sine at `hz`."""
-    samples = array.array("h")
-    for i in range(int(RATE * seconds)):
-        value = int(12000 * math.sin(2 * math.pi * hz * i / RATE))
-        samples.extend((value, value))
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(2)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(samples.tobytes())
-    return path
-
 
 def frequency(samples: list[float], low: float = 300, high: float = 600, rate: int = RATE) -> float:
     """The strongest frequency between `low` and `high` in half a second of `samples`: the peak of their
@@ -122,31 +107,14 @@ def first_white(frames: Iterable[VideoFrame]) -> float:
     raise AssertionError("the screen never turned from dark to white")
 
 
-def desktop_env(api: httpx.Client) -> dict[str, str]:
-    """The environment of the desktop's processes (what `paplay` needs to reach its sound server)."""
-    run = api.post("/v1/processes/run", json={"command": "env", "args": ["-0"]})
-    assert run.status_code == 200, run.text
-    return dict(item.split("=", 1) for item in run.json()["stdout"].split("\0") if "=" in item)
-
-
-def play(env: dict[str, str], wav: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["paplay", str(wav)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 # -- fixtures --------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def audio_srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server of this module's with a desktop (`srv`, below, is the one the browser reaches)."""
-    server = launch_server(tmp_path_factory.mktemp("audio"))
-    try:
-        with server.client() as api:
-            body = api.post("/v1/desktop/start", json={"displayNum": DISPLAY_NUM, "width": SIZE[0],
-                                                       "height": SIZE[1], "streamVideoCodec": "vp8"}).json()
-            assert body.get("state") == "active", body
+    with running_server(tmp_path_factory.mktemp("audio"), desktop={
+            "displayNum": DISPLAY_NUM, "width": SIZE[0], "height": SIZE[1], "streamVideoCodec": "vp8"}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -377,64 +345,35 @@ def test_a_desktop_without_pulseaudio_runs_without_sound(tmp_path: Path) -> None
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
-    server = launch_server(tmp_path, env={"PATH": str(bin_dir)})
-    try:
-        with server.client() as api:
-            body = api.post("/v1/desktop/start", json={"displayNum": DISPLAY_NUM + 10, "width": 320,
-                                                       "height": 240}).json()
-            assert body["state"] == "active", body
-            assert "PULSE_SERVER" not in desktop_env(api)
-            assert_problem(api.post("/v1/desktop/recording/start", json={"audio": True}), 503, "audio_unavailable")
-            started = api.post("/v1/desktop/recording/start", json={})
-            assert started.status_code == 200 and started.json()["audio"] is False, started.text
-            api.post("/v1/desktop/recording/stop")
-            status = api.get("/v1/desktop/status").json()
-            assert "pulseaudio" in status["missingOptionalDependencies"], status
-            log = Path(status["runtimeLogPath"]).read_text()
-            assert "pulseaudio not found; continuing without sound" in log
+    with running_server(tmp_path, env={"PATH": str(bin_dir)},
+                        desktop={"displayNum": DISPLAY_NUM + 10, "width": 320, "height": 240}) as server, \
+            server.client() as api:
+        assert "PULSE_SERVER" not in desktop_env(api)
+        assert_problem(api.post("/v1/desktop/recording/start", json={"audio": True}), 503, "audio_unavailable")
+        started = api.post("/v1/desktop/recording/start", json={})
+        assert started.status_code == 200 and started.json()["audio"] is False, started.text
+        api.post("/v1/desktop/recording/stop")
+        status = api.get("/v1/desktop/status").json()
+        assert "pulseaudio" in status["missingOptionalDependencies"], status
+        log = Path(status["runtimeLogPath"]).read_text()
+        assert "pulseaudio not found; continuing without sound" in log
 
-            async def offer() -> dict[str, Any]:
-                assert api.post("/v1/desktop/stream/start").status_code == 200
-                viewer = Viewer(server.url, server.token)
-                try:
-                    await viewer.connect()
-                    return viewer.events_named("signal/provide")[0]
-                finally:
-                    await viewer.close()
+        async def offer() -> dict[str, Any]:
+            assert api.post("/v1/desktop/stream/start").status_code == 200
+            viewer = Viewer(server.url, server.token)
+            try:
+                await viewer.connect()
+                return viewer.events_named("signal/provide")[0]
+            finally:
+                await viewer.close()
 
-            assert asyncio.run(offer())["audio"] == {"disabled": True}
-    finally:
-        server.stop()
+        assert asyncio.run(offer())["audio"] == {"disabled": True}
 
 
 # -- Chromium: the inspector's live view with sound --------------------------------------------------
 
 # The browser's own network and server (tests/support/inspector_fixtures.py), bound here so pytest finds them.
 network, srv, browser, page_url = shared.network, shared.srv, shared.browser, shared.page_url
-
-ANALYSE = """(async () => {
-  const video = document.getElementById('live-video');
-  const context = new AudioContext({sampleRate: 48000});
-  await context.resume();
-  const source = context.createMediaStreamSource(video.srcObject);
-  const analyser = context.createAnalyser();
-  analyser.fftSize = 32768;
-  analyser.smoothingTimeConstant = 0;
-  source.connect(analyser);
-  window.audioProbe = {context, analyser, peaks: []};
-  const bins = new Float32Array(analyser.frequencyBinCount);
-  const sample = () => {
-    analyser.getFloatFrequencyData(bins);
-    let best = 1;
-    for (let i = 2; i < bins.length - 1; i++) if (bins[i] > bins[best]) best = i;
-    // Parabolic interpolation of the peak between its neighbours (dB values).
-    const [a, b, c] = [bins[best - 1], bins[best], bins[best + 1]];
-    const shift = (a - c) / (2 * (a - 2 * b + c)) || 0;
-    window.audioProbe.peaks.push({hz: (best + shift) * context.sampleRate / analyser.fftSize, db: b});
-  };
-  window.audioProbe.timer = setInterval(sample, 100);
-  return context.state;
-})()"""
 
 
 @pytest.fixture(scope="module")
@@ -460,17 +399,11 @@ def test_chromium_hears_the_tone_in_the_inspectors_live_view(page: Page, srv: Se
         click(page, "live-sound")
         assert page.evaluate("[document.getElementById('live-sound').dataset.sound,"
                              " document.getElementById('live-video').muted]") == ["on", False]
-        assert page.evaluate(ANALYSE, timeout=15) == "running"
-        player = play(env, write_tone(tmp_path / "tone.wav", 4.0))
         try:
-            peaks = page.wait_for("(() => { const p = window.audioProbe.peaks.filter(x => x.db > -60);"
-                                  " return p.length >= 5 ? p : null; })()", "the tone in the browser", 15)
+            peaks = hear_tone(page, "document.getElementById('live-video')", env, tmp_path, "the tone in the browser")
         finally:
-            player.kill()
-            player.wait()
-            page.evaluate("clearInterval(window.audioProbe.timer); window.audioProbe.context.close()")
             click(page, "live-disconnect")
             api.post("/v1/desktop/stream/stop")
-        heard = sorted(p["hz"] for p in peaks)[len(peaks) // 2]
-        print(f"\nChromium heard {heard:.1f} Hz ({json.dumps([round(p['hz'], 1) for p in peaks])})")
+        heard = statistics.median_high(peaks)
+        print(f"\nChromium heard {heard:.1f} Hz ({json.dumps([round(hz, 1) for hz in peaks])})")
         assert heard == pytest.approx(TONE_HZ, abs=5)  # an AnalyserNode bin is 23 Hz: its interpolated peak wanders

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ from websockets.exceptions import InvalidStatus
 
 from streaming.control import Access, Control, ControlChange, ControlRefused, Reason
 from streaming.viewer import Viewer, signaling_url
-from tests.conftest import ServerProcess, poll
+from tests.conftest import ServerProcess, poll, run
 
 PORTS = (59510, 59525)
 DESKTOP = {"displayNum": 612, "width": 800, "height": 600, "streamVideoCodec": "h264",
@@ -80,14 +79,6 @@ def test_an_explicit_request_holds_the_desktop_at_once() -> None:
 
 # -- end to end ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    started = api.post("/v1/desktop/stream/start")
-    assert started.status_code == 200, started.text
-    yield
-    api.post("/v1/desktop/stream/stop")
-
-
 def scoped_token(api: httpx.Client, role: str) -> str:
     issued = api.post("/v1/desktops/default/tokens", json={"role": role, "ttlSeconds": 600})
     assert issued.status_code == 201, issued.text
@@ -103,10 +94,6 @@ def host_event(viewer: Viewer, cause: str, host: str | None) -> bool:
 
 def errors(viewer: Viewer) -> list[dict[str, Any]]:
     return viewer.events_named("system/error")
-
-
-def run(scenario: Callable[[], Any]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 def test_two_viewers_pass_control_and_everyone_sees_who_holds_it(srv: ServerProcess, api: httpx.Client,

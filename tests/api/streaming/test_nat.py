@@ -27,8 +27,8 @@ from aiortc.sdp import SessionDescription, candidate_from_sdp
 from api.cli.main import PUBLIC_ADDRESS_ENV
 from streaming.ports import HostPolicy
 from streaming.viewer import Viewer
-from tests.api.streaming.test_stream import run, server_udp_ports
-from tests.conftest import REPO, ServerProcess, launch_server
+from tests.api.streaming.test_stream import server_udp_ports
+from tests.conftest import REPO, ServerProcess, launch_server, run
 
 PORTS = "59470-59479"
 HTTP_PORT = 2468

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, d
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
 from streaming.viewer import Viewer, signaling_url, split_candidates
-from tests.conftest import ServerProcess, assert_problem, launch_server, poll
+from tests.conftest import ServerProcess, assert_problem, launch_server, poll, run
 from tests.support.xprobe import Probe
 
 PORTS = (59300, 59320)
@@ -68,15 +68,6 @@ with open(sys.argv[1], "a") as out:
 # -- fixtures and helpers ------------------------------------------------------------------------
 
 @pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    """The stream is on for the test and off afterwards."""
-    started = api.post("/v1/desktop/stream/start")
-    assert started.status_code == 200, started.text
-    yield
-    api.post("/v1/desktop/stream/stop")
-
-
-@pytest.fixture
 def probe(display: str, tmp_path: Path) -> Iterator[Probe]:
     x, y, w, h = PROBE
     p = Probe(display, tmp_path / "events.jsonl", f"{w}x{h}+{x}+{y}", override_redirect=False, title="stream-probe")
@@ -100,10 +91,6 @@ def probe_origin(api: httpx.Client) -> tuple[int, int]:
     return int(window["x"]), int(window["y"])
 
 
-
-
-def run(scenario: Callable[[], Any]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 def server_udp_ports(pid: int) -> set[int]:
@@ -176,22 +163,19 @@ def test_control_has_one_host_and_passes_it_to_the_next_in_line() -> None:
 def test_frame_rate_drops_under_load_and_recovers_slowly() -> None:
     rate = FrameRate(30)
     t = 0.0
-    for _ in range(40):  # 30 ms per picture at 30 fps is 90 % of the period
-        t += 0.05
-        rate.observe(0.030, t)
-    assert rate.current == 20
-    for _ in range(200):
-        t += 0.05
-        rate.observe(0.030, t)
-    assert rate.current == 20  # 30 ms is not over 60 % of 50 ms: it holds
-    for _ in range(30):  # cheap again: back up, but only after RAISE_AFTER_S
-        t += 0.05
-        rate.observe(0.002, t)
-    assert rate.current == 20
-    for _ in range(400):
-        t += 0.05
-        rate.observe(0.002, t)
-    assert rate.current == 30
+
+    def encode(pictures: int, cost_s: float) -> int:
+        """`pictures` pictures, one every 50 ms, each taking `cost_s` to encode; the rate after them."""
+        nonlocal t
+        for _ in range(pictures):
+            t += 0.05
+            rate.observe(cost_s, t)
+        return rate.current
+
+    assert encode(40, 0.030) == 20  # 30 ms per picture at 30 fps is 90 % of the period
+    assert encode(200, 0.030) == 20  # 30 ms is not over 60 % of 50 ms: it holds
+    assert encode(30, 0.002) == 20  # cheap again: back up, but only after RAISE_AFTER_S
+    assert encode(400, 0.002) == 30
     assert FrameRate(3).current == 3 and FrameRate(30, current=5).period == 0.2
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +23,7 @@ from desktop.events.action_log import acting_as, action_wait
 from desktop.x11.thread import InputLock
 from sandbox_desktop_wire.enums import ActionSource, TakeoverMode
 from streaming.viewer import Viewer
-from tests.conftest import ServerProcess, assert_problem, launch_server, poll
+from tests.conftest import ServerProcess, assert_problem, poll, run, running_server
 
 PORTS = (59530, 59545)
 DESKTOP = {"displayNum": 614, "width": 800, "height": 600, "streamVideoCodec": "h264",
@@ -34,24 +33,12 @@ OPENAI_CLICK = {"call": {"type": "computer_call", "call_id": "c1", "status": "co
                          "actions": [{"type": "click", "button": "left", "x": 700, "y": 500}]}}
 
 
-@pytest.fixture
-def streaming(api: httpx.Client) -> Iterator[None]:
-    started = api.post("/v1/desktop/stream/start")
-    assert started.status_code == 200, started.text
-    yield
-    api.post("/v1/desktop/stream/stop")
-
-
 
 
 def takeover(viewer: Viewer) -> bool:
     """Whether the last `control/takeover` this viewer got says a person holds the desktop."""
     states = viewer.events_named("control/takeover")
     return bool(states and states[-1]["active"])
-
-
-def run(scenario: Callable[[], Any]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 # -- the gate alone ----------------------------------------------------------------------------------
@@ -104,7 +91,7 @@ def test_the_gate_refuses_queues_or_shares_agent_input_but_never_the_live_view()
             with pytest.raises(ControlledByViewer, match="batch"):
                 async with gate.admitted(lock):
                     pass
-    asyncio.run(asyncio.wait_for(scenario(), 10))
+    run(scenario, 10)
 
 
 # -- against the server ------------------------------------------------------------------------------
@@ -157,15 +144,12 @@ def test_refuse_names_the_person_and_lets_the_agent_in_after_release(srv: Server
 
 @pytest.fixture(scope="module")
 def queue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("takeover_queue"), "--takeover", "queue")
-    try:
+    with running_server(tmp_path_factory.mktemp("takeover_queue"), "--takeover", "queue",
+                        desktop=QUEUE_DESKTOP) as server:
         with server.client() as api:
-            assert api.post("/v1/desktop/start", json=QUEUE_DESKTOP).json().get("state") == "active"
             status = api.post("/v1/desktop/stream/start").json()
             assert status.get("takeoverMode") == "queue", f"--takeover queue did not reach the live view: {status}"
         yield server
-    finally:
-        server.stop()
 
 
 def test_queue_holds_the_agent_until_release(queue_server: ServerProcess, tmp_path: Path) -> None:

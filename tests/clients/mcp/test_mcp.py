@@ -16,7 +16,7 @@ import pytest
 
 from api.mcp.server import Image, batch_reply
 from sandbox_desktop_wire.actions import ActionsResponse
-from tests.conftest import ServerProcess, free_port
+from tests.conftest import ServerProcess, free_port, run
 from tests.support.paths import REPO
 
 pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip install 'sandbox-desktop[mcp]')")
@@ -44,7 +44,7 @@ def mcp(srv: ServerProcess, use: Callable[[ClientSession], Awaitable[T]], *argv:
             await s.initialize()
             return await use(s)
 
-    return asyncio.run(asyncio.wait_for(session(), 40))
+    return run(session, 40)
 
 
 def texts(result: types.CallToolResult) -> list[str]:
@@ -171,19 +171,30 @@ def test_a_failed_batch_action_is_an_error_that_keeps_the_screenshot() -> None:
     assert image == Image("iVBORw0KGgo=", "image/png")
 
 
-def test_api_errors_carry_the_detail_and_code(srv: ServerProcess) -> None:
-    async def use(s: ClientSession) -> list[types.CallToolResult]:
-        return [await s.call_tool("launch", {"app": "no-such-app-xyz"}),
-                await s.call_tool("click", {"x": 5000, "y": 10}),
-                await s.call_tool("key", {"chord": "hyper+x"}),
-                await s.call_tool("click", {"x": 1})]
+ERRORS: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+    ("launch", {"app": "no-such-app-xyz"}, ("(code: app_not_found, HTTP 404)", "no-such-app-xyz")),
+    ("click", {"x": 5000, "y": 10}, ("HTTP 400",)),
+    ("key", {"chord": "hyper+x"}, ("unknown modifier 'hyper'",)),
+    ("click", {"x": 1}, ("'y' is a required property",)),
+    ("delete_desktop", {"desktop_id": "default"}, ("(code: desktop_is_default, HTTP 409)",)),
+    ("nope", {}, ("unknown tool 'nope'",)),
+]
+"""Calls that fail (tool, arguments, what the error's text says), whichever transport carries them."""
 
-    missing, outside, chord, invalid = mcp(srv, use)
-    assert missing.isError and "(code: app_not_found, HTTP 404)" in texts(missing)[0]
-    assert "no-such-app-xyz" in texts(missing)[0]
-    assert outside.isError and "HTTP 400" in texts(outside)[0]
-    assert chord.isError and "unknown modifier 'hyper'" in texts(chord)[0]
-    assert invalid.isError and "'y' is a required property" in texts(invalid)[0]
+
+async def call_erring(s: ClientSession) -> list[types.CallToolResult]:
+    return [await s.call_tool(tool, arguments) for tool, arguments, _ in ERRORS]
+
+
+def assert_errors(results: list[types.CallToolResult]) -> None:
+    """Each of ERRORS' calls answered an error result saying what it should."""
+    for (tool, arguments, said), result in zip(ERRORS, results, strict=True):
+        assert result.isError, (tool, arguments, texts(result))
+        assert all(part in texts(result)[0] for part in said), (tool, arguments, texts(result))
+
+
+def test_api_errors_carry_the_detail_and_code(srv: ServerProcess) -> None:
+    assert_errors(mcp(srv, call_erring))
 
 
 def test_clipboard_round_trips(srv: ServerProcess) -> None:

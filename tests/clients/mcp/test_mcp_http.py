@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.conftest import ServerProcess, assert_problem, run, running_server
 from tests.support.paths import REPO
 
 pytest.importorskip("mcp", reason="the `mcp` package is not installed (pip install 'sandbox-desktop[mcp]')")
@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from api.mcp import desktops as mcp_desktops
 from api.mcp import server as mcp_server
-from tests.clients.mcp.test_mcp import images, png_size, texts
+from tests.clients.mcp.test_mcp import assert_errors, call_erring, images, png_size, texts
 
 DESKTOP = {"displayNum": 361, "width": 800, "height": 600}
 ALL_TOOLS = set(mcp_server.TOOL_NAMES)
@@ -41,7 +41,7 @@ def over_http(srv: ServerProcess, use: Callable[[ClientSession], Awaitable[T]], 
         async with connect(srv, token, **headers) as s:
             return await use(s)
 
-    return asyncio.run(asyncio.wait_for(session(), 40))
+    return run(session, 40)
 
 
 @contextlib.asynccontextmanager
@@ -68,15 +68,10 @@ async def names(s: ClientSession) -> set[str]:
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server with an allow-list, a short timeout and one allowed browser origin, and a desktop."""
-    server = launch_server(tmp_path_factory.mktemp("limited"), "--mcp-allow", "screenshot,batch",
-                           "--mcp-allow", "create_desktop", "--mcp-timeout", "0.5", "-O", "http://agent.example")
-    try:
-        with server.client() as api:
-            started = api.post("/v1/desktop/start", json={"displayNum": 362, "width": 640, "height": 480})
-            assert started.json().get("state") == "active", started.text
+    with running_server(tmp_path_factory.mktemp("limited"), "--mcp-allow", "screenshot,batch",
+                        "--mcp-allow", "create_desktop", "--mcp-timeout", "0.5", "-O", "http://agent.example",
+                        desktop={"displayNum": 362, "width": 640, "height": 480}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_the_tools_are_the_stdio_servers(srv: ServerProcess) -> None:
@@ -118,18 +113,7 @@ def test_an_agent_creates_lists_and_deletes_a_desktop(srv: ServerProcess, api: h
 
 
 def test_errors_are_the_stdio_servers(srv: ServerProcess) -> None:
-    async def use(s: ClientSession) -> list[types.CallToolResult]:
-        return [await s.call_tool("launch", {"app": "no-such-app-xyz"}),
-                await s.call_tool("click", {"x": 1}),
-                await s.call_tool("delete_desktop", {"desktop_id": "default"}),
-                await s.call_tool("nope", {})]
-
-    missing, invalid, default, unknown = over_http(srv, use)
-    assert missing.isError and "no-such-app-xyz" in texts(missing)[0]
-    assert "(code: app_not_found, HTTP 404)" in texts(missing)[0]
-    assert invalid.isError and "'y' is a required property" in texts(invalid)[0]
-    assert default.isError and "(code: desktop_is_default, HTTP 409)" in texts(default)[0]
-    assert unknown.isError and "unknown tool 'nope'" in texts(unknown)[0]
+    assert_errors(over_http(srv, call_erring))
 
 
 def test_the_token_is_required(srv: ServerProcess, api: httpx.Client) -> None:
@@ -199,24 +183,17 @@ def test_junk_gets_4xx(srv: ServerProcess) -> None:
 
 
 def test_switched_off(tmp_path: Path) -> None:
-    server = launch_server(tmp_path, "--no-mcp-api")
-    try:
+    with running_server(tmp_path, "--no-mcp-api") as server:
         answer = httpx.post(server.url + "/v1/mcp", json=INITIALIZE,
                             headers={**ACCEPT, "Authorization": f"Bearer {server.token}"})
         assert "--no-mcp-api" in str(assert_problem(answer, 403, "api_disabled")["detail"])
         with server.client() as api:
             assert "/v1/mcp" not in api.get("/v1/openapi.json").json()["paths"]
-    finally:
-        server.stop()
 
 
 def test_sigterm_ends_open_sessions_and_calls(tmp_path: Path) -> None:
-    server = launch_server(tmp_path, "--log-level", "info")
-    try:
-        with server.client() as api:
-            assert api.post("/v1/desktop/start", json={"displayNum": 363, "width": 320, "height": 240}
-                            ).json()["state"] == "active"
-
+    with running_server(tmp_path, "--log-level", "info",
+                        desktop={"displayNum": 363, "width": 320, "height": 240}) as server:
         async def scenario() -> float:
             async def use(s: ClientSession) -> None:
                 call = asyncio.create_task(s.call_tool("batch", {"actions": [{"type": "wait", "durationMs": 20000}]}))
@@ -235,12 +212,10 @@ def test_sigterm_ends_open_sessions_and_calls(tmp_path: Path) -> None:
                 pass
             return took[0]
 
-        took = asyncio.run(asyncio.wait_for(scenario(), 40))
+        took = run(scenario, 40)
         print(f"\nSIGTERM -> exited in {took * 1000:.0f} ms with an MCP session and a tool call open")
         assert took < 5, f"SIGTERM took {took:.1f} s with an MCP session open"
         assert "Traceback" not in server.log() and "without completing response" not in server.log(), server.log()
-    finally:
-        server.stop()
 
 
 def test_sessions_end_quietly(srv: ServerProcess) -> None:

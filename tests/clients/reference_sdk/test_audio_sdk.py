@@ -9,14 +9,14 @@ The page, its server and the browser are tests/clients/reference_sdk/test_sdk_vi
 from __future__ import annotations
 
 import shutil
-import subprocess
+import statistics
 from pathlib import Path
 
 import pytest
 
-from tests.api.sound.test_audio import ANALYSE, TONE_HZ, desktop_env, write_tone
 from tests.clients.reference_sdk import test_sdk_viewer as sdk
 from tests.clients.reference_sdk.test_sdk_viewer import Viewers, connect
+from tests.support.sound import TONE_HZ, desktop_env, hear_tone
 
 # tests/clients/reference_sdk/test_sdk_viewer.py's page, server and browser, bound here so pytest finds them in
 # this module.
@@ -26,10 +26,6 @@ network, browser, bundle, page_origin, srv, forwarder, viewers = (
 pytestmark = [*sdk.pytestmark, pytest.mark.skipif(shutil.which("paplay") is None or shutil.which("pulseaudio") is None,
                                              reason="pulseaudio and pulseaudio-utils are not installed")]
 
-# ANALYSE reads `#live-video` (the inspector's element); the React viewer renders one <video>.
-SDK_ANALYSE = ANALYSE.replace("document.getElementById('live-video')", "document.querySelector('video')")
-
-
 def test_the_react_viewers_video_carries_the_sound(viewers: Viewers, tmp_path: Path) -> None:
     page = viewers.open()
     connect(page)
@@ -38,17 +34,11 @@ def test_the_react_viewers_video_carries_the_sound(viewers: Viewers, tmp_path: P
     assert page.evaluate("document.querySelector('video').srcObject.getVideoTracks().length") == 1
     assert page.evaluate("document.querySelector('video').muted") is True, "the reference renders it muted"
     page.evaluate("document.querySelector('video').muted = false")  # what a host app does on a click
-    assert page.evaluate(SDK_ANALYSE, timeout=15) == "running"
-    player = subprocess.Popen(["paplay", str(write_tone(tmp_path / "tone.wav", 4.0))], env=desktop_env(viewers.api),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        peaks = page.wait_for("(() => { const p = window.audioProbe.peaks.filter(x => x.db > -60);"
-                              " return p.length >= 5 ? p : null; })()", "the tone in the React viewer", 15)
+        peaks = hear_tone(page, "document.querySelector('video')", desktop_env(viewers.api), tmp_path,
+                          "the tone in the React viewer")
     finally:
-        player.kill()
-        player.wait()
-        page.evaluate("clearInterval(window.audioProbe.timer); window.audioProbe.context.close()")
         viewers.close()
-    heard = sorted(p["hz"] for p in peaks)[len(peaks) // 2]
+    heard = statistics.median_high(peaks)
     print(f"\nDesktopViewer heard {heard:.1f} Hz")
     assert heard == pytest.approx(TONE_HZ, abs=5)  # an AnalyserNode bin is 23 Hz: its interpolated peak wanders

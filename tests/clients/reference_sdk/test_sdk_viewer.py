@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 
-from tests.conftest import REPO, ServerProcess, launch_server, wait_for
+from tests.conftest import REPO, ServerProcess, running_server, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Forwarder, Page, PrivateNetwork, chromium_path
 from tests.support.xprobe import Probe
@@ -119,14 +119,9 @@ def srv(tmp_path_factory: pytest.TempPathFactory, page_origin: str) -> Iterator[
     browser reaches it by (a forwarder on our end of the pair) as a name the server answers to."""
     outer = urlsplit(page_origin).hostname
     assert outer is not None
-    server = launch_server(tmp_path_factory.mktemp("sdk_viewer"), "-O", page_origin, "--allowed-host", outer)
-    try:
-        with server.client() as api:
-            body = api.post("/v1/desktop/start", json=DESKTOP).json()
-            assert body.get("state") == "active", body
+    with running_server(tmp_path_factory.mktemp("sdk_viewer"), "-O", page_origin, "--allowed-host", outer,
+                        desktop=DESKTOP) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
