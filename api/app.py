@@ -32,6 +32,7 @@ from api.middleware.cors import CorsMiddleware
 from api.middleware.request_metrics import RequestMetricsMiddleware
 from api.routes.events import WEBSOCKET_ROUTES as EVENTS_WEBSOCKETS
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
+from api.routes.terminal import DESKTOP_WEBSOCKET_ROUTES as DESKTOP_TERMINAL_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
 from api.server.config import VERSION, ServerConfig
@@ -194,8 +195,12 @@ def create_app(config: ServerConfig) -> Starlette:
         if config.announce is not None:
             local_servers.announce(config.announce[0], config.url, config.announce[1])
         await sandboxes.open()
-        if sandboxes.enabled:  # the server's own X clients (screenshots, input...) present each desktop's cookie
-            os.environ["XAUTHORITY"] = str(sandboxes.xauthority)
+        if sandboxes.enabled and os.environ.get("XAUTHORITY") != str(sandboxes.xauthority):
+            # The server's own X clients (screenshots, input...) read $XAUTHORITY: the process that runs the app
+            # names the file there (the `server` command does); an app embedded elsewhere warns instead of
+            # changing the environment of a process it does not own.
+            logger.warning("$XAUTHORITY is not %s: this process's X clients will not open sandboxed displays",
+                           sandboxes.xauthority)
         await default.open()
         desktops.start_reaper()
         if config.start_desktop is not None:
@@ -214,7 +219,7 @@ def create_app(config: ServerConfig) -> Starlette:
             await sandboxes.close()
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
-    sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS]
+    sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS, *DESKTOP_TERMINAL_WEBSOCKETS]
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *sockets,
               *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]

@@ -282,7 +282,7 @@ SAMPLE_IDS = {"recordings": "rec_1", "processes": "proc_1", "windows": "4194305"
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
     """(method, path) of every route the app really has ("WS" for WebSockets), so none can be missed."""
-    app = create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("routes")))
+    app = create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("routes"), xauthority=XAUTHORITY))
     found: list[tuple[str, str]] = []
     for route in app.routes:
         if isinstance(route, WebSocketRoute):

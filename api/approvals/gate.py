@@ -216,6 +216,8 @@ DESKTOP_GATES: dict[tuple[str, str], Gate] = {
     ("POST", "/open"): Gate(open_target),
     ("POST", "/drop"): Gate(drop),
     ("POST", "/file-dialog"): Gate(file_dialog),
+    ("POST", "/processes"): Gate(process("start")),
+    ("POST", "/processes/run"): Gate(process("run")),
 }
 """Per-desktop operations by (method, path below `/v1/desktop` or `/v1/desktops/{id}`)."""
 SERVER_GATES: dict[tuple[str, str], Gate] = {

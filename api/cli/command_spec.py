@@ -52,6 +52,9 @@ NAMES: dict[str, tuple[str, ...]] = {
 
 GROUPS = {"recording": "record", "recordings": "record"}
 """First words renamed: one `record` group for the recording and the recordings paths."""
+DESKTOP_GROUPS = {"processes": "exec"}
+"""First words of a desktop's paths renamed where the server has the same words: a desktop's own processes
+(`exec run -- ls`, in its sandbox) beside the server's (`processes run -- ls`, on the machine)."""
 
 KEEP_OPTIONS = frozenset({"POST /v1/desktop/wait"})
 """Operations whose required fields stay options (`wait --timeout-ms 5000 --window ...` reads as it means)."""
@@ -77,10 +80,13 @@ def op_key(op: Operation) -> str:
 
 
 def static_words(path: str) -> tuple[str, ...]:
-    rest = path.removeprefix("/v1/desktop/") if path.startswith("/v1/desktop/") else path.removeprefix("/v1/")
+    desktop = path.startswith("/v1/desktop/")
+    rest = path.removeprefix("/v1/desktop/") if desktop else path.removeprefix("/v1/")
     words = [w for w in rest.strip("/").split("/") if w and not w.startswith("{")]
     if words:
         words[0] = GROUPS.get(words[0], words[0])
+        if desktop:
+            words[0] = DESKTOP_GROUPS.get(words[0], words[0])
     return tuple(words)
 
 

@@ -284,14 +284,17 @@ def run_server(args: argparse.Namespace) -> int:
                                                 ("mcp", args.no_mcp_api)) if off)
     # A server on port 0 cannot say which port it got before it binds: it is not announced.
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
+    xauthority = (args.xauthority or (state_dir or default_state_dir()) / "xauthority").expanduser().resolve()
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
                           max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
                           approval_timeout=args.approval_timeout,
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),
-                          isolation=Isolation(args.isolation), xauthority=args.xauthority,
+                          isolation=Isolation(args.isolation), xauthority=xauthority,
                           shared=tuple(path.expanduser().resolve() for path in args.share or ()))
     configure_logging(args.log_level, args.log_format)
+    # The server's X clients (screenshots, input, the live view) find each sandboxed desktop's cookie here.
+    os.environ["XAUTHORITY"] = str(xauthority)
     app = create_app(config)
     print(f"sandbox-desktop: serving {url}/  (API document: /v1/openapi.json"
           f"{', token required' if token else ''})", file=sys.stderr, flush=True)

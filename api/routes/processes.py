@@ -1,16 +1,19 @@
-"""`/v1/processes`: translates HTTP to calls of `desktop.processes.ProcessManager`."""
+"""`/v1/processes` (the server's) and `/v1/desktop/processes` (a desktop's, in its sandbox): translates HTTP to
+calls of `desktop.processes.ProcessManager` in the request's scope (api/server/process_scope.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from api.convert.processes import decode_input, field_error
 from api.http.operations import Operation
+from api.server.process_scope import scope_of
 from api.server.services import server_of
 from desktop.accessibility.browsers import with_accessibility
 from desktop.core.errors import PayloadTooLarge
@@ -46,12 +49,7 @@ def manager_of(request: Request) -> ProcessManager:
 
 
 def process_of(request: Request) -> ManagedProcess:
-    return manager_of(request).get(request.path_params["id"])
-
-
-def process_env(request: Request, extra: dict[str, str] | None) -> dict[str, str]:
-    """The server's environment, the desktop's variables while it is active, then the request's."""
-    return server_of(request).desktops.default.desktop.process_env(extra)
+    return scope_of(request).get(request.path_params["id"])
 
 
 def info_model(process: ManagedProcess) -> ProcessInfo:
@@ -66,7 +64,7 @@ def config_model(config: ProcessConfig) -> ProcessConfigModel:
 
 
 async def list_processes(request: Request, *, query: ProcessListQuery) -> ProcessListResponse:
-    processes = manager_of(request).list(query.owner)
+    processes = scope_of(request).list(query.owner)
     return ProcessListResponse(processes=[info_model(p) for p in processes])
 
 
@@ -79,19 +77,21 @@ def accessible_args(command: str, args: list[str] | None, env: dict[str, str]) -
 
 
 async def create_process(request: Request, *, body: ProcessCreateRequest) -> ProcessInfo:
-    env = process_env(request, body.env)
-    process = await manager_of(request).spawn(
-        body.command, accessible_args(body.command, body.args, env), cwd=body.cwd, env=env,
-        tty=bool(body.tty), interactive=bool(body.interactive),
+    scope = scope_of(request)
+    env = scope.env(body.env)
+    process = await scope.manager.spawn(
+        body.command, accessible_args(body.command, body.args, env), cwd=scope.cwd(body.cwd), env=env,
+        tty=bool(body.tty), interactive=bool(body.interactive), launcher=scope.launcher, desktop_id=scope.desktop_id,
     )
     return info_model(process)
 
 
 async def run_process(request: Request, *, body: ProcessRunRequest) -> ProcessRunResponse:
-    env = process_env(request, body.env)
-    result = await manager_of(request).run(
-        body.command, accessible_args(body.command, body.args, env), cwd=body.cwd, env=env,
-        timeout_ms=body.timeout_ms, max_output_bytes=body.max_output_bytes,
+    scope = scope_of(request)
+    env = scope.env(body.env)
+    result = await scope.manager.run(
+        body.command, accessible_args(body.command, body.args, env), cwd=scope.cwd(body.cwd), env=env,
+        timeout_ms=body.timeout_ms, max_output_bytes=body.max_output_bytes, launcher=scope.launcher,
     )
     return ProcessRunResponse(
         exit_code=result.exit_code, exit_signal=result.exit_signal, timed_out=result.timed_out,
@@ -137,7 +137,7 @@ async def kill_process(request: Request, *, query: KillQuery) -> ProcessInfo:
 async def delete_process(request: Request) -> None:
     process = process_of(request)
     process.refuse_if_protected("delete")
-    manager_of(request).delete(process.id)
+    scope_of(request).manager.delete(process.id)
 
 
 async def process_logs(request: Request, *, query: ProcessLogsQuery) -> Response | ProcessLogsResponse:
@@ -158,7 +158,7 @@ async def process_logs(request: Request, *, query: ProcessLogsQuery) -> Response
 async def write_input(request: Request, *, body: ProcessInputRequest) -> ProcessInputResponse:
     process = process_of(request)
     data = decode_input(body)
-    limit = manager_of(request).config.max_input_bytes_per_request
+    limit = scope_of(request).manager.config.max_input_bytes_per_request
     if len(data) > limit:
         raise PayloadTooLarge(f"input payload is {len(data)} bytes, over maxInputBytesPerRequest ({limit}); "
                               "send it in smaller requests")
@@ -198,33 +198,45 @@ async def _events(
         yield f"event: log\nid: {entry.sequence}\ndata: {data}\n\n".encode()
 
 
-PROCESS = "/v1/processes/{id}"
+def table(prefix: str, *, server: bool) -> list[Operation]:
+    """The operations under `prefix`: the server's (`/v1/processes`, with its limits), or a desktop's
+    (`/v1/desktop/processes`, copied to `/v1/desktops/{desktop_id}/processes` like every desktop route)."""
+    one = prefix + "/{id}"
+    where = "" if server else " in the desktop's sandbox"
+    rows: list[tuple[str, str, Callable[..., Awaitable[Any]], str, dict[str, Any]]] = [
+        ("GET", prefix, list_processes, "List processes" + ("" if server else " of the desktop"),
+         {"query": ProcessListQuery, "response": ProcessListResponse}),
+        ("POST", prefix, create_process, "Start a process" + where,
+         {"body": ProcessCreateRequest, "response": ProcessInfo, "body_required": True, "errors": (409, 502)}),
+        ("POST", prefix + "/run", run_process, "Run a command to completion" + where,
+         {"body": ProcessRunRequest, "response": ProcessRunResponse, "body_required": True, "errors": (502,)}),
+        ("GET", one, get_process, "A process", {"response": ProcessInfo, "errors": (404,)}),
+        ("DELETE", one, delete_process, "Forget an exited process", {"status": 204, "errors": (404, 409)}),
+        ("POST", one + "/stop", stop_process, "SIGTERM a process group and wait",
+         {"query": StopQuery, "response": ProcessInfo, "errors": (404, 409)}),
+        ("POST", one + "/kill", kill_process, "SIGKILL a process group and wait",
+         {"query": KillQuery, "response": ProcessInfo, "errors": (404, 409)}),
+        ("GET", one + "/logs", process_logs, "Process output (follow=true: server-sent events)",
+         {"query": ProcessLogsQuery, "response": ProcessLogsResponse, "errors": (404,)}),
+        ("POST", one + "/input", write_input, "Write to a process's stdin or terminal",
+         {"body": ProcessInputRequest, "response": ProcessInputResponse, "body_required": True,
+          "errors": (404, 409, 413)}),
+        ("POST", one + "/terminal/resize", resize_terminal, "Resize a process's terminal",
+         {"body": ProcessTerminalResizeRequest, "response": ProcessTerminalResizeResponse, "body_required": True,
+          "errors": (404, 409)}),
+    ]
+    if server:
+        rows[3:3] = [
+            ("GET", prefix + "/config", get_config, "Process API limits", {"response": ProcessConfigModel}),
+            ("POST", prefix + "/config", set_config, "Replace the process API limits",
+             {"body": ProcessConfigModel, "response": ProcessConfigModel, "body_required": True}),
+        ]
+    operations = []
+    for method, path, handler, summary, options in rows:
+        if not server:  # the server's have the handler's name
+            options = {**options, "operation_id": handler.__name__ + "_in_desktop"}
+        operations.append(Operation(method, path, handler, summary, tags=TAGS, **options))
+    return operations
 
-OPERATIONS = [
-    Operation("GET", "/v1/processes", list_processes, "List processes", query=ProcessListQuery,
-              response=ProcessListResponse, tags=TAGS),
-    Operation("POST", "/v1/processes", create_process, "Start a process", body=ProcessCreateRequest,
-              response=ProcessInfo, body_required=True, errors=(409, 502), tags=TAGS),
-    Operation("POST", "/v1/processes/run", run_process, "Run a command to completion",
-              body=ProcessRunRequest, response=ProcessRunResponse, body_required=True, errors=(502,),
-              tags=TAGS),
-    Operation("GET", "/v1/processes/config", get_config, "Process API limits",
-              response=ProcessConfigModel, tags=TAGS),
-    Operation("POST", "/v1/processes/config", set_config, "Replace the process API limits",
-              body=ProcessConfigModel, response=ProcessConfigModel, body_required=True, tags=TAGS),
-    Operation("GET", PROCESS, get_process, "A process", response=ProcessInfo, errors=(404,), tags=TAGS),
-    Operation("DELETE", PROCESS, delete_process, "Forget an exited process", status=204,
-              errors=(404, 409), tags=TAGS),
-    Operation("POST", PROCESS + "/stop", stop_process, "SIGTERM a process group and wait",
-              query=StopQuery, response=ProcessInfo, errors=(404, 409), tags=TAGS),
-    Operation("POST", PROCESS + "/kill", kill_process, "SIGKILL a process group and wait",
-              query=KillQuery, response=ProcessInfo, errors=(404, 409), tags=TAGS),
-    Operation("GET", PROCESS + "/logs", process_logs, "Process output (follow=true: server-sent events)",
-              query=ProcessLogsQuery, response=ProcessLogsResponse, errors=(404,), tags=TAGS),
-    Operation("POST", PROCESS + "/input", write_input, "Write to a process's stdin or terminal",
-              body=ProcessInputRequest, response=ProcessInputResponse, body_required=True,
-              errors=(404, 409, 413), tags=TAGS),
-    Operation("POST", PROCESS + "/terminal/resize", resize_terminal, "Resize a process's terminal",
-              body=ProcessTerminalResizeRequest, response=ProcessTerminalResizeResponse,
-              body_required=True, errors=(404, 409), tags=TAGS),
-]
+
+OPERATIONS = [*table("/v1/processes", server=True), *table("/v1/desktop/processes", server=False)]

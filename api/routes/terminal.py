@@ -19,7 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from api.convert.processes import decode_input
 from api.http.operations import Operation
 from api.http.problems import refuse_websocket, upgrade_required
-from api.server.services import server_of
+from api.server.process_scope import scope_of
 from desktop.core.errors import DomainError, PayloadTooLarge
 from desktop.processes import STREAM_FILTERS, ManagedProcess, ProcessManager
 from sandbox_desktop_wire.base import WireModel
@@ -154,9 +154,10 @@ class TerminalSession:
 
 async def terminal(websocket: WebSocket) -> None:
     """The terminal session; before the upgrade, a 404 or 409 problem."""
-    manager: ProcessManager = server_of(websocket).processes
+    scope = scope_of(websocket)
+    manager: ProcessManager = scope.manager
     try:
-        process = manager.get(websocket.path_params["id"])
+        process = scope.get(websocket.path_params["id"])
         process.require_tty()
     except DomainError as exc:
         await refuse_websocket(websocket, exc)
@@ -165,11 +166,17 @@ async def terminal(websocket: WebSocket) -> None:
     await TerminalSession(websocket, process, manager).run()
 
 
+DESKTOP_TERMINAL_PATH = "/v1/desktop/processes/{id}/terminal/ws"
+"""A desktop's process's terminal (also under `/v1/desktops/{desktop_id}/...`, like every desktop route)."""
 WEBSOCKET_ROUTES = [WebSocketRoute(TERMINAL_PATH, terminal)]
+DESKTOP_WEBSOCKET_ROUTES = [WebSocketRoute(DESKTOP_TERMINAL_PATH, terminal)]
 
 # The handshake, as the API document shows it; a plain HTTP GET of the path answers 426.
 OPERATIONS = [
     Operation("GET", TERMINAL_PATH, upgrade_required,
               "Terminal of a tty process over a WebSocket (binary output; input, resize and close frames)",
               upgrade=True, errors=(404, 409), tags=("processes",)),
+    Operation("GET", DESKTOP_TERMINAL_PATH, upgrade_required,
+              "Terminal of a tty process of the desktop over a WebSocket, as /v1/processes/{id}/terminal/ws",
+              upgrade=True, errors=(404, 409), tags=("processes",), operation_id="terminal_in_desktop"),
 ]

@@ -105,8 +105,10 @@ def spawn_failure(exc: SpawnError, app: str, app_field: str | None, args_field: 
 class Apps:
     """Launch and open, through the process registry (owner `desktop`)."""
 
-    def __init__(self, processes: ProcessManager, launcher: Callable[[], Launcher | None] = lambda: None) -> None:
+    def __init__(self, processes: ProcessManager, launcher: Callable[[], Launcher | None] = lambda: None,
+                 desktop_id: str | None = None) -> None:
         self.processes = processes
+        self.desktop_id = desktop_id
         self._launcher = launcher
         """Where apps start: the desktop's sandbox while it runs in one (desktop/sandbox/sandbox.py)."""
 
@@ -128,7 +130,8 @@ class Apps:
                      app_field: str | None, args_field: str) -> ManagedProcess:
         try:
             return await self.processes.spawn(executable, args, env=session.env, cwd=session.home,
-                                              owner=ProcessOwner.DESKTOP, launcher=self._launcher())
+                                              owner=ProcessOwner.DESKTOP, launcher=self._launcher(),
+                                              desktop_id=self.desktop_id)
         except SpawnError as exc:
             raise spawn_failure(exc, app, app_field, args_field) from exc
 

@@ -47,6 +47,7 @@ from desktop.lifecycle.supervisor import Supervisor
 from desktop.processes import ProcessManager, reaper
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import SandboxReport
+from desktop.sandbox.sandbox import Sandbox
 from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
 from desktop.screen.frames import FrameSource
 from desktop.screen.screenshots import Screen
@@ -112,7 +113,7 @@ class Desktop:
         self.clipboard = Clipboard()
         self.mouse = Mouse(self.action_log, self.takeover)
         self.windows = Windows()
-        self.apps = Apps(self.processes, lambda: self.sandbox.sandbox if self.sandbox is not None else None)
+        self.apps = Apps(self.processes, self.launcher, desktop_id)
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
@@ -357,7 +358,7 @@ class Desktop:
             self.processes, options, layout,
             environment=lambda display: desktop_environment(base, layout.home, display, self._marker) | extra,
             log=self.log, on_change=self._supervisor_changed,
-            sandbox=self.sandbox.sandbox if self.sandbox is not None else None,
+            sandbox=self.sandbox.sandbox if self.sandbox is not None else None, desktop_id=self.id,
         )
         self.supervisor = supervisor
         await supervisor.start(exact_display=self.sandbox is not None)
@@ -423,6 +424,10 @@ class Desktop:
             await self.processes.shutdown()
 
     # -- status --------------------------------------------------------------------------------
+
+    def launcher(self) -> Sandbox | None:
+        """Where the desktop's apps and commands start: its sandbox while it runs in one, else None (here)."""
+        return self.sandbox.sandbox if self.sandbox is not None else None
 
     def sandbox_report(self) -> SandboxReport:
         """What keeps the desktop apart (docs/security.md): while it runs, its sandbox's; else its next start's."""

@@ -65,8 +65,10 @@ class Supervisor:
         log: Callable[[str], None],
         on_change: Callable[[], None],
         sandbox: Sandbox | None = None,
+        desktop_id: str | None = None,
     ) -> None:
         self.processes = processes
+        self.desktop_id = desktop_id
         self.sandbox = sandbox
         """Where the session's children run (desktop/sandbox/sandbox.py), or None: here, as the server's user."""
         self._launcher = sandbox.session if sandbox is not None else None
@@ -158,11 +160,8 @@ class Supervisor:
         where = (["--session"] if self.sandbox is None else
                  [f"--config-file={self.sandbox.dbus_config}", f"--address=unix:dir={self.sandbox.plan.runtime}"])
         try:
-            proc = await self.processes.spawn(
-                "dbus-daemon", [*where, "--nofork", "--nopidfile", f"--print-address={write_fd}"],
-                env=self._environment(":0"), owner=ProcessOwner.DESKTOP, protected=True, pass_fds=(write_fd,),
-                log_path=self.layout.logs / "dbus.log", launcher=self._launcher,
-            )
+            proc = await self._spawn("dbus-daemon", [*where, "--nofork", "--nopidfile", f"--print-address={write_fd}"],
+                                     self._environment(":0"), "dbus.log", pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
         try:
@@ -184,10 +183,7 @@ class Supervisor:
             return
         with contextlib.suppress(OSError):  # not root: `install desktop` wrote it, or Chromium is not Debian's
             await asyncio.to_thread(install_debian_hook)
-        proc = await self.processes.spawn(
-            launcher, ["--launch-immediately"], env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
-            log_path=self.layout.logs / "at-spi.log", launcher=self._launcher,
-        )
+        proc = await self._spawn(launcher, ["--launch-immediately"], self.env(), "at-spi.log")
         try:
             ready = await switch_on(self.bus_address, ACCESSIBILITY_READY_TIMEOUT_S)
         except Exception as exc:  # the session bus went away meanwhile: its own watcher restarts it
@@ -209,11 +205,8 @@ class Supervisor:
         server = SoundServer(runtime_dir(self.display))
         server.socket.unlink(missing_ok=True)  # a crashed predecessor's: readiness is the socket appearing
         try:
-            proc = await self.processes.spawn(
-                binary, server.arguments(), env=self._with_bus(self._environment(self.display)),
-                owner=ProcessOwner.DESKTOP, protected=True, log_path=self.layout.logs / "pulseaudio.log",
-                launcher=self._launcher,
-            )
+            proc = await self._spawn(binary, server.arguments(), self._with_bus(self._environment(self.display)),
+                                     "pulseaudio.log")
         except DomainError as exc:  # optional: the desktop goes on without sound
             self.sound_state = SoundState.FAILED
             self._log(f"pulseaudio could not be started: {exc.message}; continuing without sound")
@@ -230,6 +223,13 @@ class Supervisor:
         self.sound_state = SoundState.RUNNING
         self._adopt(SupervisedChild.PULSE, proc)
 
+    async def _spawn(self, command: str, args: list[str], env: dict[str, str], log: str,
+                     pass_fds: tuple[int, ...] = ()) -> ManagedProcess:
+        """Start one of the session's own programs: the desktop's, protected, in its sandbox if it has one."""
+        return await self.processes.spawn(command, args, env=env, owner=ProcessOwner.DESKTOP, protected=True,
+                                          pass_fds=pass_fds, log_path=self.layout.logs / log,
+                                          launcher=self._launcher, desktop_id=self.desktop_id)
+
     def bus_daemons(self) -> set[int]:
         """Pids of the supervised children whose own children are part of the session, not apps: the
         accessibility launcher starts its bus daemon (a reset keeps it, and the registry that bus started)."""
@@ -242,7 +242,7 @@ class Supervisor:
             self.processes, first_display=first_display, width=o.width, height=o.height, dpi=o.dpi,
             env=self._environment(f":{first_display}"), log_path=self.layout.logs / "Xvfb.log", exact=exact,
             max_size=o.framebuffer(), launcher=self._launcher,
-            extra_args=self.sandbox.xvfb_arguments() if self.sandbox is not None else (),
+            extra_args=self.sandbox.xvfb_arguments() if self.sandbox is not None else (), desktop_id=self.desktop_id,
         )
         self.display_num = num
         self._adopt(SupervisedChild.XVFB, proc)
@@ -253,10 +253,7 @@ class Supervisor:
         if first and script is not None:
             # Only on the session's first openbox: a crash-restart must not launch the apps twice.
             args = ["--startup", f"sh {shlex.quote(str(script))}"]
-        proc = await self.processes.spawn(
-            "openbox", args, env=self.env(), owner=ProcessOwner.DESKTOP, protected=True,
-            log_path=self.layout.logs / "openbox.log", launcher=self._launcher,
-        )
+        proc = await self._spawn("openbox", args, self.env(), "openbox.log")
         self._adopt(SupervisedChild.OPENBOX, proc)
         await self._wait_for_wm(proc)
 

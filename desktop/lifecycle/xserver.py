@@ -140,6 +140,7 @@ async def launch_xvfb(
     max_size: tuple[int, int] | None = None,
     launcher: Launcher | None = None,
     extra_args: Sequence[str] = (),
+    desktop_id: str | None = None,
 ) -> tuple[ManagedProcess, int]:
     """Start Xvfb on the first free display from `first_display` (only that one if `exact`), with a framebuffer
     of `max_size` (default: the default maximum, or the screen if larger) and a `width`x`height` screen; in a
@@ -154,6 +155,7 @@ async def launch_xvfb(
             proc = await processes.spawn(
                 "Xvfb", [*xvfb_args(num, *framebuffer, dpi, write_fd), *extra_args], env=env,
                 owner=ProcessOwner.DESKTOP, log_path=log_path, protected=True, pass_fds=(write_fd,), launcher=launcher,
+                desktop_id=desktop_id,
             )
         finally:
             os.close(write_fd)

@@ -66,6 +66,7 @@ class ManagedProcess:
         protected: bool,
         log_path: Path | None,
         created_at_ms: int,
+        desktop_id: str | None = None,
     ) -> None:
         self.id = process_id
         self.pid = child.visible_pid
@@ -76,6 +77,8 @@ class ManagedProcess:
         self.args = list(args)
         self.cwd = cwd
         self.owner: ProcessOwner = owner
+        self.desktop_id = desktop_id
+        """The desktop it belongs to (it runs in that desktop's sandbox, if it has one), or None: the server's."""
         self.tty = tty
         self.interactive = interactive
         self.protected = protected

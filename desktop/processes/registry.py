@@ -95,11 +95,13 @@ class ProcessManager:
         protected: bool = False,
         pass_fds: Sequence[int] = (),
         launcher: Launcher | None = None,
+        desktop_id: str | None = None,
     ) -> ManagedProcess:
         """Start a process in its own session and register it.
 
         `env` is the complete environment (None: the server's); `launcher`, a desktop's sandbox to start it in
-        (None: here, as the server's user). Raises Conflict at the
+        (None: here, as the server's user), `desktop_id` the desktop it belongs to (its per-desktop API lists
+        it). Raises Conflict at the
         concurrency limit, SpawnError (a 4xx naming the field) if the command or `cwd` cannot be
         used, and StreamError if the machine cannot start it (or a `protected` one, the desktop's own).
         """
@@ -134,7 +136,7 @@ class ProcessManager:
         process = ManagedProcess(
             f"proc_{self._last_id}", child, output, command=command, args=args, cwd=cwd, owner=owner,
             tty=tty, interactive=interactive, protected=protected, log_path=log_path,
-            created_at_ms=created_at_ms,
+            created_at_ms=created_at_ms, desktop_id=desktop_id,
         )
         self._processes[process.id] = process
         process.add_exit_callback(self._on_exit)

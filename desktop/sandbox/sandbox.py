@@ -172,13 +172,23 @@ class Sandbox:
         covered: list[str] = [d for d in PRIVATE_DIRS if os.path.isdir(d)]
         for d in covered:
             mounts.append(protocol.Mount(protocol.MountKind.TMPFS, d, mode=0o1777))
-        # The server's state, and any folder on the way to a bound path that the sandbox's user could not pass
-        # (/root, where root's state lives): empty, so the bound paths below can be reached and nothing else.
-        for target in [*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime, *plan.shared), uid)]:
-            if os.path.isdir(target) and not _under(Path(target), covered):
-                covered.append(target)
-                mounts.append(protocol.Mount(protocol.MountKind.TMPFS, target, mode=0o755))
-        for path in (plan.home, plan.runtime, *plan.shared):
+        shared = [str(path) for path in plan.shared]
+
+        def empty(targets: Sequence[str]) -> None:
+            """An empty folder over each target the sandbox would otherwise see (one a share shows again)."""
+            for target in targets:
+                if os.path.isdir(target) and (_under(Path(target), shared) or not _under(Path(target), covered)):
+                    covered.append(target)
+                    mounts.append(protocol.Mount(protocol.MountKind.TMPFS, target, mode=0o755))
+
+        # Shares first (a folder on the way to one that the sandbox's user could not pass, /root, is emptied so
+        # that the share can be reached); then the server's state, even within a share, and the folders on the
+        # way to HOME; then HOME and the runtime directory, which nothing mounted later may cover.
+        empty(_closed_ancestors(plan.shared, uid))
+        for path in plan.shared:
+            bind(path, str(path))
+        empty([*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime), uid)])
+        for path in (plan.home, plan.runtime):
             bind(path, str(path))
         bind(x11, X11_DIR)
         for name in files:

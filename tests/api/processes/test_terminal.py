@@ -27,7 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from api.server.logs import DenialNoiseFilter
-from tests.conftest import ServerProcess, assert_problem, poll, run, running_server, wait_for
+from tests.conftest import XAUTHORITY, ServerProcess, assert_problem, poll, run, running_server, wait_for
 from tests.support.paths import SDK_DIR
 
 NODE = shutil.which("node")
@@ -438,7 +438,7 @@ def test_no_task_thread_or_fd_outlives_the_sessions(tmp_path: Path, caplog: pyte
     from api.server.config import ServerConfig
     from tests.conftest import free_port
 
-    app = create_app(ServerConfig(token="t0k", state_dir=tmp_path / "state"))
+    app = create_app(ServerConfig(token="t0k", state_dir=tmp_path / "state", xauthority=XAUTHORITY))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
 

@@ -33,7 +33,7 @@ from streaming.input import Button, Key, Move, Ping, Scroll, WheelAccumulator, d
 from streaming.ports import HostPolicy, PortRangeExhausted, host_policy
 from streaming.rate import FrameRate
 from streaming.viewer import Viewer, signaling_url, split_candidates
-from tests.conftest import ServerProcess, assert_problem, launch_server, poll, run
+from tests.conftest import XAUTHORITY, ServerProcess, assert_problem, launch_server, poll, run
 from tests.support.xprobe import Probe
 
 PORTS = (59300, 59320)
@@ -506,7 +506,7 @@ def test_no_task_or_thread_outlives_the_stream(tmp_path: Path) -> None:
     from api.server.config import ServerConfig
     from tests.conftest import free_port
 
-    app = create_app(ServerConfig(token="t0k", state_dir=tmp_path / "state"))
+    app = create_app(ServerConfig(token="t0k", state_dir=tmp_path / "state", xauthority=XAUTHORITY))
     if not any(getattr(route, "path", None) == SIGNALING_PATH for route in app.routes):
         app.router.routes.extend(WEBSOCKET_ROUTES)  # until api/app.py mounts it
     port = free_port()

@@ -21,6 +21,7 @@ from desktop.core import errors
 from desktop.processes import SpawnError
 from desktop.processes.spawn_errors import spawn_error
 from sandbox_desktop_wire.problems import PROBLEMS
+from tests.conftest import XAUTHORITY
 
 PARAM = re.compile(r"\{(\w+)(?::(\w+))?\}")
 
@@ -44,7 +45,7 @@ def sample_paths(template: str) -> list[str]:
 
 @pytest.fixture(scope="module", params=[frozenset(), frozenset({"processes", "fs"})], ids=["all", "disabled"])
 def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Starlette:
-    return create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("router"),
+    return create_app(ServerConfig(token="t", state_dir=tmp_path_factory.mktemp("router"), xauthority=XAUTHORITY,
                                    disabled_apis=request.param))
 
 
@@ -68,7 +69,7 @@ def test_the_index_picks_what_the_scan_picks(app: Starlette) -> None:
 
 
 def test_routes_added_later_are_indexed(tmp_path: Path) -> None:
-    app = create_app(ServerConfig(token="t", state_dir=tmp_path))
+    app = create_app(ServerConfig(token="t", state_dir=tmp_path, xauthority=XAUTHORITY))
     router = app.router
     assert isinstance(router, IndexedRouter)
     scope = {"type": "http", "method": "GET", "path": "/v1/added/1", "root_path": "", "headers": []}
