@@ -175,7 +175,7 @@ def test_a_client_without_the_cookie_cannot_open_the_display(desktops: tuple[dic
 
 def test_a_desktops_processes_are_its_own(server: ServerProcess, admin: httpx.Client, agent: httpx.Client,
                                          desktops: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    a, b = desktops
+    b = desktops[1]
     started = agent.post("/processes", json={"command": "sleep", "args": ["30"]}).json()
     try:
         mine = {p["id"] for p in agent.get("/processes").json()["processes"]}
