@@ -6,6 +6,7 @@ same table (`per_desktop` below, used by api/app.py): one route table, not two.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,27 +14,34 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.convert.desktop import resolution, sandbox_model, start_options
+from api.convert.sandbox import SandboxSettings, limits_model, network_model, rules_model, usage_model
 from api.http.desktop_paths import MANY_PREFIX
 from api.http.operations import Operation
 from api.server.desktop_services import DesktopServices, Lifecycle
 from api.server.registry import Ended
 from api.server.scoped_tokens import DEFAULT_TTL_S
 from api.server.services import desktop_services, server_of
-from desktop.core.errors import invalid_action
+from desktop.core.errors import DesktopBusy, invalid_action
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
 from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
     DesktopCreateRequest,
     DesktopListResponse,
+    DesktopPatchRequest,
     DesktopResource,
+    NetworkQuery,
+    PauseQuery,
     TokenRequest,
     TokenResponse,
 )
 from sandbox_desktop_wire.enums import OnIdle, TokenRole
 from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS
 from sandbox_desktop_wire.problems import ProblemCode
+from sandbox_desktop_wire.sandbox import NetworkResponse
 
 TAGS = ("desktops",)
+CONNECT_TIMEOUT_S = 30.0
+"""How long a connect waits for a pause in progress to end."""
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 
 
@@ -53,6 +61,13 @@ def resource(services: DesktopServices) -> DesktopResource:
         on_idle=life.on_idle.value if life.idle_timeout_seconds is not None else None,
         paused_reason=desktop.paused_reason, approve=kind_names(life.approve),
         sandbox=sandbox_model(desktop.sandbox_report()),
+        network=rules_model(desktop.network_rules), limits=limits_model(desktop.limits),
+        usage=usage_model(usage) if desktop.sandbox is not None and (usage := desktop.sandbox.usage()) else None,
+        auto_pause_seconds=life.auto_pause_seconds, auto_delete_seconds=life.auto_delete_seconds,
+        auto_pause_at=iso(max(desktop.active_since, life.created_at) + life.auto_pause_seconds)
+        if life.auto_pause_seconds is not None and not desktop.paused and desktop.display_name else None,
+        auto_delete_at=iso(desktop.paused_at + life.auto_delete_seconds)
+        if life.auto_delete_seconds is not None and desktop.paused_at is not None else None,
     )
 
 
@@ -114,12 +129,13 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
             raise invalid_action("onIdle must be `delete` or `pause`", "onIdle") from None
     lifecycle = Lifecycle(tags=check_tags(dict(body.tags or {})), ttl_seconds=body.ttl_seconds,
                           idle_timeout_seconds=body.idle_timeout_seconds, on_idle=on_idle,
-                          home_template=home_template(body.home_template), approve=approve_policy(body.approve))
-    start = body.model_dump(exclude={"tags", "ttl_seconds", "idle_timeout_seconds", "on_idle", "home_template",
-                                     "approve"})
+                          home_template=home_template(body.home_template), approve=approve_policy(body.approve),
+                          auto_pause_seconds=body.auto_pause_seconds, auto_delete_seconds=body.auto_delete_seconds)
+    sandbox = SandboxSettings.parse(body.network, body.limits)
+    start = body.model_dump(exclude=set(DesktopCreateRequest.model_fields) - set(DesktopStartRequest.model_fields))
     requested = {name for name, value in start.items() if value is not None}
     options = start_options(DesktopStartRequest(**start))
-    services = await server_of(request).desktops.create(options, requested, lifecycle)
+    services = await server_of(request).desktops.create(options, requested, lifecycle, sandbox.apply)
     return Response(resource(services).to_json(), status_code=201, media_type="application/json",
                     headers={"Location": f"/v1/desktops/{services.id}"})
 
@@ -166,10 +182,57 @@ async def issue_token(request: Request, body: TokenRequest) -> Response:
     return Response(answer.to_json(), status_code=201, media_type="application/json")
 
 
-async def pause_desktop(request: Request) -> DesktopResource:
+async def pause_desktop(request: Request, *, query: PauseQuery) -> Response:
+    """Freeze it; with `wait=false` answer 202 at once, while its processes are being frozen."""
     services = desktop_services(request)
-    await services.desktop.pause("paused by request")
+    if query.wait:
+        await services.desktop.pause("paused by request")
+        return Response(resource(services).to_json(), media_type="application/json")
+    services.desktop.require_active()
+    pausing = asyncio.get_running_loop().create_task(services.desktop.pause("paused by request"))
+    _background.add(pausing)
+    pausing.add_done_callback(_background.discard)
+    await asyncio.sleep(0)  # the pause marks the desktop paused before it answers
+    return Response(resource(services).to_json(), status_code=202, media_type="application/json")
+
+
+_background: set[asyncio.Task[None]] = set()
+"""Pauses asked with `wait=false`, kept referenced until they end."""
+
+
+async def connect_desktop(request: Request) -> DesktopResource:
+    """What an agent calls at the start of its turn: the desktop running, resumed if paused (after a pause still
+    in progress), its auto-pause clock started again."""
+    services = desktop_services(request)
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            await services.desktop.resume()
+    except TimeoutError:
+        raise DesktopBusy(f"the desktop did not finish pausing within {CONNECT_TIMEOUT_S:.0f} s; retry",
+                          retry_after=1) from None
+    services.desktop.require_active()
     return resource(services)
+
+
+async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopResource:
+    """Change what may change while it lives: tags, timers, network rules, limits (each checked before any is
+    applied; a refused one changes nothing)."""
+    services = desktop_services(request)
+    life = services.lifecycle
+    tags = check_tags(dict(body.tags)) if body.tags is not None else None
+    settings = SandboxSettings.parse(body.network, body.limits)
+    await settings.apply(services.desktop)
+    given = body.model_fields_set
+    if tags is not None:
+        life.tags = tags
+    for name in ("ttl_seconds", "idle_timeout_seconds", "auto_pause_seconds", "auto_delete_seconds"):
+        if name in given:
+            setattr(life, name, getattr(body, name))
+    return resource(services)
+
+
+async def desktop_network(request: Request, *, query: NetworkQuery) -> NetworkResponse:
+    return network_model(desktop_services(request).desktop, query.limit)
 
 
 async def reset_desktop(request: Request) -> DesktopResource:
@@ -198,8 +261,15 @@ OPERATIONS = [
     Operation("POST", ONE + "/tokens", issue_token, "A token for this desktop only, `view` or `control` (201)",
               body=TokenRequest, response=TokenResponse, status=201, invalid_code=INVALID, body_required=True,
               errors=(400, 404), tags=TAGS),
-    Operation("POST", ONE + "/pause", pause_desktop, "Freeze every process of the desktop; it keeps its windows",
-              response=DesktopResource, errors=(404, 409), tags=TAGS),
+    Operation("POST", ONE + "/pause", pause_desktop, "Freeze every process of the desktop; it keeps its windows "
+              "(`wait=false`: 202 at once)", query=PauseQuery, response=DesktopResource, errors=(404, 409), tags=TAGS),
+    Operation("POST", ONE + "/connect", connect_desktop, "Resume the desktop if it is paused, then answer (an "
+              "agent's turn begins)", response=DesktopResource, errors=(404, 409, 503), tags=TAGS),
+    Operation("PATCH", ONE, patch_desktop, "Change its tags, timers, network rules or limits",
+              body=DesktopPatchRequest, response=DesktopResource, invalid_code=INVALID, body_required=True,
+              errors=(400, 404), tags=TAGS),
+    Operation("GET", ONE + "/network", desktop_network, "Its network rules and its newest connections",
+              query=NetworkQuery, response=NetworkResponse, errors=(404,), tags=TAGS),
     Operation("POST", ONE + "/resume", resume_desktop, "Thaw a paused desktop",
               response=DesktopResource, errors=(404, 409), tags=TAGS),
     Operation("POST", ONE + "/reset", reset_desktop,

@@ -40,6 +40,10 @@ class Lifecycle:
     """Copied into HOME at creation and at every reset."""
     approve: frozenset[ActionKind] | None = None
     """Kinds of agent actions held for a person's approval (docs/approvals.md); None: the server's `--approve`."""
+    auto_pause_seconds: int | None = None
+    """Paused after this much active time, counted from its creation or its last resume (docs/desktops.md)."""
+    auto_delete_seconds: int | None = None
+    """Deleted this long after it paused."""
 
     @property
     def expires_at(self) -> float | None:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from desktop.core.errors import NotFound
 from desktop.lifecycle.runtime import Desktop
 from desktop.processes import ManagedProcess, ProcessManager
 from desktop.processes.child import Launcher
-from sandbox_desktop_wire.enums import ProcessOwner
+from sandbox_desktop_wire.enums import DesktopRuntimeState, ProcessOwner
 
 SERVER_PREFIX = "/v1/processes"
 
@@ -36,7 +37,7 @@ class ProcessScope:
         """A new command's environment: the desktop's session's (the server's scope: the machine's, with the
         default desktop's variables while it is active), then the request's."""
         if self.desktop is None:
-            return self.default.process_env(dict(extra or {}))
+            return server_process_env(self.default, extra)
         return {**self.desktop.session().env, **(extra or {})}
 
     def cwd(self, asked: str | None) -> str | None:
@@ -65,6 +66,18 @@ class ProcessScope:
         if self.desktop is None:
             return processes
         return [p for p in processes if p.desktop_id == self.desktop.id]
+
+
+def server_process_env(default: Desktop, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the server's commands: the machine's, with the default desktop's variables while it
+    is active (its display, its buses), then `extra`."""
+    env = dict(os.environ)
+    if default.current_state() == DesktopRuntimeState.ACTIVE and default.supervisor is not None:
+        env.update(default.supervisor.env())
+        # The admin's processes are not the desktop's: the desktop's stop must not find and end them.
+        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+    env.update(extra or {})
+    return env
 
 
 def scope_of(connection: HTTPConnection) -> ProcessScope:

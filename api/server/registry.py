@@ -15,13 +15,14 @@ import logging
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from api.http.desktop_paths import DEFAULT_DESKTOP_ID
 from api.server.desktop_services import DesktopServices, Lifecycle
 from desktop.core.errors import DesktopIsDefault, DesktopNotFound, TooManyDesktops
 from desktop.lifecycle.options import StartOptions
+from desktop.lifecycle.runtime import Desktop
 from desktop.lifecycle.xserver import display_in_use
 from sandbox_desktop_wire.enums import DesktopEndReason, DesktopRuntimeState, OnIdle
 
@@ -116,8 +117,9 @@ class DesktopRegistry:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    async def create(self, options: StartOptions, requested: set[str], lifecycle: Lifecycle) -> DesktopServices:
-        """A new desktop, started; 429 beyond `max_desktops`."""
+    async def create(self, options: StartOptions, requested: set[str], lifecycle: Lifecycle,
+                     prepare: Callable[[Desktop], Awaitable[None]] | None = None) -> DesktopServices:
+        """A new desktop, started (after `prepare`: its sandbox's settings); 429 beyond `max_desktops`."""
         if self.count() >= self.max_desktops:
             raise TooManyDesktops(f"this server holds at most {self.max_desktops} desktops "
                                   "(--max-desktops); DELETE /v1/desktops/{id} one first", maxDesktops=self.max_desktops)
@@ -130,6 +132,8 @@ class DesktopRegistry:
         self._creating += 1
         try:
             await services.open()
+            if prepare is not None:
+                await prepare(services.desktop)
             await services.desktop.start(options, requested)
         except BaseException:
             await services.close()
@@ -184,6 +188,18 @@ class DesktopRegistry:
             expires = life.expires_at
             if expires is not None and now >= expires:
                 await self.delete(services.id, DesktopEndReason.TTL_EXPIRED, f"{life.ttl_seconds} s after creation")
+                continue
+            desktop = services.desktop
+            if life.auto_delete_seconds is not None and desktop.paused_at is not None \
+                    and now - desktop.paused_at >= life.auto_delete_seconds:
+                await self.delete(services.id, DesktopEndReason.AUTO_DELETE, f"{life.auto_delete_seconds} s after it "
+                                  "paused")
+                continue
+            if life.auto_pause_seconds is not None and not desktop.paused and desktop.state == "active" \
+                    and now - max(desktop.active_since, life.created_at) >= life.auto_pause_seconds:
+                reason = reason_text(DesktopEndReason.AUTO_PAUSE, f"{life.auto_pause_seconds} s active")
+                logger.info("desktop %s paused: %s", services.id, reason, extra={"desktop": services.id})
+                await desktop.pause(reason)
                 continue
             idle = life.idle_timeout_seconds
             if idle is None or now - life.last_activity_at < idle or services.desktop.paused:

@@ -6,10 +6,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.base import QueryModel, WireModel
 from sandbox_desktop_wire.desktop import DesktopResolution, DesktopStartRequest, SandboxInfo
 from sandbox_desktop_wire.enums import DesktopRuntimeState
 from sandbox_desktop_wire.limits import MAX_TAG_LENGTH, MAX_TAGS, MAX_TTL_SECONDS
+from sandbox_desktop_wire.sandbox import LimitsModel, NetworkRulesModel, UsageModel
 
 
 class DesktopCreateRequest(DesktopStartRequest):
@@ -31,6 +32,32 @@ class DesktopCreateRequest(DesktopStartRequest):
     approve: list[str] | None = Field(default=None, max_length=8, description="Kinds of agent actions held until a "
                                       "person approves them (`pointer`, `type`, `key`, `launch`, `process`, or `all`; "
                                       "[] for none); default: the server's `--approve` (docs/approvals.md)")
+    network: NetworkRulesModel | None = Field(default=None, description="What its network reaches (docs/security.md)")
+    limits: LimitsModel | None = Field(default=None, description="What its apps and commands may use")
+    auto_pause_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS, description="Pause after this "
+                                           "much active time, counted from creation or the last resume")
+    auto_delete_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS, description="Delete this long "
+                                            "after it pauses")
+
+
+class PauseQuery(QueryModel):
+    wait: bool = Field(default=True, description="Answer once every process is frozen (false: 202 at once)")
+
+
+class NetworkQuery(QueryModel):
+    limit: int = Field(default=200, ge=1, le=1000, description="The newest connections to show, at most")
+
+
+class DesktopPatchRequest(WireModel):
+    """`PATCH /v1/desktops/{id}`: what may change while it lives; a field left out stays as it is."""
+
+    tags: dict[str, str] | None = Field(default=None, description="Its tags, replaced whole")
+    ttl_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS, description="From its creation")
+    idle_timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
+    auto_pause_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
+    auto_delete_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
+    network: NetworkRulesModel | None = Field(default=None, description="New rules, in force at once")
+    limits: LimitsModel | None = Field(default=None, description="New limits, in force at once")
 
 
 class DesktopResource(WireModel):
@@ -55,6 +82,13 @@ class DesktopResource(WireModel):
                                       "agent actions held for a person; absent: the server's `--approve` applies")
     sandbox: SandboxInfo | None = Field(default=None, description="What keeps it apart (docs/security.md): as it is "
                                         "while it runs, as it will be otherwise")
+    network: NetworkRulesModel | None = None
+    limits: LimitsModel | None = None
+    usage: UsageModel | None = Field(default=None, description="What it uses now, while it runs in a cgroup")
+    auto_pause_seconds: int | None = None
+    auto_delete_seconds: int | None = None
+    auto_pause_at: str | None = Field(default=None, description="When it pauses by itself, while it runs")
+    auto_delete_at: str | None = Field(default=None, description="When it is deleted by itself, while it is paused")
 
 
 class DesktopListResponse(WireModel):

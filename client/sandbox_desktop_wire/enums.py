@@ -103,6 +103,10 @@ class DesktopEndReason(enum.StrEnum):
     TTL_EXPIRED = "ttl_expired"
     IDLE_TIMEOUT = "idle_timeout"
     """Also the code of the `pausedReason` of a desktop paused by its idle timeout."""
+    AUTO_PAUSE = "auto_pause"
+    """The code of the `pausedReason` of a desktop paused by its `autoPauseSeconds`."""
+    AUTO_DELETE = "auto_delete"
+    """Deleted `autoDeleteSeconds` after it paused."""
     SERVER_SHUTDOWN = "server_shutdown"
 
 

@@ -19,6 +19,7 @@ from desktop.sandbox import displays, xauth
 from desktop.sandbox.cgroups import DesktopCgroup
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import Layer, SandboxReport
+from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.network import DesktopNetwork, NetworkRules
 from desktop.sandbox.sandbox import Sandbox, SandboxPlan
 
@@ -35,7 +36,8 @@ class DesktopSandbox:
 
     @classmethod
     async def create(cls, host: SandboxHost, desktop_id: str, layout: StateLayout, hidden: tuple[Path, ...],
-                     first_display: int, rules: NetworkRules | None = None) -> DesktopSandbox:
+                     first_display: int, rules: NetworkRules | None = None,
+                     limits: Limits | None = None) -> DesktopSandbox:
         display = await asyncio.to_thread(displays.reserve, first_display, False)
         made = cls(host, display)
         try:
@@ -43,7 +45,7 @@ class DesktopSandbox:
             if host.network is not None:
                 made.network = await host.network.create(desktop_id, rules or NetworkRules())
             if host.cgroups is not None:
-                made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id))
+                made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id), limits)
             plan = SandboxPlan(desktop_id, layout.root / "sandbox", layout.home, runtime, display.number,
                                hidden=hidden, shared=host.shared)
             made.sandbox = sandbox = await Sandbox.create(host, plan, made.network, made.cgroup)
@@ -64,6 +66,18 @@ class DesktopSandbox:
             missing[Layer.CGROUP] = "no cgroups on this machine"
         return SandboxReport(base.layers, missing)
 
+
+    async def set_network(self, rules: NetworkRules) -> None:
+        """New rules for the running desktop's network, in force at once (a refused one keeps the old)."""
+        if self.network is not None:
+            await self.network.update(rules)
+
+    def set_limits(self, limits: Limits) -> dict[str, str]:
+        """New limits for the running desktop; the ones this machine cannot enforce, by wire field, with why."""
+        return self.cgroup.set_limits(limits) if self.cgroup is not None else {}
+
+    def usage(self) -> Usage | None:
+        return self.cgroup.usage() if self.cgroup is not None else None
 
     async def give_home(self) -> None:
         """Hand HOME to the sandbox's user after the server wrote into it (a reset's template, rc.xml)."""

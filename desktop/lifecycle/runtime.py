@@ -47,6 +47,8 @@ from desktop.lifecycle.supervisor import Supervisor
 from desktop.processes import ProcessManager, reaper
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import SandboxReport
+from desktop.sandbox.limits import Limits
+from desktop.sandbox.netrules import NetworkRules
 from desktop.sandbox.sandbox import Sandbox
 from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
 from desktop.screen.frames import FrameSource
@@ -84,6 +86,13 @@ class Desktop:
         self.hidden = hidden
         """The server's state, which the desktop's sandbox must not see (its HOME in it is bound back)."""
         self.sandbox: DesktopSandbox | None = None
+        self.network_rules = NetworkRules()
+        """What its network reaches (docs/security.md); applied to a running sandbox by `network_changed`."""
+        self.limits = Limits()
+        """What its apps and commands may use (docs/sandbox-limits.md)."""
+        self.active_since = time.time()
+        """When it last started running (created, started or resumed): the clock of `autoPauseSeconds`."""
+        self.paused_at: float | None = None
         self.home_template = home_template
         """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.default_state_dir = state_dir or default_state_dir()
@@ -104,6 +113,7 @@ class Desktop:
         self._marker = ""
         self.hooks = Hooks()
         self._display_lock = asyncio.Lock()
+        self._pausing = asyncio.Lock()
         self.screen = Screen()
         self.action_log = ActionLog()
         self.takeover = TakeoverGate(takeover)
@@ -129,6 +139,9 @@ class Desktop:
             self._state, self._last_error = state, error
         if not isinstance(paused, EllipsisType):
             self.paused_reason = paused
+            self.paused_at = time.time() if paused is not None else None
+            if paused is None:
+                self.active_since = time.time()
         after = self.current_state()
         if after != before:
             logger.info("desktop %s -> %s", before, after)
@@ -237,16 +250,6 @@ class Desktop:
         logger.info("desktop %s display %dx%d dpi %d", self.id, geometry.width, geometry.height, dpi)
         return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
 
-    def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment for a user process: the server's, plus the desktop's when active."""
-        env = dict(os.environ)
-        if self._state == DesktopRuntimeState.ACTIVE and self.supervisor is not None:
-            env.update(self.supervisor.env())
-            # User processes are the user's: the desktop's stop must not find and end them.
-            env.pop("SANDBOX_DESKTOP_INSTANCE", None)
-        env.update(extra or {})
-        return env
-
     @property
     def paused(self) -> bool:
         return self.paused_reason is not None
@@ -265,13 +268,14 @@ class Desktop:
         """Freeze every process of the desktop (SIGSTOP of each one carrying its marker: the X server, the
         window manager, the session bus, apps and all their descendants). It then uses no CPU and keeps its
         windows, files and memory; actions answer 409 `desktop_paused` until `resume`."""
-        if self.paused_reason is not None:
-            return
-        self.require_active()
-        self._set_state(paused=reason)  # actions are refused from now on, while the processes are being stopped
-        # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
-        if self.sandbox is None or not await self.sandbox.freeze():
-            await asyncio.to_thread(reaper.stop_marked, self._marker)
+        async with self._pausing:  # a resume (an agent's connect) waits for a pause in progress to end
+            if self.paused_reason is not None:
+                return
+            self.require_active()
+            self._set_state(paused=reason)  # actions are refused from now on, while the processes are being stopped
+            # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
+            if self.sandbox is None or not await self.sandbox.freeze():
+                await asyncio.to_thread(reaper.stop_marked, self._marker)
         logger.info("desktop %s paused: %s", self.id, reason)
         self.log(f"desktop paused: {reason}")
 
@@ -295,11 +299,12 @@ class Desktop:
 
     async def resume(self) -> None:
         """Thaw what `pause` froze; a desktop that is not paused is left as it is."""
-        if self.paused_reason is None:
-            return
-        if self.sandbox is None or not await self.sandbox.thaw():
-            await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
-        self._set_state(paused=None)
+        async with self._pausing:
+            if self.paused_reason is None:
+                return
+            if self.sandbox is None or not await self.sandbox.thaw():
+                await asyncio.to_thread(reaper.signal_marked, self._marker, signal.SIGCONT)
+            self._set_state(paused=None)
         logger.info("desktop %s resumed", self.id)
         self.log("desktop resumed")
 
@@ -350,7 +355,7 @@ class Desktop:
         base, extra = dict(os.environ), {}
         if self.sandboxes is not None and self.sandboxes.enabled:
             self.sandbox = await DesktopSandbox.create(self.sandboxes, self.id, layout, self.hidden,
-                                                       options.display_num)
+                                                       options.display_num, self.network_rules, self.limits)
             assert self.sandbox.sandbox is not None
             extra = self.sandbox.sandbox.environment()
             self.options = options = replace(options, display_num=self.sandbox.display.number)

@@ -22,6 +22,7 @@ import pytest
 from Xlib import X
 from Xlib import display as xdisplay
 
+from api.server.process_scope import server_process_env
 from desktop.input.mouse import pointer_grabbed
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.runtime import Desktop
@@ -335,7 +336,7 @@ def test_status_snapshot_reports_a_pointer_grab(tmp_path: Path) -> None:
             await desktop.start(StartOptions(display_num=412, width=320, height=240))
             assert not (await desktop.snapshot()).pointer_grabbed
             grabber = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", GRABBER, "async", str(marker), env=desktop.process_env())
+                sys.executable, "-c", GRABBER, "async", str(marker), env=server_process_env(desktop))
             try:
                 await poll(marker.exists, "the grabs")
                 snapshot = await desktop.snapshot()

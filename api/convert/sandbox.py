@@ -1,0 +1,71 @@
+"""A desktop's sandbox settings between the wire and the domain: network rules, limits, usage, and the log of
+its connections (docs/security.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from desktop.lifecycle.runtime import Desktop
+from desktop.sandbox.limits import Limits, Usage
+from desktop.sandbox.netrules import NetworkRules
+from desktop.sandbox.network import ConnectionRecord
+from sandbox_desktop_wire.sandbox import (
+    ConnectionRecordModel,
+    LimitsModel,
+    NetworkResponse,
+    NetworkRulesModel,
+    UsageModel,
+)
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """What a create or a PATCH asks of a desktop's sandbox; None: not asked (a new desktop gets the defaults:
+    egress `all`, no limits)."""
+
+    network: NetworkRules | None = None
+    limits: Limits | None = None
+
+    @classmethod
+    def parse(cls, network: NetworkRulesModel | None, limits: LimitsModel | None) -> SandboxSettings:
+        """Each wrong value a 400 naming its field (`network.allow[2]`, `limits.memoryMb`)."""
+        rules = None
+        if network is not None:
+            rules = NetworkRules.parse(network.egress, network.allow, network.forward_host_ports)
+        return cls(rules, Limits.parse(limits.model_dump(by_alias=True)) if limits is not None else None)
+
+    async def apply(self, desktop: Desktop) -> None:
+        """In force on the desktop from now on: at its next start, and at once while it runs."""
+        if self.network is not None:
+            if desktop.sandbox is not None:
+                await desktop.sandbox.set_network(self.network)  # a refused update keeps the old rules
+            desktop.network_rules = self.network
+        if self.limits is not None:
+            if desktop.sandbox is not None:
+                desktop.sandbox.set_limits(self.limits)
+            desktop.limits = self.limits
+
+
+def rules_model(rules: NetworkRules) -> NetworkRulesModel:
+    return NetworkRulesModel.model_validate(rules.to_wire())
+
+
+def limits_model(limits: Limits) -> LimitsModel:
+    return LimitsModel.model_validate(limits.wire())
+
+
+def usage_model(usage: Usage) -> UsageModel:
+    return UsageModel.model_validate(usage.wire())
+
+
+def record_model(record: ConnectionRecord) -> ConnectionRecordModel:
+    return ConnectionRecordModel(at=datetime.fromtimestamp(record.at, UTC).isoformat(), verdict=str(record.verdict),
+                                 protocol=record.protocol, address=record.address, port=record.port)
+
+
+def network_model(desktop: Desktop, limit: int) -> NetworkResponse:
+    network = desktop.sandbox.network if desktop.sandbox is not None else None
+    return NetworkResponse(rules=rules_model(desktop.network_rules), available=network is not None,
+                           address=network.address if network is not None else None,
+                           log=[record_model(r) for r in network.log(limit)] if network is not None else [])
