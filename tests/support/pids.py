@@ -2,13 +2,56 @@
 
 A process of a sandboxed desktop has two pids: its `pid` in the desktop's own pid namespace (what the desktop's
 windows and terminals show) and its `hostPid` in the server's (docs/security.md); a process outside any sandbox
-has only `pid`."""
+has only `pid`. Everything a test does from outside with a pid (a signal, /proc) takes the host pid; everything
+here reads /proc and /sys itself, never the server's word."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
 def host_pid(process: dict[str, Any]) -> int:
     """The pid of a process info or a status's process, as this machine's /proc numbers it."""
     return int(process.get("hostPid") or process["pid"])
+
+
+def child(status: dict[str, Any], name: str) -> dict[str, Any]:
+    """The desktop status's supervised child `name` (Xvfb, openbox, dbus, pulse...), which must be running."""
+    entry = next(p for p in status["processes"] if p["name"] == name)
+    assert entry["running"], status
+    return dict(entry)
+
+
+def child_host_pid(status: dict[str, Any], name: str) -> int:
+    """The host pid of the status's running supervised child `name`: the one to signal."""
+    return host_pid(child(status, name))
+
+
+def restarted_child(status: dict[str, Any], name: str, old_host_pid: int) -> bool:
+    """The desktop is active again with a running `name` that is another process than `old_host_pid`."""
+    entry = next((p for p in status["processes"] if p["name"] == name), None)
+    return bool(status["state"] == "active" and entry and entry["running"] and host_pid(entry) != old_host_pid)
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state first, then the parent's pid)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_state(pid: int) -> str:
+    """The state letter of a host pid in /proc (R, S, D, T, Z...), or "gone"."""
+    try:
+        return _stat(pid)[0]
+    except OSError:
+        return "gone"
+
+
+def pid_alive(pid: int) -> bool:
+    """A host pid that names a process which has not ended (a zombie has)."""
+    return process_state(pid) not in ("gone", "Z")
+
+
+def parent_pid(pid: int) -> int:
+    """The host pid of a process's parent (a sandboxed desktop's programs: its init's)."""
+    return int(_stat(pid)[1])
