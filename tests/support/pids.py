@@ -7,6 +7,7 @@ here reads /proc and /sys itself, never the server's word."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,21 @@ def pid_alive(pid: int) -> bool:
 def parent_pid(pid: int) -> int:
     """The host pid of a process's parent (a sandboxed desktop's programs: its init's)."""
     return int(_stat(pid)[1])
+
+
+def in_namespace_of(member: int, inner_pid: int) -> int | None:
+    """The host pid of the process numbered `inner_pid` in the pid namespace of host pid `member` (what `$$`
+    says inside a desktop), found through /proc; None if there is none."""
+    namespace = os.readlink(f"/proc/{member}/ns/pid")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "pid") != namespace:
+                continue
+            nspids = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(nspids.split()[-1]) == inner_pid:
+            return int(entry.name)
+    return None

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, assert_problem, launch_server
-from tests.support.pids import child, child_host_pid, host_pid, parent_pid, pid_alive
+from tests.support.pids import child, child_host_pid, host_pid, in_namespace_of, parent_pid, pid_alive
 
 RFC3339_NS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}\+00:00$")
 
@@ -224,21 +224,22 @@ def test_state_dir_from_the_request_is_honoured(api: httpx.Client, tmp_path: Pat
     assert "<!-- mine -->" in user_rc.read_text(), "a user's rc.xml must never be overwritten"
 
 
-def test_stop_stops_everything_the_desktop_started(api: httpx.Client, srv: ServerProcess) -> None:
+def test_stop_stops_everything_the_desktop_started(api: httpx.Client, srv: ServerProcess, tmp_path: Path) -> None:
     home = srv.state_dir / "home"
     autostart = home / ".config" / "openbox" / "autostart"
     autostart.parent.mkdir(parents=True, exist_ok=True)
-    marker = srv.state_dir / "autostart-ran"
+    marker = tmp_path / "autostart-ran"  # a folder the desktop shares: the rest of the state directory is hidden
     # A daemon that double-forks out of openbox's process group.
     autostart.write_text(f"setsid sh -c 'echo $$ > {marker}; exec sleep 600' &\n")
     try:
         body = api.post("/v1/desktop/start", json={"displayNum": 140}).json()
         pids = [host_pid(p) for p in body["processes"]]
         deadline = time.monotonic() + 10
-        while not marker.exists() and time.monotonic() < deadline:
+        while not (marker.exists() and marker.read_text().endswith("\n")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        daemon = int(marker.read_text())
-        assert pid_alive(daemon)
+        # `$$` is its pid in the desktop's pid namespace (Xvfb's); /proc tells which host process that is.
+        daemon = in_namespace_of(child_host_pid(body, "Xvfb"), int(marker.read_text()))
+        assert daemon is not None and pid_alive(daemon)
         stopped = api.post("/v1/desktop/stop").json()
         assert stopped["state"] == "inactive" and stopped["processes"] == []
         for absent in ("display", "resolution", "startedAt"):
