@@ -58,6 +58,39 @@ def parent_pid(pid: int) -> int:
     return int(_stat(pid)[1])
 
 
+def frozen(pid: int) -> bool:
+    """The process gets no CPU because a pause holds it: stopped by a signal (state T), or in a frozen cgroup (a
+    v1 freezer's `freezer.state` FROZEN, its processes then in state D; v2's `cgroup.events` "frozen 1")."""
+    state = process_state(pid)
+    if state == "T":
+        return True
+    if state in ("gone", "Z"):
+        return False
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        relative = path.lstrip("/")
+        if "freezer" in controllers.split(","):
+            state_file = Path("/sys/fs/cgroup/freezer", relative, "freezer.state")
+            if _read(state_file) == "FROZEN":
+                return True
+        elif controllers == "":
+            for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                if "frozen 1" in _read(root / relative / "cgroup.events").splitlines():
+                    return True
+    return False
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
 def in_namespace_of(member: int, inner_pid: int) -> int | None:
     """The host pid of the process numbered `inner_pid` in the pid namespace of host pid `member` (what `$$`
     says inside a desktop), found through /proc; None if there is none."""

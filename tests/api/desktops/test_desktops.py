@@ -1,7 +1,7 @@
 """`/v1/desktops`: many desktops in one real server, each with its own X display, lifecycle and routes.
 
 Effects are checked from outside the service: independent X clients on each display (tests/support/xprobe.py),
-/proc for frozen processes, the file system for what a deleted desktop leaves. A
+/proc and the freezer's cgroup for frozen processes, the file system for what a deleted desktop leaves. A
 desktop's processes are looked up by their host pids (tests/support/pids.py).
 """
 
@@ -22,7 +22,7 @@ import pytest
 from sandbox_desktop_client import ApiError, AsyncClient, Client
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, assert_problem, launch_server, wait_for
-from tests.support.pids import host_pid, process_state
+from tests.support.pids import frozen, host_pid, process_state
 from tests.support.xprobe import Probe
 
 SMALL = {"width": 640, "height": 480}
@@ -135,13 +135,15 @@ def test_pause_freezes_every_process_and_resume_thaws_them(api: httpx.Client, cr
     pids = host_pids(api, base)
     paused = api.post(f"{base}/pause").json()
     assert paused["state"] == "paused" and paused["pausedReason"]
-    assert {process_state(pid) for pid in pids} == {"T"}, "every desktop process is stopped (no CPU)"
+    # Stopped (T) where pause sends signals, in a frozen cgroup (D in a v1 freezer) where the machine has one.
+    assert all(frozen(pid) for pid in pids), ("every desktop process is stopped (no CPU)",
+                                              [process_state(pid) for pid in pids])
     problem = assert_problem(api.post(f"{base}/mouse/click", json={"x": 1, "y": 1}), 409, "desktop_paused")
     assert problem["resume"] == f"{base}/resume"
     assert api.get(f"{base}/status").json()["state"] == "paused"  # answers at once, never asks the frozen X
     resumed = api.post(f"{base}/resume").json()
     assert resumed["state"] == "active" and "pausedReason" not in resumed
-    assert "T" not in {process_state(pid) for pid in pids}
+    assert not any(frozen(pid) for pid in pids), [process_state(pid) for pid in pids]
     assert api.post(f"{base}/mouse/click", json={"x": 1, "y": 1}).status_code == 200
     assert any(w["title"] for w in api.get(f"{base}/windows").json()["windows"]), "the xterm kept its window"
     held = api.get(f"{base}/events", params={"types": "desktop.state_changed", "follow": "false"}).text
