@@ -237,12 +237,11 @@ class Desktop:
         return DisplayChange(geometry.width, geometry.height, dpi, geometry.max_width, geometry.max_height, elapsed)
 
     def process_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment for a user process: the server's, plus the desktop's when active."""
+        """The environment for a user process (`/v1/processes`, which runs beside the server, outside the
+        desktop's sandbox): the server's, plus the desktop's when active."""
         env = dict(os.environ)
         if self._state == DesktopRuntimeState.ACTIVE and self.supervisor is not None:
-            env.update(self.supervisor.env())
-            # User processes are the user's: the desktop's stop must not find and end them.
-            env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+            env.update(self.supervisor.outside_env())  # user processes are the user's: a stop leaves them
         env.update(extra or {})
         return env
 

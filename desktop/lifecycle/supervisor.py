@@ -109,16 +109,26 @@ class Supervisor:
             self._env = (key, env)
         return dict(self._env[1])
 
+    def outside_env(self) -> dict[str, str]:
+        """`env()` for programs on this desktop that run here, as the server's user, outside its sandbox (the
+        sound capture's readers, `/v1/processes` commands). Not marked as the desktop's: a reset or a stop,
+        which end every marked process but the supervised ones, must leave them. In a sandbox, with the
+        server's X cookies: the sandbox's Xauthority names only the sandbox's hostname, which python-xlib
+        clients here would not match."""
+        env = self.env()
+        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+        if self.sandbox is not None:
+            env.pop("XAUTHORITY", None)
+            if "XAUTHORITY" in os.environ:
+                env["XAUTHORITY"] = os.environ["XAUTHORITY"]
+        return env
+
     def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
-        """The running sound server and the environment its clients use, or None (no sound now)."""
+        """The running sound server and the environment its clients (the server's readers) use, or None."""
         pulse = self.children.get(SupervisedChild.PULSE)
         if self.sound is None or pulse is None or not pulse.running:
             return None
-        env = self.env()
-        # The capture's readers are the server's, not the desktop's: a reset (which ends every marked process
-        # but the supervised ones) must leave them running.
-        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
-        return self.sound, env
+        return self.sound, self.outside_env()
 
     def _with_bus(self, env: dict[str, str]) -> dict[str, str]:
         if self.bus_address:
