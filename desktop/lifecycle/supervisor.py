@@ -113,14 +113,17 @@ class Supervisor:
         """`env()` for programs on this desktop that run here, as the server's user, outside its sandbox (the
         sound capture's readers, `/v1/processes` commands). Not marked as the desktop's: a reset or a stop,
         which end every marked process but the supervised ones, must leave them. In a sandbox, with the
-        server's X cookies: the sandbox's Xauthority names only the sandbox's hostname, which python-xlib
-        clients here would not match."""
+        server's X cookies, since the sandbox's Xauthority names only the sandbox's hostname (python-xlib
+        matches that), and with a PulseAudio cookie of the server's own: libpulse would otherwise make
+        ~/.config/pulse in the desktop's HOME as the server's user, and the desktop's PulseAudio, which reads
+        its configuration there, could not start again."""
         env = self.env()
         env.pop("SANDBOX_DESKTOP_INSTANCE", None)
         if self.sandbox is not None:
             env.pop("XAUTHORITY", None)
             if "XAUTHORITY" in os.environ:
                 env["XAUTHORITY"] = os.environ["XAUTHORITY"]
+            env["PULSE_COOKIE"] = str(self.sandbox.plan.state / "pulse-cookie")
         return env
 
     def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
