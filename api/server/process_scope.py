@@ -73,9 +73,7 @@ def server_process_env(default: Desktop, extra: Mapping[str, str] | None = None)
     is active (its display, its buses), then `extra`."""
     env = dict(os.environ)
     if default.current_state() == DesktopRuntimeState.ACTIVE and default.supervisor is not None:
-        env.update(default.supervisor.env())
-        # The admin's processes are not the desktop's: the desktop's stop must not find and end them.
-        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+        env.update(default.supervisor.outside_env())  # the admin's processes: a stop of the desktop leaves them
     env.update(extra or {})
     return env
 

@@ -111,16 +111,29 @@ class Supervisor:
             self._env = (key, env)
         return dict(self._env[1])
 
+    def outside_env(self) -> dict[str, str]:
+        """`env()` for programs on this desktop that run here, as the server's user, outside its sandbox (the
+        sound capture's readers, `/v1/processes` commands). Not marked as the desktop's: a reset or a stop,
+        which end every marked process but the supervised ones, must leave them. In a sandbox, with the
+        server's X cookies, since the sandbox's Xauthority names only the sandbox's hostname (python-xlib
+        matches that), and with a PulseAudio cookie of the server's own: libpulse would otherwise make
+        ~/.config/pulse in the desktop's HOME as the server's user, and the desktop's PulseAudio, which reads
+        its configuration there, could not start again."""
+        env = self.env()
+        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
+        if self.sandbox is not None:
+            env.pop("XAUTHORITY", None)
+            if "XAUTHORITY" in os.environ:
+                env["XAUTHORITY"] = os.environ["XAUTHORITY"]
+            env["PULSE_COOKIE"] = str(self.sandbox.plan.state / "pulse-cookie")
+        return env
+
     def running_sound(self) -> tuple[SoundServer, dict[str, str]] | None:
-        """The running sound server and the environment its clients use, or None (no sound now)."""
+        """The running sound server and the environment its clients (the server's readers) use, or None."""
         pulse = self.children.get(SupervisedChild.PULSE)
         if self.sound is None or pulse is None or not pulse.running:
             return None
-        env = self.env()
-        # The capture's readers are the server's, not the desktop's: a reset (which ends every marked process
-        # but the supervised ones) must leave them running.
-        env.pop("SANDBOX_DESKTOP_INSTANCE", None)
-        return self.sound, env
+        return self.sound, self.outside_env()
 
     def _with_bus(self, env: dict[str, str]) -> dict[str, str]:
         if self.bus_address:

@@ -24,6 +24,7 @@ from Xlib import X, Xatom
 from Xlib import display as xdisplay
 
 from tests.conftest import ServerProcess, assert_problem, wait_for
+from tests.support.pids import child_host_pid, restarted_child
 
 DISPLAY_NUM = 200
 UNICODE = "héllo ✓ 日本語 🙂"
@@ -344,12 +345,9 @@ def test_works_again_after_stop_start_and_an_x_server_crash(api: httpx.Client, d
     set_text(api, "after restart")
     assert xclip_out(display) == b"after restart"
 
-    status = api.get("/v1/desktop/status").json()
-    xvfb = next(p["pid"] for p in status["processes"] if p["name"] == "Xvfb")
+    xvfb = child_host_pid(api.get("/v1/desktop/status").json(), "Xvfb")
     os.kill(xvfb, signal.SIGKILL)
-    wait_for(lambda: (s := api.get("/v1/desktop/status").json())["state"] == "active"
-             and next(p.get("pid") for p in s["processes"] if p["name"] == "Xvfb") not in (None, xvfb),
-             "Xvfb to be restarted")
+    wait_for(lambda: restarted_child(api.get("/v1/desktop/status").json(), "Xvfb", xvfb), "Xvfb to be restarted")
     wait_for(lambda: api.post("/v1/desktop/clipboard", json={"text": "after crash"}).status_code == 200,
              "the clipboard to answer after the crash")
     assert xclip_out(display) == b"after crash"

@@ -1,13 +1,15 @@
 """`/v1/desktops`: many desktops in one real server, each with its own X display, lifecycle and routes.
 
 Effects are checked from outside the service: independent X clients on each display (tests/support/xprobe.py),
-/proc for frozen processes, the file system for what a deleted desktop leaves.
+/proc and the freezer's cgroup for frozen processes, the file system for what a deleted desktop leaves. A
+desktop's processes are looked up by their host pids (tests/support/pids.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ import pytest
 from sandbox_desktop_client import ApiError, AsyncClient, Client
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, assert_problem, launch_server, wait_for
+from tests.support.pids import frozen, host_pid, process_state
 from tests.support.xprobe import Probe
 
 SMALL = {"width": 640, "height": 480}
@@ -50,18 +53,13 @@ def create(api: httpx.Client, created: list[str], **body: Any) -> dict[str, Any]
     return dict(desktop)
 
 
-def process_states(pids: list[int]) -> list[str]:
-    states = []
-    for pid in pids:
-        try:
-            states.append(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            states.append("gone")
-    return states
+def host_pids(api: httpx.Client, base: str) -> list[int]:
+    """The host pids of the processes the desktop at `base` reports in its status."""
+    return [host_pid(p) for p in api.get(f"{base}/status").json()["processes"]]
 
 
 def desktop_processes(member: int) -> dict[int, str]:
-    """Every process carrying the marker of the desktop `member` belongs to: pid -> command name."""
+    """Every process carrying the marker of the desktop host pid `member` belongs to: host pid -> command name."""
     marker = next(e for e in Path(f"/proc/{member}/environ").read_bytes().split(b"\0")
                   if e.startswith(b"SANDBOX_DESKTOP_INSTANCE="))
     found = {}
@@ -134,16 +132,18 @@ def test_pause_freezes_every_process_and_resume_thaws_them(api: httpx.Client, cr
     desktop = create(api, created)
     base = f"/v1/desktops/{desktop['id']}"
     assert api.post(f"{base}/launch", json={"app": "xterm", "wait": True}).status_code == 200
-    pids = [p["pid"] for p in api.get(f"{base}/status").json()["processes"]]
+    pids = host_pids(api, base)
     paused = api.post(f"{base}/pause").json()
     assert paused["state"] == "paused" and paused["pausedReason"]
-    assert set(process_states(pids)) == {"T"}, "every desktop process is stopped (no CPU)"
+    # Stopped (T) where pause sends signals, in a frozen cgroup (D in a v1 freezer) where the machine has one.
+    assert all(frozen(pid) for pid in pids), ("every desktop process is stopped (no CPU)",
+                                              [process_state(pid) for pid in pids])
     problem = assert_problem(api.post(f"{base}/mouse/click", json={"x": 1, "y": 1}), 409, "desktop_paused")
     assert problem["resume"] == f"{base}/resume"
     assert api.get(f"{base}/status").json()["state"] == "paused"  # answers at once, never asks the frozen X
     resumed = api.post(f"{base}/resume").json()
     assert resumed["state"] == "active" and "pausedReason" not in resumed
-    assert "T" not in process_states(pids)
+    assert not any(frozen(pid) for pid in pids), [process_state(pid) for pid in pids]
     assert api.post(f"{base}/mouse/click", json={"x": 1, "y": 1}).status_code == 200
     assert any(w["title"] for w in api.get(f"{base}/windows").json()["windows"]), "the xterm kept its window"
     held = api.get(f"{base}/events", params={"types": "desktop.state_changed", "follow": "false"}).text
@@ -155,12 +155,13 @@ def test_delete_leaves_nothing_behind(api: httpx.Client, srv: ServerProcess) -> 
     desktop = api.post("/v1/desktops", json={**SMALL, "tags": {"t": "gone"}}).json()
     base = f"/v1/desktops/{desktop['id']}"
     api.post(f"{base}/launch", json={"app": "xterm", "wait": True})
-    pids = [p["pid"] for p in api.get(f"{base}/status").json()["processes"]]
+    pids = host_pids(api, base)
     state_dir = Path(api.get(f"{base}/status").json()["stateDir"])
     num = desktop["display"].lstrip(":")
     assert api.delete(base).status_code == 204
-    assert set(process_states(pids)) == {"gone"}
-    assert not Path(f"/tmp/.X{num}-lock").exists() and not Path(f"/tmp/.X11-unix/X{num}").exists()
+    assert {process_state(pid) for pid in pids} == {"gone"}
+    # lexists: a sandboxed display's socket path is a link, which a dangling one must not hide.
+    assert not os.path.lexists(f"/tmp/.X{num}-lock") and not os.path.lexists(f"/tmp/.X11-unix/X{num}")
     assert not state_dir.exists()
     gone = api.get(base).json()
     assert gone["state"] == "deleted" and gone["endedReason"] == "deleted"
@@ -198,11 +199,11 @@ def test_created_desktops_are_gone_when_the_server_stops(tmp_path: Path) -> None
     server = launch_server(tmp_path)
     with server.client() as api:
         desktop = api.post("/v1/desktops", json=SMALL).json()
-        pids = [p["pid"] for p in api.get(f"/v1/desktops/{desktop['id']}/status").json()["processes"]]
+        pids = host_pids(api, f"/v1/desktops/{desktop['id']}")
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 10
-    assert set(process_states(pids)) == {"gone"}
+    assert {process_state(pid) for pid in pids} == {"gone"}
 
 
 def test_reset_brings_back_a_fresh_desktop_on_the_same_display(api: httpx.Client, created: list[str],
@@ -221,7 +222,7 @@ def test_reset_brings_back_a_fresh_desktop_on_the_same_display(api: httpx.Client
                      title="outsider")
     try:
         api.post(f"{base}/clipboard", json={"text": "secret", "selection": "both"})
-        supervised = {p["name"]: p["pid"] for p in api.get(f"{base}/status").json()["processes"]}
+        supervised = {p["name"]: host_pid(p) for p in api.get(f"{base}/status").json()["processes"]}
         before = desktop_processes(supervised["Xvfb"])
         assert "dbus-launch" not in before.values(), "the sound server found the session bus, made none of its own"
         registry = {pid for pid, name in before.items() if name.startswith("at-spi2-regist")}
@@ -229,7 +230,7 @@ def test_reset_brings_back_a_fresh_desktop_on_the_same_display(api: httpx.Client
         assert reset.status_code == 200, reset.text
         assert reset.json()["id"] == desktop["id"] and reset.json()["display"] == desktop["display"]
         status = api.get(f"{base}/status").json()
-        assert {p["name"]: p["pid"] for p in status["processes"]} == supervised, "X, WM and bus kept"
+        assert {p["name"]: host_pid(p) for p in status["processes"]} == supervised, "X, WM and bus kept"
         assert registry <= set(desktop_processes(supervised["Xvfb"])), "the accessibility registry kept"
         assert not status.get("windows"), status.get("windows")
         assert outsider.proc.wait(10) is not None, "another X client's windows were closed"

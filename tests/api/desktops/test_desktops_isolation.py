@@ -20,6 +20,7 @@ import pytest
 
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, launch_server, wait_for
+from tests.support.pids import child_host_pid
 
 SMALL = {"width": 640, "height": 480}
 COUNT = 8
@@ -170,9 +171,7 @@ def test_trouble_in_one_desktop_does_not_hold_up_another(srv: ServerProcess) -> 
                     assert other.get(f"/v1/desktops/{busy['id']}/status").json()["state"] == "active"
                 assert not done.is_set(), "the other desktop answered while the drag was still running"
             dragging.join(30)
-            xvfb = next(p["pid"] for p in api.get(f"/v1/desktops/{busy['id']}/status").json()["processes"]
-                        if p["name"] == "Xvfb")
-            os.kill(xvfb, signal.SIGKILL)
+            os.kill(child_host_pid(api.get(f"/v1/desktops/{busy['id']}/status").json(), "Xvfb"), signal.SIGKILL)
             with srv.client() as other:
                 for _ in range(5):
                     assert other.post(f"/v1/desktops/{calm['id']}/mouse/click", json={"x": 6, "y": 6}).is_success

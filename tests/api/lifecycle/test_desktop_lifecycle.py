@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.support.pids import child, child_host_pid, host_pid, in_namespace_of, parent_pid, pid_alive
 
 RFC3339_NS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}\+00:00$")
 
@@ -27,18 +28,9 @@ def x_answers(display: str) -> bool:
     return done.returncode == 0
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def child_pid(status: dict, name: str) -> int:
-    entry = next(p for p in status["processes"] if p["name"] == name)
-    assert entry["running"], status
-    return int(entry["pid"])
+    """The pid of a running supervised child as the API and the desktop number it (lastExit, /v1/processes)."""
+    return int(child(status, name)["pid"])
 
 
 @pytest.fixture
@@ -71,7 +63,7 @@ def test_start_reports_every_status_field_and_a_real_display(api: httpx.Client, 
     if shutil.which("dbus-daemon"):
         assert "dbus" in names
     for proc in body["processes"]:
-        assert proc["running"] and pid_alive(proc["pid"])
+        assert proc["running"] and pid_alive(host_pid(proc))
         assert Path(proc["logPath"]).exists()
     assert "lastError" not in body and body["missingDependencies"] == []
     # The display is real: an independent X client sees the requested geometry.
@@ -145,7 +137,7 @@ def test_starting_is_observable_and_status_answers_during_start(api: httpx.Clien
 
 def test_sigkill_of_xvfb_recovers_unattended(api: httpx.Client) -> None:
     body = api.post("/v1/desktop/start", json={"displayNum": 140}).json()
-    display, old_x, old_wm = body["display"], child_pid(body, "Xvfb"), child_pid(body, "openbox")
+    display, old_x, old_wm = body["display"], child_host_pid(body, "Xvfb"), child_host_pid(body, "openbox")
     killed_at = time.monotonic()
     os.kill(old_x, signal.SIGKILL)
     # No request to the server until the display answers again: recovery must not need one.
@@ -158,31 +150,28 @@ def test_sigkill_of_xvfb_recovers_unattended(api: httpx.Client) -> None:
     assert recovered is not None, "X display did not come back"
     print(f"\nXvfb SIGKILL -> display answering again after {recovered * 1000:.0f} ms")
     status = _wait_for_state(api, "active")
-    assert child_pid(status, "Xvfb") != old_x and child_pid(status, "openbox") != old_wm
+    assert child_host_pid(status, "Xvfb") != old_x and child_host_pid(status, "openbox") != old_wm
     assert status["display"] == display
     assert status["restartCount"] >= 1
     assert status["lastExit"]["process"] in ("Xvfb", "openbox")
 
 
-def api_server_pid(api: httpx.Client) -> int:
-    """The pid of the server behind `api` (the parent of its Xvfb)."""
-    xvfb = child_pid(api.get("/v1/desktop/status").json(), "Xvfb")
-    return int(Path(f"/proc/{xvfb}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def test_sigkill_of_openbox_recovers_unattended(api: httpx.Client) -> None:
     body = api.post("/v1/desktop/start", json={"displayNum": 140}).json()
-    old_wm = child_pid(body, "openbox")
+    old_wm = child_host_pid(body, "openbox")
+    starter = parent_pid(old_wm)  # the desktop's init in its sandbox (the server itself without one)
     os.kill(old_wm, signal.SIGKILL)
     deadline = time.monotonic() + 10
     new_wm = None
     while time.monotonic() < deadline and new_wm is None:
-        new_wm = _wm_pid_from_proc(old_wm, api_server_pid(api))
+        new_wm = _wm_pid_from_proc(old_wm, starter)
         time.sleep(0.02)
     assert new_wm is not None, "openbox was not restarted without a request"
     status = _wait_for_state(api, "active")
-    assert child_pid(status, "openbox") == new_wm
-    assert status["lastExit"] == {**status["lastExit"], "process": "openbox", "pid": old_wm, "signal": 9}
+    assert child_host_pid(status, "openbox") == new_wm
+    # lastExit names the process as the API did (the desktop's own pid).
+    assert status["lastExit"] == {**status["lastExit"], "process": "openbox", "pid": child_pid(body, "openbox"),
+                                  "signal": 9}
 
 
 def test_repeated_crashes_end_in_failed_with_last_error(api: httpx.Client) -> None:
@@ -196,7 +185,7 @@ def test_repeated_crashes_end_in_failed_with_last_error(api: httpx.Client) -> No
         wm = next((p for p in status["processes"] if p["name"] == "openbox" and p["running"]), None)
         if wm:
             with contextlib.suppress(ProcessLookupError):  # it crashed (was killed) after the status was read
-                os.kill(wm["pid"], signal.SIGKILL)
+                os.kill(host_pid(wm), signal.SIGKILL)
         time.sleep(0.05)
     assert status["state"] == "failed", status
     assert status["lastError"]["code"] == "desktop_runtime_failed"
@@ -235,21 +224,22 @@ def test_state_dir_from_the_request_is_honoured(api: httpx.Client, tmp_path: Pat
     assert "<!-- mine -->" in user_rc.read_text(), "a user's rc.xml must never be overwritten"
 
 
-def test_stop_stops_everything_the_desktop_started(api: httpx.Client, srv: ServerProcess) -> None:
+def test_stop_stops_everything_the_desktop_started(api: httpx.Client, srv: ServerProcess, tmp_path: Path) -> None:
     home = srv.state_dir / "home"
     autostart = home / ".config" / "openbox" / "autostart"
     autostart.parent.mkdir(parents=True, exist_ok=True)
-    marker = srv.state_dir / "autostart-ran"
+    marker = tmp_path / "autostart-ran"  # a folder the desktop shares: the rest of the state directory is hidden
     # A daemon that double-forks out of openbox's process group.
     autostart.write_text(f"setsid sh -c 'echo $$ > {marker}; exec sleep 600' &\n")
     try:
         body = api.post("/v1/desktop/start", json={"displayNum": 140}).json()
-        pids = [p["pid"] for p in body["processes"]]
+        pids = [host_pid(p) for p in body["processes"]]
         deadline = time.monotonic() + 10
-        while not marker.exists() and time.monotonic() < deadline:
+        while not (marker.exists() and marker.read_text().endswith("\n")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        daemon = int(marker.read_text())
-        assert pid_alive(daemon)
+        # `$$` is its pid in the desktop's pid namespace (Xvfb's); /proc tells which host process that is.
+        daemon = in_namespace_of(child_host_pid(body, "Xvfb"), int(marker.read_text()))
+        assert daemon is not None and pid_alive(daemon)
         stopped = api.post("/v1/desktop/stop").json()
         assert stopped["state"] == "inactive" and stopped["processes"] == []
         for absent in ("display", "resolution", "startedAt"):
@@ -290,14 +280,13 @@ def _wait_for_state(api: httpx.Client, state: str, timeout: float = 10) -> dict:
         time.sleep(0.02)
 
 
-def _wm_pid_from_proc(old: int, server_pid: int) -> int | None:
-    """A new openbox child of our server other than `old`, found through /proc (not through the API)."""
+def _wm_pid_from_proc(old: int, starter: int) -> int | None:
+    """A new openbox child of `starter` (the host pid that started the killed one) other than `old`, found
+    through /proc (not through the API)."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != old:
             try:
-                stat = (entry / "stat").read_text()
-                parent = int(stat.rsplit(")", 1)[1].split()[1])
-                if (entry / "comm").read_text().strip() == "openbox" and parent == server_pid \
+                if (entry / "comm").read_text().strip() == "openbox" and parent_pid(int(entry.name)) == starter \
                         and pid_alive(int(entry.name)):
                     return int(entry.name)
             except (OSError, ValueError, IndexError):

@@ -27,6 +27,7 @@ from desktop.x11.randr import cvt_modeline, millimetres
 from streaming.viewer import Viewer
 from tests.api.events.test_events import EventReader
 from tests.conftest import ServerProcess, assert_problem, run, wait_for
+from tests.support.pids import child_host_pid, host_pid, pid_alive, restarted_child
 
 PORTS = (59540, 59549)
 SIZE = (1024, 768)
@@ -137,8 +138,8 @@ def test_a_resize_keeps_an_xterm_and_everything_reports_the_new_size(api: httpx.
             windows = api.get("/v1/desktop/windows").json()["windows"]
             window = next(w for w in windows if w["id"] == term["windowId"])
             assert window["pid"] == term["pid"] and window["title"] == "resize-term"
-            assert Path(f"/proc/{term['pid']}").exists()
-            assert api.get(f"/v1/processes/{term['processId']}").json()["status"] == "running"
+            process = api.get(f"/v1/processes/{term['processId']}").json()  # its hostPid: launch answers lack it
+            assert process["status"] == "running" and pid_alive(host_pid(process))
             # Pointer input is checked against the new size.
             assert api.post("/v1/desktop/mouse/move", json={"x": width - 1, "y": height - 1}).status_code == 200
             refused = api.post("/v1/desktop/mouse/move", json={"x": width, "y": 0})
@@ -346,14 +347,12 @@ def test_a_recording_plays_through_a_resize(api: httpx.Client, display: str, tmp
 
 def test_an_x_server_restarted_after_a_crash_comes_back_at_the_current_size(api: httpx.Client) -> None:
     resize(api, 1280, 720, dpi=120)
-    status = api.get("/v1/desktop/status").json()
-    xvfb = next(p for p in status["processes"] if p["name"] == "Xvfb")
-    os.kill(xvfb["pid"], signal.SIGKILL)
+    xvfb = child_host_pid(api.get("/v1/desktop/status").json(), "Xvfb")
+    os.kill(xvfb, signal.SIGKILL)
 
     def restarted() -> dict[str, Any] | None:
         now = api.get("/v1/desktop/status").json()
-        pid = next((p["pid"] for p in now["processes"] if p["name"] == "Xvfb" and p["running"]), None)
-        return now if now["state"] == "active" and pid not in (None, xvfb["pid"]) else None
+        return now if restarted_child(now, "Xvfb", xvfb) else None
 
     after = wait_for(restarted, "the desktop active again on a new Xvfb", timeout=30)
     assert after["resolution"]["width"] == 1280 and after["resolution"]["dpi"] == 120

@@ -27,8 +27,9 @@ from desktop.input.mouse import pointer_grabbed
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.runtime import Desktop
 from streaming.viewer import Viewer
-from tests.api.lifecycle.test_desktop_lifecycle import child_pid, pid_alive, x_answers
+from tests.api.lifecycle.test_desktop_lifecycle import x_answers
 from tests.conftest import ServerProcess, assert_problem, launch_server, managed_probe, poll, run, wait_for
+from tests.support.pids import child_host_pid, host_pid, pid_alive, process_state, restarted_child
 from tests.support.xprobe import Probe
 
 DESKTOP = {"displayNum": 410, "width": 640, "height": 480, "streamVideoCodec": "h264",
@@ -62,13 +63,10 @@ def status(api: httpx.Client) -> dict[str, Any]:
     return dict(response.json())
 
 
-def restarted(api: httpx.Client, name: str, old_pid: int) -> dict[str, Any] | None:
+def restarted(api: httpx.Client, name: str, old_host_pid: int) -> dict[str, Any] | None:
     """The status once the desktop is active again with a new, running `name`; else None."""
     body = status(api)
-    entry = next((p for p in body["processes"] if p["name"] == name), None)
-    if body["state"] == "active" and entry and entry["running"] and entry["pid"] != old_pid:
-        return body
-    return None
+    return body if restarted_child(body, name, old_host_pid) else None
 
 
 def pixel(viewer: Viewer, x: int, y: int) -> tuple[int, int, int] | None:
@@ -100,7 +98,7 @@ def test_viewer_keeps_streaming_the_new_display_after_xvfb_is_killed(srv: Server
         try:
             await viewer.connect()
             await poll(lambda: is_blue(pixel(viewer, 140, 115)), "the first window in the video")
-            xvfb = child_pid((await async_get(api, "/v1/desktop/status")).json(), "Xvfb")
+            xvfb = child_host_pid((await async_get(api, "/v1/desktop/status")).json(), "Xvfb")
             os.kill(xvfb, signal.SIGKILL)
             # The supervisor restarts Xvfb and openbox on the same display by itself...
             await poll(lambda: restarted(api, "Xvfb", xvfb), "the desktop to come back", timeout=20)
@@ -137,7 +135,7 @@ def test_viewer_keeps_streaming_and_driving_after_openbox_is_killed(srv: ServerP
             viewer = Viewer(srv.url, srv.token)
             try:
                 await viewer.connect()
-                wm = child_pid((await async_get(api, "/v1/desktop/status")).json(), "openbox")
+                wm = child_host_pid((await async_get(api, "/v1/desktop/status")).json(), "openbox")
                 os.kill(wm, signal.SIGKILL)
                 await poll(lambda: restarted(api, "openbox", wm), "openbox to come back", timeout=20)
                 # The video never stopped: the keep-alive alone sends a picture a second.
@@ -178,7 +176,7 @@ def test_removed_xvfb_is_a_503_with_the_install_command_and_start_recovers(tmp_p
                 try:
                     await viewer.connect()
                     (bin_dir / "Xvfb").unlink()
-                    os.kill(child_pid(started.json(), "Xvfb"), signal.SIGKILL)
+                    os.kill(child_host_pid(started.json(), "Xvfb"), signal.SIGKILL)
                     await asyncio.to_thread(_install_required_without_pretending, api)
                     # The viewer is told why, instead of watching the last picture of a dead display forever.
                     await asyncio.wait_for(viewer.disconnected.wait(), 20)
@@ -213,7 +211,7 @@ def test_removed_xvfb_is_a_503_with_the_install_command_and_start_recovers(tmp_p
             back = api.post("/v1/desktop/start", json={"displayNum": 411}, timeout=30)
             assert back.status_code == 200 and back.json()["state"] == "active", back.text
             assert back.json()["display"] == display and x_answers(display)
-            assert pid_alive(child_pid(back.json(), "Xvfb"))
+            assert pid_alive(child_host_pid(back.json(), "Xvfb"))
             shot = api.get("/v1/desktop/screenshot", timeout=PROMPT_S)
             assert shot.status_code == 200 and shot.content.startswith(b"\x89PNG")
     finally:
@@ -258,9 +256,8 @@ def test_a_hung_client_holding_grabs_hangs_nothing_and_can_be_killed(api: httpx.
         try:
             wait_for(marker.exists, "the grabs")
             assert marker.read_text() == "0 0"  # GrabSuccess, twice
-            os.kill(grabber["pid"], signal.SIGSTOP)
-            wait_for(lambda: Path(f"/proc/{grabber['pid']}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T",
-                     "the grabber to stop")
+            os.kill(host_pid(grabber), signal.SIGSTOP)
+            wait_for(lambda: process_state(host_pid(grabber)) == "T", "the grabber to stop")
             presses = len(probe.events("ButtonPress"))
             # Everything answers (no hang behind the grab)...
             assert status(api)["state"] == "active"
@@ -281,8 +278,8 @@ def test_a_hung_client_holding_grabs_hangs_nothing_and_can_be_killed(api: httpx.
             killed = api.post(f"/v1/processes/{grabber['id']}/kill", params={"waitMs": 5000}, timeout=PROMPT_S)
             assert killed.json()["status"] == "exited" and killed.json()["exitSignal"] == 9, killed.text
         finally:
-            if pid_alive(grabber["pid"]):
-                os.kill(grabber["pid"], signal.SIGKILL)
+            if pid_alive(host_pid(grabber)):
+                os.kill(host_pid(grabber), signal.SIGKILL)
         wait_for(lambda: not pointer_grabbed(x), "the grab to be released")
         # That probe grabbed and let go again; a round trip makes sure the X server has seen it let go before
         # the server's own probe asks (the two connections' requests are not ordered otherwise).

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import REPO, ServerProcess, assert_problem
+from tests.support.pids import child_host_pid
 
 SCRIPT = Path(sys.executable).parent / "sandbox-desktop"
 """The installed console script, whose `ready` takes the fast path (api/cli/entry.py) that probes use."""
@@ -26,10 +27,6 @@ def run_ready(srv: ServerProcess, token: str | None) -> subprocess.CompletedProc
                   for command in ([str(SCRIPT), "ready"], [sys.executable, "-m", "api.cli.main", "ready"]))
     assert (fast.returncode, fast.stdout.count("ok")) == (full.returncode, full.stdout.count("ok")), (fast, full)
     return fast
-
-
-def xvfb_pid(api: httpx.Client) -> int:
-    return next(p["pid"] for p in api.get("/v1/desktop/status").json()["processes"] if p["name"] == "Xvfb")
 
 
 def test_an_inactive_desktop_is_alive_but_not_ready(srv: ServerProcess, api: httpx.Client) -> None:
@@ -61,7 +58,7 @@ def test_an_active_desktop_passes_every_check(srv: ServerProcess, api: httpx.Cli
 
 
 def test_a_frozen_x_server_fails_readiness_within_the_check_timeout(srv: ServerProcess, api: httpx.Client) -> None:
-    pid = xvfb_pid(api)
+    pid = child_host_pid(api.get("/v1/desktop/status").json(), "Xvfb")
     os.kill(pid, signal.SIGSTOP)
     try:
         body = assert_problem(api.get("/v1/health/ready", timeout=15), 503, "desktop_not_ready")

@@ -13,6 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ServerProcess, assert_problem, launch_server, wait_for
+from tests.support.pids import child_host_pid
 
 DESKTOP = {"displayNum": 431, "width": 640, "height": 480}
 
@@ -82,8 +83,7 @@ def test_desktop_state_and_restarts_follow_the_desktop(api: httpx.Client) -> Non
     assert ("sandbox_desktop_state", (("desktop", "default"), ("state", "paused"))) in samples
     assert value(samples, "sandbox_desktop_desktops", state="active") == 1
     restarts = value(samples, "sandbox_desktop_restarts_total", desktop="default")
-    openbox = next(p["pid"] for p in api.get("/v1/desktop/status").json()["processes"] if p["name"] == "openbox")
-    os.kill(openbox, signal.SIGKILL)
+    os.kill(child_host_pid(api.get("/v1/desktop/status").json(), "openbox"), signal.SIGKILL)
     wait_for(lambda: value(scrape(api), "sandbox_desktop_restarts_total", desktop="default") == restarts + 1,
              "the restart counted")
     wait_for(lambda: api.get("/v1/health/ready").status_code == 200, "the desktop ready again")

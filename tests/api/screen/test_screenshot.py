@@ -22,6 +22,7 @@ from PIL import Image
 from Xlib import X, display
 
 from tests.conftest import ServerProcess, assert_problem
+from tests.support.pids import child_host_pid
 
 SCREEN_W, SCREEN_H = 1024, 768
 WIN_X, WIN_Y, WIN_W, WIN_H = 100, 80, 400, 300
@@ -351,9 +352,7 @@ def test_concurrent_screenshots_all_succeed(srv: ServerProcess, desk: str) -> No
 def test_screenshots_work_again_after_the_x_server_restarts(api: httpx.Client, desk: str) -> None:
     """Last in the module: it kills Xvfb (and with it the test window)."""
     assert decode(api.get("/v1/desktop/screenshot", params={"scale": 0.1})).size == (102, 77)
-    status = api.get("/v1/desktop/status").json()
-    xvfb = next(p for p in status["processes"] if p["name"] == "Xvfb")["pid"]
-    os.kill(xvfb, signal.SIGKILL)
+    os.kill(child_host_pid(api.get("/v1/desktop/status").json(), "Xvfb"), signal.SIGKILL)
     deadline = time.monotonic() + 20
     response = api.get("/v1/desktop/screenshot", params={"scale": 0.1})
     while response.status_code != 200 and time.monotonic() < deadline:

@@ -33,6 +33,7 @@ from tests.conftest import ServerProcess, assert_problem, running_server, wait_f
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
 from tests.support.inspector_fixtures import click
+from tests.support.pids import host_pid
 from tests.support.sound import RATE, TONE_HZ, desktop_env, hear_tone, play, write_tone
 
 pytestmark = pytest.mark.skipif(shutil.which("pulseaudio") is None or shutil.which("paplay") is None,
@@ -153,16 +154,16 @@ def pulse_process(api: httpx.Client) -> dict[str, Any]:
 def test_a_reset_keeps_the_sound_server(api: httpx.Client, env: dict[str, str]) -> None:
     before = pulse_process(api)
     assert api.post("/v1/desktops/default/reset").status_code == 200
-    assert pulse_process(api)["pid"] == before["pid"]
+    assert host_pid(pulse_process(api)) == host_pid(before)
     assert subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0
 
 
 def test_the_sound_server_is_restarted_when_it_dies(api: httpx.Client, env: dict[str, str]) -> None:
     pulse = pulse_process(api)
-    subprocess.run(["kill", "-9", str(pulse["pid"])], check=True)
+    subprocess.run(["kill", "-9", str(host_pid(pulse))], check=True)
 
     def restarted() -> bool:
-        return any(p["status"] == "running" and p["command"].endswith("pulseaudio") and p["pid"] != pulse["pid"]
+        return any(p["status"] == "running" and p["command"].endswith("pulseaudio") and host_pid(p) != host_pid(pulse)
                    for p in api.get("/v1/processes").json()["processes"])
 
     wait_for(restarted, "a new pulseaudio")
