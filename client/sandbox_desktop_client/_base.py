@@ -39,10 +39,11 @@ from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
 from sandbox_desktop_wire.mouse import MousePositionResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
+from sandbox_desktop_wire.sandbox import NetworkResponse
 from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse, WindowCloseResponse
 
-from ._types import Condition, CreateOptions, Element, Screenshot, StartOptions
+from ._types import Condition, CreateOptions, DesktopChanges, Element, Screenshot, Settings, StartOptions
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -60,6 +61,13 @@ class Call(Generic[T]):
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     extra_timeout: float = 0.0
+
+
+def _as_json(value: Condition | Settings | None) -> dict[str, Any] | None:
+    """A wait condition, network rules or limits as given (a wire-format dict or its model), as JSON."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dict(value) if value is not None else None
 
 
 def wire(**fields: Any) -> dict[str, Any]:
@@ -315,15 +323,21 @@ def delete_recording(recording_id: str) -> Call[None]:
     return Call("DELETE", f"/v1/desktop/recordings/{_path_id(recording_id)}", nothing)
 
 
+SERVER_PROCESSES = "/v1/processes"
+"""The server's own commands (the admin's, beside the server): `Client.run`."""
+DESKTOP_PROCESSES = "/v1/desktop/processes"
+"""A desktop's commands, inside its sandbox: `DesktopClient.run` (scoped to `/v1/desktops/{id}/processes`)."""
+
+
 def run(command: str, args: Iterable[str], timeout_ms: int | None, cwd: str | None,
-        env: Mapping[str, str] | None) -> Call[ProcessRunResponse]:
+        env: Mapping[str, str] | None, where: str = SERVER_PROCESSES) -> Call[ProcessRunResponse]:
     body = wire(command=command, args=list(args), timeout_ms=timeout_ms, cwd=cwd, env=dict(env) if env else None)
-    return Call("POST", "/v1/processes/run", model(ProcessRunResponse), json=body,
+    return Call("POST", f"{where}/run", model(ProcessRunResponse), json=body,
                 extra_timeout=(timeout_ms or 30_000) / 1000)
 
 
-def processes(owner: str | None) -> Call[list[ProcessInfo]]:
-    return Call("GET", "/v1/processes", lambda r: ProcessListResponse.model_validate(r.json()).processes,
+def processes(owner: str | None, where: str = SERVER_PROCESSES) -> Call[list[ProcessInfo]]:
+    return Call("GET", where, lambda r: ProcessListResponse.model_validate(r.json()).processes,
                 params=wire(owner=owner))
 
 
@@ -355,9 +369,22 @@ def decide(approval_id: str, decision: Decision, message: str | None, by: str | 
 
 
 def create_desktop(**options: Unpack[CreateOptions]) -> Call[DesktopResource]:
-    tags = options.pop("tags", None)
-    return Call("POST", "/v1/desktops", model(DesktopResource), json=wire(**options, tags=dict(tags) if tags else None),
-                extra_timeout=30)
+    tags, network, limits = options.pop("tags", None), options.pop("network", None), options.pop("limits", None)
+    return Call("POST", "/v1/desktops", model(DesktopResource), extra_timeout=30,
+                json=wire(**options, tags=dict(tags) if tags else None, network=_as_json(network),
+                          limits=_as_json(limits)))
+
+
+def update_desktop(desktop_id: str, **changes: Unpack[DesktopChanges]) -> Call[DesktopResource]:
+    tags, network, limits = changes.pop("tags", None), changes.pop("network", None), changes.pop("limits", None)
+    body = wire(**changes, tags=dict(tags) if tags is not None else None, network=_as_json(network),
+                limits=_as_json(limits))
+    return Call("PATCH", f"/v1/desktops/{_path_id(desktop_id)}", model(DesktopResource), json=body)
+
+
+def desktop_network(desktop_id: str, limit: int | None) -> Call[NetworkResponse]:
+    return Call("GET", f"/v1/desktops/{_path_id(desktop_id)}/network", model(NetworkResponse),
+                params=wire(limit=limit))
 
 
 def list_desktops(tags: Mapping[str, str] | None) -> Call[list[DesktopResource]]:
@@ -374,9 +401,10 @@ def delete_desktop(desktop_id: str) -> Call[None]:
     return Call("DELETE", f"/v1/desktops/{_path_id(desktop_id)}", nothing, extra_timeout=30)
 
 
-def desktop_lifecycle(desktop_id: str, action: str) -> Call[DesktopResource]:
-    """`pause`, `resume` or `reset`."""
-    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/{action}", model(DesktopResource), extra_timeout=30)
+def desktop_lifecycle(desktop_id: str, action: str, params: dict[str, Any] | None = None) -> Call[DesktopResource]:
+    """`pause`, `resume`, `reset` or `connect` (which waits up to 30 s for a pause in progress)."""
+    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/{action}", model(DesktopResource),
+                params=params or {}, extra_timeout=30)
 
 
 def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[TokenResponse]:
@@ -386,17 +414,11 @@ def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[T
 
 # -- events and waits (docs/events.md) ------------------------------------------------------------
 
-def _condition(value: Condition | None) -> dict[str, Any] | None:
-    if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return dict(value) if value is not None else None
-
-
 def wait(window: Condition | None, screen: Condition | None, clipboard: Condition | None,
          element: Condition | None, timeout_ms: int | None) -> Call[WaitResponse]:
     timeout_ms = DEFAULT_WAIT_MS if timeout_ms is None else timeout_ms
-    body = wire(window=_condition(window), screen=_condition(screen), clipboard=_condition(clipboard),
-                element=_condition(element), timeout_ms=timeout_ms)
+    body = wire(window=_as_json(window), screen=_as_json(screen), clipboard=_as_json(clipboard),
+                element=_as_json(element), timeout_ms=timeout_ms)
     return Call("POST", "/v1/desktop/wait", model(WaitResponse), json=body, extra_timeout=timeout_ms / 1000)
 
 
@@ -423,7 +445,7 @@ def find(role: str | None, name: str | None, name_contains: str | None, name_reg
 
 
 def act(element: Element, action: str, value: str | None) -> Call[ActResponse]:
-    target = element if isinstance(element, str | int) else _condition(element)
+    target = element if isinstance(element, str | int) else _as_json(element)
     return Call("POST", "/v1/desktop/accessibility/act", model(ActResponse),
                 json=wire(element=target, action=action, value=value))
 

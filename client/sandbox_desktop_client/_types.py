@@ -16,8 +16,9 @@ from sandbox_desktop_wire.mouse import Button
 from sandbox_desktop_wire.processes import Owner
 from sandbox_desktop_wire.screenshot import ImageFormat
 
-__all__ = ["AudioCodec", "Button", "Condition", "CreateOptions", "Element", "ElementActionName", "ImageFormat",
-           "OnIdle", "Owner", "Progress", "Role", "Screenshot", "Selection", "StartOptions", "VideoCodec"]
+__all__ = ["AudioCodec", "Button", "Condition", "CreateOptions", "DesktopChanges", "Element", "ElementActionName",
+           "ImageFormat", "OnIdle", "Owner", "Progress", "Role", "Screenshot", "Selection", "Settings", "StartOptions",
+           "VideoCodec"]
 
 Progress = Callable[[int, int | None], None]
 """Called after each chunk of a download with (bytes written, total bytes or None)."""
@@ -32,6 +33,9 @@ VideoCodec = Literal["vp8", "h264", "vp9"]
 AudioCodec = Literal["opus", "g722"]
 Condition = Mapping[str, Any] | BaseModel
 """A wait condition: a wire-format dict (`{"title": "Save", "until": "gone"}`) or its model (`WindowCondition`)."""
+Settings = Mapping[str, Any] | BaseModel
+"""A desktop's network rules or limits: a wire-format dict (`{"egress": "none"}`, `{"memoryMb": 512}`) or its
+model (`NetworkRulesModel`, `LimitsModel`; docs/security.md)."""
 Element = str | int | Mapping[str, Any] | ElementQuery
 """What `act` acts on: an element's id, a number of the last set-of-marks screenshot, or a query that must
 match exactly one element (a wire-format dict, `{"role": "button", "name": "OK"}`, or an `ElementQuery`)."""
@@ -58,7 +62,8 @@ class StartOptions(TypedDict, total=False):
 
 
 class CreateOptions(StartOptions, total=False):
-    """`desktops.create`'s options: the start options and the desktop's lifecycle (`DesktopCreateRequest`)."""
+    """`desktops.create`'s options: the start options and the desktop's lifecycle and sandbox
+    (`DesktopCreateRequest`)."""
 
     tags: Mapping[str, str] | None
     ttl_seconds: int | None
@@ -66,6 +71,22 @@ class CreateOptions(StartOptions, total=False):
     on_idle: OnIdle | None
     home_template: str | None
     approve: list[str] | None
+    network: Settings | None
+    limits: Settings | None
+    auto_pause_seconds: int | None
+    auto_delete_seconds: int | None
+
+
+class DesktopChanges(TypedDict, total=False):
+    """`DesktopClient.update`'s changes (`DesktopPatchRequest`): what is left out stays as it is."""
+
+    tags: Mapping[str, str] | None
+    ttl_seconds: int | None
+    idle_timeout_seconds: int | None
+    auto_pause_seconds: int | None
+    auto_delete_seconds: int | None
+    network: Settings | None
+    limits: Settings | None
 
 
 @dataclass(frozen=True)

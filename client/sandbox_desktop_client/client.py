@@ -17,11 +17,12 @@ from sandbox_desktop_wire.approvals import Approval, ApprovalStatus, Decision
 from sandbox_desktop_wire.desktops import DesktopResource, TokenResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
+from sandbox_desktop_wire.sandbox import NetworkResponse
 
 from . import _base as b
 from ._endpoints import Endpoints
 from ._send import DEFAULT_TIMEOUT, client_options
-from ._types import AudioCodec, OnIdle, Owner, Role, VideoCodec
+from ._types import AudioCodec, OnIdle, Owner, Role, Settings, VideoCodec
 from .local_servers import DEFAULT_URL, resolve_token
 
 
@@ -110,22 +111,31 @@ class Desktops:
                stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
                recording_fps: int | None = None, max_width: int | None = None,
-               max_height: int | None = None, approve: list[str] | None = None) -> DesktopClient:
-        """`POST /v1/desktops`: create and start a desktop; returns a `DesktopClient` on it.
+               max_height: int | None = None, approve: list[str] | None = None,
+               network: Settings | None = None, limits: Settings | None = None,
+               auto_pause_seconds: int | None = None,
+               auto_delete_seconds: int | None = None) -> DesktopClient:
+        """`POST /v1/desktops`: create and start a desktop in a sandbox of its own; returns an
+        `DesktopClient` on it.
 
         `tags` label it (`list(tags=...)` finds it), `ttl_seconds` deletes it that long after creation,
         `idle_timeout_seconds` deletes it (or pauses it, `on_idle="pause"`) after that long unused,
         `home_template` is a directory copied into its HOME, `approve` the kinds of agent actions held for a
         person's approval (`pointer`, `type`, `key`, `launch`, `process`, `all`; docs/approvals.md; default the
-        server's `--approve`); the other options are `Client.start`'s.
+        server's `--approve`). `network` is what it may reach (`{"egress": "none"}`, `{"egress": "allowlist",
+        "allow": ["example.com:443"]}`, `{"forwardHostPorts": [8000]}`), `limits` what its apps may use
+        (`{"memoryMb": 512, "pids": 256, "cpu": 1.0}`), `auto_pause_seconds` pauses it after that much active
+        time and `auto_delete_seconds` deletes it that long after it pauses (docs/security.md); the other
+        options are `Client.start`'s.
         Raises `ClientError` (429 `too_many_desktops` beyond the server's `--max-desktops`, 400/422
-        for a value out of range) and `ServerError` as `start` does."""
+        for a value out of range, naming the field) and `ServerError` as `start` does."""
         created = self._client.send(b.create_desktop(
             tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds, on_idle=on_idle,
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
-            max_width=max_width, max_height=max_height, approve=approve))
+            max_width=max_width, max_height=max_height, approve=approve, network=network, limits=limits,
+            auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds))
         return self.attach(created.id)
 
     def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:
@@ -168,14 +178,47 @@ class DesktopClient(Client):
         """`GET /v1/desktops/{id}`: this desktop's state, tags and lifecycle."""
         return self.send(b.get_desktop(self.id))
 
-    def pause(self) -> DesktopResource:
-        """`POST /v1/desktops/{id}/pause`: freeze every process of the desktop, windows kept; its actions
-        raise `ConflictError` (`desktop_paused`) until `resume`. Returns it."""
-        return self.send(b.desktop_lifecycle(self.id, "pause"))
+    def pause(self, *, wait: bool = True) -> DesktopResource:
+        """`POST /v1/desktops/{id}/pause`: freeze every process of the desktop (its cgroup), windows kept; its
+        actions raise `ConflictError` (`desktop_paused`) until `resume` or `connect`. Returns it once frozen,
+        or at once with `wait=False` (the server answers 202 and freezes it in the background)."""
+        return self.send(b.desktop_lifecycle(self.id, "pause", None if wait else {"wait": "false"}))
 
     def resume(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/resume`: thaw a paused desktop; returns it."""
         return self.send(b.desktop_lifecycle(self.id, "resume"))
+
+    def connect(self) -> DesktopResource:
+        """`POST /v1/desktops/{id}/connect`: the desktop, active: resumed if it was paused (after a pause in
+        progress ends, up to 30 s), as it is otherwise. What an agent calls at the start of its turn."""
+        return self.send(b.desktop_lifecycle(self.id, "connect"))
+
+    def update(self, *, tags: Mapping[str, str] | None = None, ttl_seconds: int | None = None,
+               idle_timeout_seconds: int | None = None, auto_pause_seconds: int | None = None,
+               auto_delete_seconds: int | None = None, network: Settings | None = None,
+               limits: Settings | None = None) -> DesktopResource:
+        """`PATCH /v1/desktops/{id}`: change its tags (replaced whole), timers, network rules or limits, in
+        force at once; what is left out (None) stays as it is. `ClientError` 400 naming a refused field."""
+        return self.send(b.update_desktop(
+            self.id, tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds,
+            auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds, network=network,
+            limits=limits))
+
+    def network(self, *, limit: int | None = None) -> NetworkResponse:
+        """`GET /v1/desktops/{id}/network`: its network rules as applied, and its newest connections (allowed,
+        refused, forwarded; at most `limit`, default 200)."""
+        return self.send(b.desktop_network(self.id, limit))
+
+    def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None,
+            cwd: str | None = None, env: Mapping[str, str] | None = None) -> ProcessRunResponse:
+        """`POST /v1/desktops/{id}/processes/run`: run a command to completion inside this desktop's sandbox
+        (its user, its files, its network rules); returns its exit code and output (docs/processes.md)."""
+        return self.send(b.run(command, args, timeout_ms, cwd, env, b.DESKTOP_PROCESSES))
+
+    def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
+        """`GET /v1/desktops/{id}/processes`: the processes of this desktop (its apps, its commands, its
+        supervised X server, window manager, buses and sound), or those of one owner."""
+        return self.send(b.processes(owner, b.DESKTOP_PROCESSES))
 
     def reset(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/reset`: back to a freshly started state (apps gone, clipboard empty,

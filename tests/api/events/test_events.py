@@ -4,6 +4,7 @@ SSE with the right ids, titles and geometry; screen, clipboard, process and stat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -150,7 +151,8 @@ def test_screen_settled_covers_what_was_drawn(srv: ServerProcess, display: str) 
 
 def test_clipboard_changed_when_another_client_owns_it(display: str, reader: EventReader) -> None:
     subprocess.run(["xclip", "-selection", "clipboard", "-loops", "1"], input=b"from xclip", timeout=10,
-                   env={"DISPLAY": display, "PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL)
+                   env={"DISPLAY": display, "PATH": "/usr/bin:/bin", "XAUTHORITY": os.environ["XAUTHORITY"]},
+                   stdout=subprocess.DEVNULL)
     changed = reader.wait(of("clipboard.changed"), "clipboard.changed")
     assert changed["selection"] == "clipboard" and changed["owner"]
 

@@ -196,7 +196,7 @@ def two_pages(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> It
                                                  "args": [*flags, "--window-position=0,0", uris[0]]})
     assert first.status_code == 200, first.text
     # The same profile: the running browser opens the second window itself, in the same application.
-    api.post("/v1/processes", json={"command": "chromium", "args": [*flags, "--new-window", uris[1]]})
+    api.post("/v1/desktop/processes", json={"command": "chromium", "args": [*flags, "--new-window", uris[1]]})
     windows = []
     for title in ("Scope A", "Scope B"):  # Chromium titles its window after mapping it: a window wait sees that
         answer = api.post("/v1/desktop/wait", json={"window": {"titleRegex": f"^{title}"}, "timeoutMs": 30_000})
@@ -206,7 +206,7 @@ def two_pages(api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> It
         api.post("/v1/desktop/wait", json={"element": {"role": "button", "name": "Add", "window": window},
                                            "timeoutMs": 30_000}).raise_for_status()
     yield windows[0], windows[1]
-    api.post(f"/v1/processes/{first.json()['processId']}/kill")
+    api.post(f"/v1/desktop/processes/{first.json()['processId']}/kill")
 
 
 def acted_while_waiting(api: httpx.Client, wait: dict[str, Any], act: dict[str, Any]) -> dict[str, Any]:
@@ -295,4 +295,4 @@ def test_a_gtk_page_switched_to_answers_with_what_find_finds(api: httpx.Client) 
         [found] = api.post("/v1/desktop/accessibility/find", json=add_item).json()["elements"]
         assert found["id"] == element["id"] and found["bounds"] == element["bounds"]
     finally:
-        api.post(f"/v1/processes/{factory['processId']}/kill")
+        api.post(f"/v1/desktop/processes/{factory['processId']}/kill")
