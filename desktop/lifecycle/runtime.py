@@ -425,6 +425,8 @@ class Desktop:
             await self._teardown()
             self._set_state(DesktopRuntimeState.INACTIVE)
         self.events.shutdown()
+        if self.sandboxes is not None:
+            self.sandboxes.forget(self.id)
         if self._owns_processes:
             await self.processes.shutdown()
 

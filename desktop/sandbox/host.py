@@ -20,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from desktop.core.errors import DesktopFailed
-from desktop.sandbox import protocol
+from desktop.sandbox import protocol, users
 from desktop.sandbox.cgroups import CgroupRoot
 from desktop.sandbox.channel import Channel
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
@@ -64,6 +64,7 @@ class SandboxHost:
         self._zygote: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._lock = asyncio.Lock()
+        self._users: dict[str, users.SandboxUser] = {}
 
     @property
     def enabled(self) -> bool:
@@ -150,12 +151,28 @@ class SandboxHost:
             theirs.close()
         return Channel(ours)
 
+    async def user_for(self, desktop_id: str) -> users.SandboxUser:
+        """The desktop's uid, the same for its whole life: a stop and a start keep it, so what it wrote
+        anywhere (a shared folder, its HOME) stays its own. Given back by `forget`."""
+        user = self._users.get(desktop_id)
+        if user is None:
+            user = self._users[desktop_id] = await asyncio.to_thread(users.allocate)
+        return user
+
+    def forget(self, desktop_id: str) -> None:
+        """The desktop is deleted: its uid may go to another (its sandbox is closed, its processes gone)."""
+        user = self._users.pop(desktop_id, None)
+        if user is not None:
+            user.release()
+
     def _zygote_ended(self) -> None:
         if self._zygote is not None and self._zygote.poll() is None:
             return
         logger.warning("the sandbox zygote ended; new desktops cannot be isolated until the server restarts")
 
     async def close(self) -> None:
+        for desktop_id in list(self._users):
+            self.forget(desktop_id)
         if self.network is not None:
             await self.network.close()
         if self.cgroups is not None:

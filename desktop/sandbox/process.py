@@ -59,6 +59,24 @@ class SandboxedProcess:
             return False
         return True
 
+    async def gone(self, timeout: float) -> bool:
+        """Wait until the program has exited, up to `timeout` seconds (its pidfd turns readable then; for a
+        namespace's init, only once the kernel has killed and reaped every other process of it). False on
+        timeout."""
+        if self._pidfd is None:
+            return True
+        loop, exited = asyncio.get_running_loop(), asyncio.Event()
+        fd = self._pidfd
+        loop.add_reader(fd, exited.set)
+        try:
+            async with asyncio.timeout(timeout):
+                await exited.wait()
+        except TimeoutError:
+            return False
+        finally:
+            loop.remove_reader(fd)
+        return True
+
     def _release(self) -> None:
         if self._pidfd is not None:
             with contextlib.suppress(OSError):

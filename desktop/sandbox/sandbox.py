@@ -33,6 +33,8 @@ from desktop.sandbox.zygote import NAMESPACES
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
 READY_TIMEOUT_S = 10.0
+GONE_TIMEOUT_S = 5.0
+"""How long the end of a sandbox may take: its init and every process of its namespace killed and reaped."""
 X11_DIR = "/tmp/.X11-unix"
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 """World-writable places every desktop gets empty, so that nothing one leaves there reaches another."""
@@ -93,7 +95,7 @@ class Sandbox:
                      cgroup: DesktopCgroup | None = None) -> Sandbox:
         """Make the sandbox: in `network`'s namespace (else one with only a loopback), its programs in
         `cgroup`'s apps part and the session's in its session part, when given."""
-        user = await asyncio.to_thread(users.allocate)
+        user = await host.user_for(plan.desktop_id)
         sandbox = cls(host, plan, user, xauth.new_cookie(), network, cgroup)
         try:
             await sandbox._start()
@@ -277,24 +279,17 @@ class Sandbox:
     # -- ending it --------------------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """End every process of the sandbox (the init kills them and exits) and give its uid back."""
+        """End every process of the sandbox: the init is killed, and the kernel kills the rest of its pid
+        namespace and reaps it before the init's own exit shows on its pidfd. The uid stays the desktop's
+        (SandboxHost.user_for)."""
         if self._channel is not None:
             self._channel.close()
         if self._init is not None:
             self._init.send_signal(9)
+            if not await self._init.gone(GONE_TIMEOUT_S):
+                logger.warning("the init of %s's sandbox did not end in %.0f s", self.plan.desktop_id, GONE_TIMEOUT_S)
             self._init.close()
         self._lost()
-        await asyncio.to_thread(self._wait_uid_free)
-        self.user.release()
-
-    def _wait_uid_free(self) -> None:
-        """The uid is free once no process runs as it (a killed namespace ends within milliseconds)."""
-        for _ in range(200):
-            if not users._owns_files(self.user.uid):
-                return
-            import time
-            time.sleep(0.005)
-        logger.warning("processes of uid %d outlived their sandbox", self.user.uid)
 
 
 class SessionLauncher:

@@ -14,6 +14,7 @@ import httpx
 
 from streaming.viewer import Viewer
 from tests.conftest import running_server, wait_for
+from tests.support.pids import host_pid
 
 SHUTDOWN_LIMIT_S = 5.0
 """The issue's bound: well inside Kubernetes' default 30 s grace period, and our manifests' 10 s."""
@@ -48,8 +49,8 @@ def test_sigterm_finalises_recordings_closes_peers_stops_children_and_exits_fast
                                ).json()
             rec = api.post("/v1/desktop/recording/start", json={}).json()
             assert api.post("/v1/desktop/stream/start").json()["active"] is True
-            pids = [p["pid"] for p in api.get("/v1/processes").json()["processes"] if p.get("pid")]
-            pids += [p["pid"] for p in api.get("/v1/desktop/status").json()["processes"] if p.get("pid")]
+            pids = [host_pid(p) for p in api.get("/v1/processes").json()["processes"] if p.get("pid")]
+            pids += [host_pid(p) for p in api.get("/v1/desktop/status").json()["processes"] if p.get("pid")]
             assert len(pids) >= 4, pids  # Xvfb, openbox, xterm, the sleeper (dbus when installed)
             follow_ended = threading.Event()
             threading.Thread(target=follow_logs, daemon=True, args=(
