@@ -15,8 +15,7 @@ from api.server.services import files_of
 from desktop.core.errors import InvalidRequest, UnsupportedMediaType
 from desktop.core.parsing import ascii_int
 from desktop.files.errors import lossy
-from desktop.files.filesystem import Entry
-from desktop.files.tar_upload import upload_tar
+from desktop.files.operations import Entry
 from sandbox_desktop_wire.fs import (
     FsActionResponse,
     FsDeleteQuery,
@@ -93,7 +92,7 @@ async def upload_batch(request: Request, *, query: FsUploadBatchQuery) -> FsUplo
             f"expected Content-Type: application/x-tar (or application/gzip), got {media_type or 'none'}"
         )
     try:
-        result = await upload_tar(files_of(request), query.path, request.stream())
+        result = await files_of(request).upload(query.path, request.stream())
     except ClientDisconnect:
         raise InvalidRequest("upload interrupted: the client disconnected before the body ended; "
                              "nothing was written") from None
