@@ -1,4 +1,5 @@
-"""`/v1/fs`: the file API, translating HTTP to `desktop.files.filesystem.Files` calls.
+"""`/v1/fs` (the server's) and `/v1/desktop/fs` (a desktop's, in its sandbox): the file API, translating HTTP to
+`desktop.files.filesystem.Files` calls in the request's scope (api/server/file_scope.py).
 
 File bodies are streamed both ways in chunks (never held whole in memory). Paths, fields and
 response shapes are the reference's (`router.rs`, `router/types.rs`); see docs/files.md.
@@ -9,9 +10,10 @@ from __future__ import annotations
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from api.http.desktop_paths import in_desktop
 from api.http.file_response import FileStreamResponse
 from api.http.operations import Operation
-from api.server.services import files_of
+from api.server.file_scope import files_of
 from desktop.core.errors import InvalidRequest, UnsupportedMediaType
 from desktop.core.parsing import ascii_int
 from desktop.files.errors import lossy
@@ -100,7 +102,7 @@ async def upload_batch(request: Request, *, query: FsUploadBatchQuery) -> FsUplo
 
 
 _TAGS = ("fs",)
-OPERATIONS = [
+SERVER_OPERATIONS = [
     Operation("GET", "/v1/fs/entries", list_entries, "List a directory (default: the home directory)",
               query=FsEntriesQuery, response=FsEntryList, errors=(403, 404), tags=_TAGS),
     Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed)",
@@ -122,3 +124,5 @@ OPERATIONS = [
               query=FsUploadBatchQuery, response=FsUploadBatchResponse, upload="application/x-tar, application/gzip",
               errors=(403, 409, 413, 415), tags=_TAGS),
 ]
+OPERATIONS = [*SERVER_OPERATIONS, *in_desktop(SERVER_OPERATIONS, "/v1/fs", "/v1/desktop/fs")]
+"""The server's, and each desktop's in its sandbox (api/server/file_scope.py)."""
