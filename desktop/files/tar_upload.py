@@ -11,6 +11,10 @@ its sandbox, as its user (calls.py); `Files.upload` (filesystem.py) spools the b
 
 from __future__ import annotations
 
+# tarfile imports the decompressors when it first needs them; in a sandbox the interpreter's own files may not be
+# readable by then (its user's), so they are imported with this module, which the zygote preloads (calls.py).
+import bz2  # noqa: F401
+import gzip  # noqa: F401
 import lzma
 import os
 import shutil
