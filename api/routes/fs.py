@@ -55,7 +55,7 @@ async def list_entries(request: Request, *, query: FsEntriesQuery) -> Response:
 
 
 async def read_file(request: Request, *, query: FsPathQuery) -> Response:
-    return FileStreamResponse(await files_of(request).open(query.path))
+    return FileStreamResponse.ranged(await files_of(request).open(query.path), request.headers.get("range"))
 
 
 async def write_file(request: Request, *, query: FsPathQuery) -> FsWriteResponse:
@@ -105,8 +105,9 @@ _TAGS = ("fs",)
 SERVER_OPERATIONS = [
     Operation("GET", "/v1/fs/entries", list_entries, "List a directory (default: the home directory)",
               query=FsEntriesQuery, response=FsEntryList, errors=(403, 404), tags=_TAGS),
-    Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed)",
-              query=FsPathQuery, media_type="application/octet-stream", errors=(403, 404), tags=_TAGS),
+    Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed; one byte range if asked)",
+              query=FsPathQuery, media_type="application/octet-stream", ranges=True, errors=(403, 404, 416),
+              tags=_TAGS),
     Operation("PUT", "/v1/fs/file", write_file, "Upload a file (raw body, streamed; replaces atomically)",
               query=FsPathQuery, response=FsWriteResponse, upload="application/octet-stream", errors=(403, 409, 413),
               tags=_TAGS),

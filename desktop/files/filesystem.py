@@ -65,6 +65,11 @@ class ReadHandle:
         """Bytes that will be sent: the size when opened (a file growing meanwhile is cut there)."""
         self.modified_ns = modified_ns
 
+    def narrow(self, first: int, last: int) -> None:
+        """Send only bytes `first` to `last` (inclusive; a Range request's). A seek reads nothing: fine anywhere."""
+        self._file.seek(first)
+        self.size = last - first + 1
+
     async def chunks(self, chunk_size: int = READ_CHUNK) -> AsyncIterator[bytes]:
         """The file's bytes, at most `size` of them, read in a worker thread chunk by chunk."""
         remaining = self.size
