@@ -22,15 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from desktop.core.errors import (
-    Conflict,
-    DomainError,
-    InvalidRequest,
-    NotFound,
-    PayloadTooLarge,
-    PermissionDenied,
-    StreamError,
-)
+from desktop.core import errors
+from desktop.core.errors import DomainError, NotFound, StreamError
 from desktop.files import operations
 from desktop.files.errors import map_os_error
 from desktop.files.operations import Entry, Staged
@@ -83,7 +76,7 @@ CALLS: dict[str, Callable[[list[Any], list[int]], Answer]] = {
 }
 
 ERRORS: dict[str, type[DomainError]] = {cls.__name__: cls for cls in (
-    InvalidRequest, NotFound, Conflict, PermissionDenied, PayloadTooLarge, StreamError)}
+    errors.InvalidRequest, NotFound, errors.Conflict, errors.PermissionDenied, errors.PayloadTooLarge, StreamError)}
 """What a file call may fail with (operations.py, errors.py `map_os_error`): what an answer may name."""
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from desktop.core.errors import InvalidRequest
+from desktop.core.errors import InvalidRequest, StreamError
 from desktop.files import calls
 from desktop.files.errors import lossy, os_errors
 from desktop.files.operations import Entry
@@ -152,7 +152,10 @@ class InSandbox:
         self.sandbox = sandbox
 
     async def call(self, asked: dict[str, Any], fds: Sequence[int] = ()) -> calls.Answer:
-        return await self.sandbox.call(calls.ENTRY, asked, fds)
+        try:
+            return await self.sandbox.call(calls.ENTRY, asked, fds)
+        except OSError as exc:  # the call could not run there (no fork, a bug): about no path of the request
+            raise StreamError(f"the desktop's sandbox could not run the file call: {exc}") from exc
 
     async def open(self, path: Path, flags: int) -> int:
         return await self.sandbox.open(str(path), flags)

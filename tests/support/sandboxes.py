@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, launch_server
 
 SIZE = {"width": 640, "height": 400}
 
@@ -44,3 +45,27 @@ def agent_client(server: ServerProcess, admin: httpx.Client, desktop: dict[str, 
 def home_of(admin: httpx.Client, desktop: dict[str, Any]) -> Path:
     """The desktop's HOME on the machine (and, bound at the same path, in its sandbox)."""
     return Path(admin.get(f"/v1/desktops/{desktop['id']}/status").json()["stateDir"]) / "home"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two desktops in sandboxes on one server, and A's agent."""
+
+    server: ServerProcess
+    admin: httpx.Client
+    a: dict[str, Any]
+    b: dict[str, Any]
+    agent: httpx.Client
+    """A's agent, at `/v1/desktops/{A}`: only A's control token."""
+
+
+@contextlib.contextmanager
+def sandboxed_pair(tmp: Path) -> Iterator[Pair]:
+    """A server started the default way (the token it makes, in its state), desktops A and B, and A's agent;
+    all stopped on leaving."""
+    server = launch_server(tmp, token=None)
+    try:
+        with admin_client(server) as admin, made_desktops(admin, 2) as (a, b), agent_client(server, admin, a) as agent:
+            yield Pair(server, admin, a, b, agent)
+    finally:
+        server.stop()

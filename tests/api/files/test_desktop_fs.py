@@ -10,52 +10,32 @@ import secrets
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, assert_problem, launch_server, running_server
-from tests.support.sandboxes import admin_client, agent_client, home_of, made_desktops
+from tests.conftest import assert_problem, running_server
+from tests.support.sandboxes import Pair, home_of, sandboxed_pair
 from tests.support.tars import member, tar_bytes
 from tests.support.uploads import abandon_upload, names_once_settled
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a desktop of its own uid and namespaces needs root")
 
-Desktops = tuple[dict[str, Any], dict[str, Any]]
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    with sandboxed_pair(tmp_path_factory.mktemp("desktop-fs")) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = launch_server(tmp_path_factory.mktemp("desktop-fs"), token=None)  # the token it makes, in its state
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(server: ServerProcess) -> Iterator[httpx.Client]:
-    with admin_client(server) as api:
-        yield api
-
-
-@pytest.fixture(scope="module")
-def desktops(admin: httpx.Client) -> Iterator[Desktops]:
-    with made_desktops(admin, 2) as (a, b):
-        yield a, b
-
-
-@pytest.fixture(scope="module")
-def agent(server: ServerProcess, admin: httpx.Client, desktops: Desktops) -> Iterator[httpx.Client]:
+def agent(pair: Pair) -> httpx.Client:
     """Desktop A's agent, at `/v1/desktops/{A}`: only A's control token."""
-    with agent_client(server, admin, desktops[0]) as api:
-        yield api
+    return pair.agent
 
 
 @pytest.fixture(scope="module")
-def home(admin: httpx.Client, desktops: Desktops) -> Path:
-    return home_of(admin, desktops[0])
+def home(pair: Pair) -> Path:
+    return home_of(pair.admin, pair.a)
 
 
 @pytest.fixture
@@ -103,9 +83,8 @@ def test_its_tmp_is_its_own(agent: httpx.Client, home: Path) -> None:
         machine.unlink()
 
 
-def test_the_servers_state_and_another_desktops_home_answer_as_missing(
-        server: ServerProcess, admin: httpx.Client, agent: httpx.Client, desktops: Desktops) -> None:
-    b_home = home_of(admin, desktops[1])
+def test_the_servers_state_and_another_desktops_home_answer_as_missing(pair: Pair, agent: httpx.Client) -> None:
+    server, b_home = pair.server, home_of(pair.admin, pair.b)
     (b_home / "secret.txt").write_text("B's secret")
     token = server.state_dir / "token"
     missing = assert_problem(agent.get("/fs/file", params={"path": str(token) + "-nope"}), 404, "not_found")
@@ -161,7 +140,7 @@ def test_range_reads(agent: httpx.Client, folder: Path) -> None:
     assert_problem(past, 416) and past.headers["content-range"] == "bytes */100"
 
 
-def test_a_failed_write_leaves_the_old_file(server: ServerProcess, agent: httpx.Client, folder: Path) -> None:
+def test_a_failed_write_leaves_the_old_file(agent: httpx.Client, folder: Path) -> None:
     assert put(agent, f"~/{folder.name}/keep.txt", b"original").status_code == 200
     token = agent.headers["authorization"].removeprefix("Bearer ")
     abandon_upload(f"{agent.base_url}/fs/file", f"~/{folder.name}/keep.txt", token)
@@ -218,14 +197,15 @@ def test_a_tar_upload_is_extracted_as_its_user_all_or_nothing(agent: httpx.Clien
 # --- whose token, which desktop -----------------------------------------------------------------------------
 
 
-def test_its_token_reaches_its_own_files_only(server: ServerProcess, agent: httpx.Client, desktops: Desktops) -> None:
+def test_its_token_reaches_its_own_files_only(pair: Pair, agent: httpx.Client) -> None:
     assert agent.get("/fs/stat", params={"path": "~"}).status_code == 200
-    for url in ("/v1/fs/stat", f"/v1/desktops/{desktops[1]['id']}/fs/stat", "/v1/desktop/fs/stat"):
-        assert_problem(httpx.get(server.url + url, params={"path": "/"}, headers=agent.headers), 403, "token_scope")
+    for url in ("/v1/fs/stat", f"/v1/desktops/{pair.b['id']}/fs/stat", "/v1/desktop/fs/stat"):
+        refused = httpx.get(pair.server.url + url, params={"path": "/"}, headers=agent.headers)
+        assert_problem(refused, 403, "token_scope")
 
 
-def test_a_desktop_that_is_not_running_has_no_files(admin: httpx.Client) -> None:
-    assert_problem(admin.get("/v1/desktop/fs/stat", params={"path": "~"}), 409, "desktop_runtime_inactive")
+def test_a_desktop_that_is_not_running_has_no_files(pair: Pair) -> None:
+    assert_problem(pair.admin.get("/v1/desktop/fs/stat", params={"path": "~"}), 409, "desktop_runtime_inactive")
 
 
 def test_without_a_sandbox_its_files_are_the_machines_from_its_home(tmp_path: Path) -> None:

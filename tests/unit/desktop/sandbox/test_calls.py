@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.errors import InvalidRequest, NotFound, PermissionDenied
+from desktop.core.errors import InvalidRequest, NotFound, PermissionDenied, StreamError
 from desktop.files import calls as file_calls
 from desktop.files.filesystem import Files, InSandbox
 from desktop.sandbox.host import SandboxHost
@@ -117,3 +117,12 @@ def test_files_in_a_sandbox_act_as_its_user_in_its_view(tmp_path: Path) -> None:
         assert not (home / "up").exists()
 
     scenario(tmp_path, body, preload=PRELOAD)
+
+
+def test_a_file_call_the_sandbox_cannot_run_is_a_stream_error(tmp_path: Path) -> None:
+    """A host whose zygote did not preload the file calls: a 502 naming why, never a bare 500."""
+    async def body(host: SandboxHost, sandbox: Sandbox) -> None:
+        with pytest.raises(StreamError, match="could not run the file call"):
+            await Files(sandbox.plan.home, InSandbox(sandbox)).stat("~")
+
+    scenario(tmp_path, body, preload=(sandbox_calls.__name__,))
