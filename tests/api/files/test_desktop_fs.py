@@ -126,6 +126,14 @@ def test_what_its_user_may_not_touch_is_a_403_as_on_the_machine(agent: httpx.Cli
 # --- the operations, as /v1/fs does them -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", ["", "a\x00b", "../etc/passwd"])
+def test_a_bad_path_is_a_400_naming_it(agent: httpx.Client, path: str) -> None:
+    for method, route in (("GET", "/fs/file"), ("PUT", "/fs/file"), ("GET", "/fs/stat"), ("DELETE", "/fs/entry")):
+        problem = assert_problem(agent.request(method, route, params={"path": path}), 400, "invalid_request")
+        errors = problem["errors"]
+        assert isinstance(errors, list) and [e["field"] for e in errors] == ["path"], problem
+
+
 def test_range_reads(agent: httpx.Client, folder: Path) -> None:
     data = bytes(range(100))
     assert put(agent, f"~/{folder.name}/r.bin", data).status_code == 200
