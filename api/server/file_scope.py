@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.server.services import desktop_services
+from api.server.services import desktop_services, refuse_machine_access
 from api.server.services import files_of as server_files
 from desktop.files.filesystem import MACHINE, Files, InSandbox
 
@@ -26,6 +26,7 @@ def files_of(request: Request) -> Files:
     if path == SERVER_PREFIX or path.startswith(SERVER_PREFIX + "/"):
         return server_files(request)
     desktop = desktop_services(request).desktop
+    refuse_machine_access(request, desktop, "fs", "--no-file-api")
     home = desktop.session().home  # raises the reason a desktop that is not running has no files
     sandbox = desktop.launcher()
     return Files(home, InSandbox(sandbox) if sandbox is not None else MACHINE)

@@ -559,7 +559,26 @@ def test_a_desktop_only_server(tmp_path: Path, routes: list[tuple[str, str]]) ->
             assert api.get("/v1/desktop/mouse/position").json()["x"] == 33
             assert api.get("/v1/desktop/windows").status_code == 200
             assert api.post("/v1/desktop/keyboard/press", json={"key": "Escape"}).status_code == 200
+            # The desktop's own commands and files act inside its sandbox: the flags leave them on.
+            ran = api.post("/v1/desktop/processes/run", json={"command": "id", "args": ["-u"]})
+            assert ran.status_code == 200 and ran.json()["stdout"].strip() != str(os.getuid()), ran.text
+            assert api.put("/v1/desktop/fs/file", params={"path": "~/note.txt"}, content=b"x").status_code == 200
             assert api.post("/v1/desktop/stop").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_without_a_sandbox_the_flags_cover_the_desktops_own_commands_and_files(tmp_path: Path) -> None:
+    """Unisolated, a desktop's commands and files would act on the machine as the server's user."""
+    server = launch_server(tmp_path, "--no-process-api", "--no-file-api", "--isolation", "off")
+    try:
+        with server.client() as api:
+            started = api.post("/v1/desktop/start", json={"displayNum": 423, "width": 640, "height": 480})
+            assert started.json().get("state") == "active", started.text
+            for refused, flag in ((api.post("/v1/desktop/processes/run", json={"command": "id"}), "--no-process-api"),
+                                  (api.get("/v1/desktop/fs/entries", params={"path": "~"}), "--no-file-api")):
+                assert refused.status_code == 403 and refused.json()["code"] == "api_disabled", refused.text
+                assert flag in refused.json()["detail"] and "not isolated" in refused.json()["detail"]
     finally:
         server.stop()
 
