@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from api.approvals import gate as approval_policy
+from api.convert.sandbox import SandboxSettings
 from api.http.desktop_paths import per_desktop, per_desktop_websockets
 from api.http.openapi import build_openapi
 from api.http.operations import Operation
@@ -167,6 +168,10 @@ def create_app(config: ServerConfig) -> Starlette:
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,
                                on_deleted=tokens.revoke)
     default = desktops.default
+    # The default desktop is held to the server's policy too: its network rules and limits (it has no timers).
+    imposed = SandboxSettings().within(config.desktop_policy, creating=True)
+    default.desktop.network_rules = imposed.network or default.desktop.network_rules
+    default.desktop.limits = imposed.limits or default.desktop.limits
     metrics = Metrics(desktops)
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
                               tokens=tokens, version=VERSION, sandboxes=sandboxes)
