@@ -58,6 +58,8 @@ class Call(Generic[T]):
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     extra_timeout: float = 0.0
+    content: bytes | None = None
+    """A raw body (a file's bytes), instead of `json`."""
 
 
 def as_json(value: Condition | Settings | None) -> dict[str, Any] | None:

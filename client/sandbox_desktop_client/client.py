@@ -15,12 +15,14 @@ import httpx
 
 from sandbox_desktop_wire.approvals import Approval, ApprovalStatus, Decision
 from sandbox_desktop_wire.desktops import DesktopResource, TokenResponse
+from sandbox_desktop_wire.fs import FsActionResponse, FsEntry, FsMoveResponse, FsStat, FsWriteResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
 from sandbox_desktop_wire.sandbox import NetworkResponse
 
 from . import _base as b
 from . import _desktops_calls as d
+from . import _files_calls as f
 from ._endpoints import Endpoints
 from ._send import DEFAULT_TIMEOUT, client_options
 from ._types import AudioCodec, OnIdle, Owner, Role, Settings, VideoCodec
@@ -86,16 +88,50 @@ class Client(Endpoints):
         answers it 403 `action_denied` with `message`). `ConflictError` (`approval_already_decided`)."""
         return self.send(d.decide(approval_id, decision, message, by))
 
-    # Processes
+    # Processes and files: the server's (the admin's, on the machine); on a desktop's handle, that desktop's
+    _processes = b.SERVER_PROCESSES
+    _files = f.SERVER_FILES
+
     def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None,
             cwd: str | None = None, env: Mapping[str, str] | None = None) -> ProcessRunResponse:
-        """`POST /v1/processes/run`: run a command to completion on the server; returns its exit code and
-        output. `ClientError` 422 (`command_not_found`, `cwd_not_found`, ...); docs/processes.md."""
-        return self.send(b.run(command, args, timeout_ms, cwd, env))
+        """`POST /v1/processes/run`: run a command to completion on the server; on a desktop's handle
+        (`/v1/desktops/{id}/processes/run`), inside that desktop's sandbox, from its HOME. Returns its exit code
+        and output. `ClientError` 422 (`command_not_found`, `cwd_not_found`, ...); docs/processes.md."""
+        return self.send(b.run(command, args, timeout_ms, cwd, env, self._processes))
 
     def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
-        """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`)."""
-        return self.send(b.processes(owner))
+        """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`); on a
+        desktop's handle, that desktop's only."""
+        return self.send(b.processes(owner, self._processes))
+
+    def read_file(self, path: str) -> bytes:
+        """`GET /v1/fs/file`: a file's bytes (on a desktop's handle, in its sandbox: `~` is its HOME).
+        `NotFoundError` for a path that is not there (or that its user may not see); docs/files.md."""
+        return self.send(f.read_file(path, self._files))
+
+    def write_file(self, path: str, data: bytes) -> FsWriteResponse:
+        """`PUT /v1/fs/file`: write a file whole, atomically (missing parents made)."""
+        return self.send(f.write_file(path, data, self._files))
+
+    def list_files(self, path: str | None = None) -> list[FsEntry]:
+        """`GET /v1/fs/entries`: a directory's entries (default: the home directory)."""
+        return self.send(f.list_files(path, self._files))
+
+    def stat(self, path: str) -> FsStat:
+        """`GET /v1/fs/stat`: a path's type, size and modification time."""
+        return self.send(f.stat(path, self._files))
+
+    def delete_file(self, path: str, *, recursive: bool = False) -> FsActionResponse:
+        """`DELETE /v1/fs/entry`: a file, link or directory (a non-empty one with `recursive`)."""
+        return self.send(f.delete(path, recursive, self._files))
+
+    def make_directory(self, path: str) -> FsActionResponse:
+        """`POST /v1/fs/mkdir`: a directory and its parents."""
+        return self.send(f.make_directory(path, self._files))
+
+    def move_file(self, source: str, target: str, *, overwrite: bool = False) -> FsMoveResponse:
+        """`POST /v1/fs/move`: move or rename; `ConflictError` if `target` exists, unless `overwrite`."""
+        return self.send(f.move(source, target, overwrite, self._files))
 
 
 class Desktops:
@@ -165,6 +201,10 @@ class DesktopClient(Client):
     close the client. Its actions raise `NotFoundError` (`desktop_not_found`) once the desktop is gone
     and `ConflictError` (`desktop_paused`) while it is paused."""
 
+    # Its commands and files are its own, inside its sandbox (scoped to /v1/desktops/{id}/...).
+    _processes = b.DESKTOP_PROCESSES
+    _files = f.DESKTOP_FILES
+
     def __init__(self, client: Client, desktop_id: str) -> None:
         # Not `Client.__init__`, which opens a connection pool: a handle uses its client's.
         Endpoints.__init__(self, client._http, client.timeout, desktop_id)
@@ -209,17 +249,6 @@ class DesktopClient(Client):
         """`GET /v1/desktops/{id}/network`: its network rules as applied, and its newest connections (allowed,
         refused, forwarded; at most `limit`, default 200)."""
         return self.send(d.desktop_network(self.id, limit))
-
-    def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None,
-            cwd: str | None = None, env: Mapping[str, str] | None = None) -> ProcessRunResponse:
-        """`POST /v1/desktops/{id}/processes/run`: run a command to completion inside this desktop's sandbox
-        (its user, its files, its network rules); returns its exit code and output (docs/processes.md)."""
-        return self.send(b.run(command, args, timeout_ms, cwd, env, b.DESKTOP_PROCESSES))
-
-    def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
-        """`GET /v1/desktops/{id}/processes`: the processes of this desktop (its apps, its commands, its
-        supervised X server, window manager, buses and sound), or those of one owner."""
-        return self.send(b.processes(owner, b.DESKTOP_PROCESSES))
 
     def reset(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/reset`: back to a freshly started state (apps gone, clipboard empty,

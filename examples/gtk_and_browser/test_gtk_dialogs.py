@@ -25,7 +25,7 @@ class Dialog:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if all(p.status == "exited" for p in self.desktop.processes(owner="desktop") if p.id == self.process_id):
-                return self.desktop.run("sh", ["-c", f'cat "$HOME/{ANSWER}"']).stdout
+                return self.desktop.read_file(f"~/{ANSWER}").decode()
             time.sleep(0.05)
         raise AssertionError(f"the dialog's shell {self.process_id} did not exit within {timeout:g} s")
 
