@@ -25,8 +25,14 @@ def files_of(request: Request) -> Files:
     path: str = request.scope["path"]
     if path == SERVER_PREFIX or path.startswith(SERVER_PREFIX + "/"):
         return server_files(request)
+    refuse_machine_access(request, desktop_services(request).desktop, "fs", "--no-file-api")
+    return desktop_files(request)
+
+
+def desktop_files(request: Request) -> Files:
+    """The Files of the request's desktop, in its view: where the paths of a drop or a file dialog are found,
+    since the apps that open them run there (docs/files-into-apps.md)."""
     desktop = desktop_services(request).desktop
-    refuse_machine_access(request, desktop, "fs", "--no-file-api")
     home = desktop.session().home  # raises the reason a desktop that is not running has no files
     sandbox = desktop.launcher()
     return Files(home, InSandbox(sandbox) if sandbox is not None else MACHINE)

@@ -17,6 +17,7 @@ is read as data, every field checked, never unpickled or run.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -45,6 +46,15 @@ def _stat(args: list[Any], fds: list[int]) -> Answer:
     return {"entry": asdict(operations.stat_path(Path(args[0])))}, []
 
 
+def _kind(args: list[Any], fds: list[int]) -> Answer:
+    """What a path is, following links: a directory, a file, or nothing (missing, or a dangling link)."""
+    try:
+        mode = os.stat(args[0]).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return {"kind": None}, []
+    return {"kind": FsEntryType.DIRECTORY if stat.S_ISDIR(mode) else FsEntryType.FILE}, []
+
+
 def _stage(args: list[Any], fds: list[int]) -> Answer:
     staged = operations.stage(Path(args[0]))
     return {"final": str(staged.final), "temp": str(staged.temp)}, [staged.fd]
@@ -66,6 +76,7 @@ def _done(function: Callable[..., None], *kinds: Callable[[Any], Any]) -> Callab
 CALLS: dict[str, Callable[[list[Any], list[int]], Answer]] = {
     "entries": _entries,
     "stat": _stat,
+    "kind": _kind,
     "mkdir": _done(operations.make_directory, Path),
     "delete": _done(operations.delete_path, Path, bool),
     "move": _done(operations.move_path, Path, Path, bool),
@@ -131,6 +142,14 @@ def entry_of(value: object) -> Entry:
                      size=_of(e["size"], int), modified=None if modified is None else _of(modified, str),
                      is_symlink=_of(e.get("is_symlink", False), bool))
     except (KeyError, TypeError, ValueError) as exc:
+        raise _nonsense(exc) from exc
+
+
+def kind_of(value: dict[str, Any]) -> FsEntryType | None:
+    try:
+        kind = value.get("kind")
+        return None if kind is None else FsEntryType(kind)
+    except ValueError as exc:
         raise _nonsense(exc) from exc
 
 

@@ -30,6 +30,7 @@ from desktop.files import calls
 from desktop.files.errors import lossy, os_errors
 from desktop.files.operations import Entry
 from desktop.files.tar_upload import UploadResult
+from sandbox_desktop_wire.enums import FsEntryType
 from sandbox_desktop_wire.fs import path_problem
 
 if TYPE_CHECKING:
@@ -202,6 +203,12 @@ class Files:
     async def stat(self, raw: str) -> Entry:
         value, _ = await self._call("stat", self.resolve(raw))
         return calls.entry_of(value.get("entry"))
+
+    async def kind(self, path: Path) -> FsEntryType | None:
+        """What `path` is in this place (following links), None when it does not exist there (a dangling
+        link included)."""
+        value, _ = await self._call("kind", path)
+        return calls.kind_of(value)
 
     async def open(self, raw: str) -> ReadHandle:
         """Open a regular file for streaming; the caller must `close()` the handle."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 import struct
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
