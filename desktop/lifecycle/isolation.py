@@ -68,9 +68,12 @@ class DesktopSandbox:
 
 
     async def set_network(self, rules: NetworkRules) -> None:
-        """New rules for the running desktop's network, in force at once (a refused one keeps the old)."""
+        """New rules for the running desktop's network, in force at once (a refused one keeps the old), and its
+        /etc/resolv.conf to match them."""
         if self.network is not None:
             await self.network.update(rules)
+            if self.sandbox is not None:
+                await asyncio.to_thread(self.sandbox.network_changed)
 
     def set_limits(self, limits: Limits) -> dict[str, str]:
         """New limits for the running desktop; the ones this machine cannot enforce, by wire field, with why."""

@@ -154,7 +154,7 @@ class Sandbox:
             "group": users.group(self.user),
             "hostname": plan.hostname + "\n",
             "hosts": f"127.0.0.1\tlocalhost {plan.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-            "resolv.conf": self.network.resolv_conf() if self.network is not None else "",
+            "resolv.conf": self._resolv_conf(),
         }
         for name, text in files.items():
             (etc / name).write_text(text)
@@ -196,6 +196,15 @@ class Sandbox:
         for name in files:
             bind(etc / name, f"/etc/{name}", read_only=True)
         return mounts
+
+    def _resolv_conf(self) -> str:
+        return self.network.resolv_conf() if self.network is not None else ""
+
+    def network_changed(self) -> None:
+        """Rewrite its /etc/resolv.conf for its network's rules as they are now (blocking): the resolvers it may
+        reach come and go with egress `none`. The file is bound into the sandbox by its inode, rewritten in place,
+        so the desktop's next lookup reads the new one."""
+        (self.plan.state / "etc" / "resolv.conf").write_text(self._resolv_conf())
 
     def give_home(self) -> None:
         """The desktop's HOME and all in it to the sandbox's user (blocking)."""
