@@ -7,8 +7,10 @@ and no `desktop`, or a client of the server and the desktop's id.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -44,3 +46,29 @@ def probe_in(api: httpx.Client, desktop: str | None, *targets: str) -> list[str]
     """Connect from inside the desktop to each `host:port`, as its apps would (tests/support/netns.py `probe`):
     `ok:<banner>`, `refused` (nothing listens), `unreachable` (its rules refused it), `no-route` or `timeout`."""
     return list(json.loads(python_in(api, PROBE, *targets, desktop=desktop)))
+
+
+SMALL = {"width": 320, "height": 240}
+"""A desktop's screen where the test needs none bigger: the fewest pixels to allocate."""
+
+
+@contextlib.contextmanager
+def created_desktop(api: httpx.Client, **fields: Any) -> Iterator[dict[str, Any]]:
+    """A desktop created with the wire's `fields` (on a small screen unless they say otherwise), as the server
+    answered; deleted on leaving, whatever happened (one already deleted is left so)."""
+    made = api.post("/v1/desktops", json={**SMALL, **fields})
+    assert made.status_code == 201, made.text
+    desktop = dict(made.json())
+    try:
+        yield desktop
+    finally:
+        api.delete(f"/v1/desktops/{desktop['id']}")
+
+
+def assert_refused(response: httpx.Response, field: str) -> dict[str, Any]:
+    """The caller's mistake: a 4xx problem+json whose `errors` name `field` (as the request spelled it)."""
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+    problem = dict(response.json())
+    assert field in [error.get("field") for error in problem.get("errors", [])], problem
+    return problem
