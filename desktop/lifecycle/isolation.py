@@ -16,7 +16,7 @@ from pathlib import Path
 from desktop.lifecycle.home import prepare_runtime_dir
 from desktop.lifecycle.options import StateLayout
 from desktop.sandbox import displays, xauth
-from desktop.sandbox.cgroups import DesktopCgroup
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup, Feature
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import Layer, SandboxReport
 from desktop.sandbox.limits import Limits, Usage
@@ -94,6 +94,13 @@ class DesktopSandbox:
             return False
         await self.cgroup.freeze()
         return True
+
+    async def kill_apps(self) -> None:
+        """Kill every process of the desktop's apps cgroup (a reset), daemons that left its session, process group
+        and environment too; the session's own programs are in its other part and stay. Nothing where this
+        machine cannot kill a cgroup's processes."""
+        if self.cgroup is not None and self.host.cgroups is not None and Feature.KILL in self.host.cgroups.features:
+            await self.cgroup.kill(CgroupKind.APPS)
 
     async def thaw(self) -> bool:
         if self.cgroup is None or self.host.cgroups is None or "freeze" not in self.host.cgroups.features:

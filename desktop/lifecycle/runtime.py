@@ -289,6 +289,8 @@ class Desktop:
         async with session.x.input:
             await self.mouse.release_all(session)
             await end_apps(self.processes, self._marker, keep=supervisor)
+            if self.sandbox is not None:  # what shed the marker the apps were found by is still in their cgroup
+                await self.sandbox.kill_apps()
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
