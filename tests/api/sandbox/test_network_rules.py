@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import ServerProcess, wait_for
 from tests.support.desktop_sandbox import assert_refused, created_desktop, probe_in, python_in, run_in
 from tests.support.netns import Listener, Remote, missing_tools, remote_host
-from tests.support.pids import child_host_pid
+from tests.support.pids import cgroup_dir, child_host_pid
 
 pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tools() or "")
 
@@ -156,13 +156,17 @@ def test_a_refused_patch_keeps_the_rules_in_force(api: httpx.Client, remote: Rem
     with created_desktop(api, network=rules, tags={"kept": "yes"}) as desktop, \
             Listener("127.0.0.1", 0, "taken-inside", namespace_of(api, desktop)) as taken_inside:
         path = f"/v1/desktops/{desktop['id']}"
+        apps_pids_max = cgroup_dir(child_host_pid(api.get(f"{path}/status").json(), "Xvfb"), "pids").parent \
+            / "apps" / "pids.max"
         for refused, field in (
                 ({"egress": "all", "forwardHostPorts": [server_port]}, "network.forwardHostPorts[0]"),
                 ({"egress": "all", "forwardHostPorts": [taken_inside.port]}, "network.forwardHostPorts[0]"),
                 ({"egress": "all", "allow": [f"{remote.address}"]}, "network.allow")):
-            assert_refused(api.patch(path, json={"network": refused, "tags": {"kept": "no"}}), field)
+            patch = {"network": refused, "tags": {"kept": "no"}, "limits": {"pids": 64}}
+            assert_refused(api.patch(path, json=patch), field)
             assert network(api, desktop)["rules"] == rules, refused
-            assert api.get(path).json()["tags"] == {"kept": "yes"}
+            assert api.get(path).json()["tags"] == {"kept": "yes"} and api.get(path).json()["limits"] == {}
+            assert apps_pids_max.read_text().strip() == "max"
             assert probe_in(api, desktop["id"], *targets(remote)) == [f"ok:remote-{PORTS[0]}", "unreachable"]
 
 
