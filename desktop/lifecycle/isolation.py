@@ -80,7 +80,15 @@ class DesktopSandbox:
         return self.cgroup.set_limits(limits) if self.cgroup is not None else {}
 
     def usage(self) -> Usage | None:
-        return self.cgroup.usage() if self.cgroup is not None else None
+        """What the desktop uses now; None without cgroups, and once they are removed or while they are being
+        removed (a stop or a delete in progress), so that a status asked meanwhile still answers."""
+        cgroup = self.cgroup
+        if cgroup is None or cgroup.removed:
+            return None
+        try:
+            return cgroup.usage()
+        except OSError:  # removed between the check and the reads
+            return None
 
     async def give_home(self) -> None:
         """Hand HOME to the sandbox's user after the server wrote into it (a reset's template, rc.xml)."""
