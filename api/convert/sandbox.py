@@ -47,14 +47,23 @@ class SandboxSettings:
         return SandboxSettings(network, limits)
 
     async def apply(self, desktop: Desktop) -> None:
-        """In force on the desktop from now on: at its next start, and at once while it runs."""
+        """In force on the desktop from now on: at its next start, and at once while it runs. All or nothing: a
+        limit the kernel refuses (memory below what the apps hold, on cgroup v1) leaves the rules unchanged, and
+        rules the network refuses put the limits back. The limits go first since putting them back is a few
+        writes that cannot fail for a caller's mistake, where the old rules would have to be resolved again."""
+        running = desktop.sandbox
+        if self.limits is not None and running is not None:
+            running.set_limits(self.limits)
         if self.network is not None:
-            if desktop.sandbox is not None:
-                await desktop.sandbox.set_network(self.network)  # a refused update keeps the old rules
+            if running is not None:
+                try:
+                    await running.set_network(self.network)  # a refused update keeps the old rules
+                except BaseException:
+                    if self.limits is not None:
+                        running.set_limits(desktop.limits)
+                    raise
             desktop.network_rules = self.network
         if self.limits is not None:
-            if desktop.sandbox is not None:
-                desktop.sandbox.set_limits(self.limits)
             desktop.limits = self.limits
 
 

@@ -63,7 +63,7 @@ def resource(services: DesktopServices) -> DesktopResource:
         paused_reason=desktop.paused_reason, approve=kind_names(life.approve),
         sandbox=sandbox_model(desktop.sandbox_report()),
         network=rules_model(desktop.network_rules), limits=limits_model(desktop.limits),
-        usage=usage_model(usage) if desktop.sandbox is not None and (usage := desktop.sandbox.usage()) else None,
+        usage=usage_model(usage) if (usage := desktop.usage()) is not None else None,
         auto_pause_seconds=life.auto_pause_seconds, auto_delete_seconds=life.auto_delete_seconds,
         auto_pause_at=iso(max(desktop.active_since, life.created_at) + life.auto_pause_seconds)
         if life.auto_pause_seconds is not None and not desktop.paused and desktop.display_name else None,

@@ -16,7 +16,7 @@ from pathlib import Path
 from desktop.lifecycle.home import prepare_runtime_dir
 from desktop.lifecycle.options import StateLayout
 from desktop.sandbox import displays, xauth
-from desktop.sandbox.cgroups import DesktopCgroup
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup, Feature
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import Layer, SandboxReport
 from desktop.sandbox.limits import Limits, Usage
@@ -68,16 +68,27 @@ class DesktopSandbox:
 
 
     async def set_network(self, rules: NetworkRules) -> None:
-        """New rules for the running desktop's network, in force at once (a refused one keeps the old)."""
+        """New rules for the running desktop's network, in force at once (a refused one keeps the old), and its
+        /etc/resolv.conf to match them."""
         if self.network is not None:
             await self.network.update(rules)
+            if self.sandbox is not None:
+                await asyncio.to_thread(self.sandbox.network_changed)
 
     def set_limits(self, limits: Limits) -> dict[str, str]:
         """New limits for the running desktop; the ones this machine cannot enforce, by wire field, with why."""
         return self.cgroup.set_limits(limits) if self.cgroup is not None else {}
 
     def usage(self) -> Usage | None:
-        return self.cgroup.usage() if self.cgroup is not None else None
+        """What the desktop uses now; None without cgroups, and once they are removed or while they are being
+        removed (a stop or a delete in progress), so that a status asked meanwhile still answers."""
+        cgroup = self.cgroup
+        if cgroup is None or cgroup.removed:
+            return None
+        try:
+            return cgroup.usage()
+        except OSError:  # removed between the check and the reads
+            return None
 
     async def give_home(self) -> None:
         """Hand HOME to the sandbox's user after the server wrote into it (a reset's template, rc.xml)."""
@@ -91,6 +102,13 @@ class DesktopSandbox:
             return False
         await self.cgroup.freeze()
         return True
+
+    async def kill_apps(self) -> None:
+        """Kill every process of the desktop's apps cgroup (a reset), daemons that left its session, process group
+        and environment too; the session's own programs are in its other part and stay. Nothing where this
+        machine cannot kill a cgroup's processes."""
+        if self.cgroup is not None and self.host.cgroups is not None and Feature.KILL in self.host.cgroups.features:
+            await self.cgroup.kill(CgroupKind.APPS)
 
     async def thaw(self) -> bool:
         if self.cgroup is None or self.host.cgroups is None or "freeze" not in self.host.cgroups.features:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -21,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.core.errors import DesktopFailed
+from desktop.core.errors import Conflict, DesktopFailed
 from desktop.sandbox import linux, protocol, users, xauth
 from desktop.sandbox.call import run_call
-from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup, Feature
 from desktop.sandbox.channel import Channel, SandboxGone
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
@@ -156,7 +157,7 @@ class Sandbox:
             "group": users.group(self.user),
             "hostname": plan.hostname + "\n",
             "hosts": f"127.0.0.1\tlocalhost {plan.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-            "resolv.conf": self.network.resolv_conf() if self.network is not None else "",
+            "resolv.conf": self._resolv_conf(),
         }
         for name, text in files.items():
             (etc / name).write_text(text)
@@ -198,6 +199,15 @@ class Sandbox:
         for name in files:
             bind(etc / name, f"/etc/{name}", read_only=True)
         return mounts
+
+    def _resolv_conf(self) -> str:
+        return self.network.resolv_conf() if self.network is not None else ""
+
+    def network_changed(self) -> None:
+        """Rewrite its /etc/resolv.conf for its network's rules as they are now (blocking): the resolvers it may
+        reach come and go with egress `none`. The file is bound into the sandbox by its inode, rewritten in place,
+        so the desktop's next lookup reads the new one."""
+        (self.plan.state / "etc" / "resolv.conf").write_text(self._resolv_conf())
 
     def give_home(self) -> None:
         """The desktop's HOME and all in it to the sandbox's user (blocking)."""
@@ -242,6 +252,11 @@ class Sandbox:
                                  cgroup_files=tuple(self.app_cgroups if cgroups is None else cgroups))
         reply, received = await channel.request(request, [fds[t] for t in targets])
         if isinstance(reply, protocol.Failed):
+            limit = self._apps_pids_limit() if cgroups is None else None
+            if reply.errno == errno.EAGAIN and limit is not None:  # the desktop's own limit, not the machine's
+                raise Conflict(f"{argv[0]!r} cannot start: the desktop's apps are at their limit of {limit} processes "
+                               f"and threads (limits.pids); end some of them, or raise it with PATCH "
+                               f"/v1/desktops/{self.plan.desktop_id}", limit=limit)
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
         assert isinstance(reply, protocol.Spawned)
         process = SandboxedProcess(received[0], reply.pid)
@@ -251,6 +266,11 @@ class Sandbox:
         else:
             self._processes[reply.pid] = process
         return process
+
+    def _apps_pids_limit(self) -> int | None:
+        """The pids limit the kernel enforces on the desktop's apps, if any."""
+        cgroup = self.cgroup
+        return cgroup.limits.pids if cgroup is not None and Feature.PIDS in cgroup.root.features else None
 
     async def open(self, path: str, flags: int, mode: int = 0o644) -> int:
         """A descriptor of `path` opened as the sandbox's user would, in its view of the files."""

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import subprocess
-import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, launch_server
+from tests.support.desktop_sandbox import python_in, run_in
 from tests.support.sandboxes import admin_client, agent_client, home_of, made_desktops
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a desktop of its own uid and namespaces needs root")
@@ -48,23 +48,6 @@ def agent(server: ServerProcess, admin: httpx.Client, desktops: tuple[dict[str, 
     """Desktop A's agent: only A's control token."""
     with agent_client(server, admin, desktops[0]) as api:
         yield api
-
-
-def run_in(agent: httpx.Client, script: str) -> dict[str, Any]:
-    """`sh -c script` in the agent's desktop, through its own process API."""
-    answer = agent.post("/processes/run", json={"command": "sh", "args": ["-c", script], "timeoutMs": 20000})
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
-
-
-def python_in(agent: httpx.Client, code: str) -> str:
-    done = run_in(agent, f"/usr/bin/python3 -I -S -c {_quote(textwrap.dedent(code))}")
-    assert done["exitCode"] == 0, done
-    return str(done["stdout"])
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 def test_desktops_report_themselves_isolated(admin: httpx.Client, desktops: tuple[dict[str, Any], ...]) -> None:
