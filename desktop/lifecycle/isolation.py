@@ -89,6 +89,10 @@ class DesktopSandbox:
                 "allow no egress, or only some, which a server without root cannot enforce (so none)"
         if self.cgroup is not None:
             missing.pop(Layer.CGROUP, None)
+        if self.sandbox.exposed:  # Landlock is in force, but cannot hide these: a mount namespace would have
+            missing[Layer.MOUNT] = (f"{missing.get(Layer.MOUNT, 'no mount namespace')}; and the server's "
+                                    f"{', '.join(self.sandbox.exposed)} lie within /tmp, which Landlock must leave "
+                                    "writable to the desktop's X server: the server's token is reachable")
         return SandboxReport(base.layers, missing)
 
 

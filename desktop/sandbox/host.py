@@ -26,7 +26,7 @@ from desktop.sandbox.cgroups import CgroupRoot
 from desktop.sandbox.channel import Channel
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
 from desktop.sandbox.network import NetworkHub, NetworkUnavailable
-from desktop.sandbox.rootless import Mode, RootlessPlan
+from desktop.sandbox.rootless import Mode, RootlessPlan, exposed
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
@@ -51,8 +51,10 @@ class IsolationUnavailable(DesktopFailed):
 
 class SandboxHost:
     def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
-                 shared: tuple[Path, ...] = ()) -> None:
+                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = ()) -> None:
         self.isolation = isolation
+        self.hidden = hidden
+        """The server's state directories, which desktops must not reach (said at start where they can)."""
         self.xauthority = xauthority
         """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
         self.server_ports = server_ports
@@ -135,6 +137,11 @@ class SandboxHost:
         self.network_missing = self.rootless.network_missing
         for line in self.rootless.log_lines():
             logger.warning("%s", line)
+        within_tmp = exposed(self.rootless.mode, (*self.hidden, self.xauthority))
+        if within_tmp:
+            logger.warning("desktops lack mount: the server's %s lie within /tmp, which Landlock must leave writable "
+                           "to every desktop's X server: the server's token is reachable (give --state-dir and "
+                           "--xauthority outside /tmp)", ", ".join(within_tmp))
         if self.rootless.mode is not Mode.NONE and not self.expected().isolated:
             logger.warning("desktops are not isolated: the token or another desktop is within their reach "
                            "(docs/security.md \"Without root\")")

@@ -86,6 +86,11 @@ class Confinement:
     scoped: bool = True
     """No abstract Unix socket and no signal to any process outside the sandbox (ABI 6 and up)."""
 
+    def exposed(self) -> tuple[str, ...]:
+        """What of `hidden` these rules cannot hide: what lies within a `write` folder."""
+        writable = [os.path.realpath(w) for w in self.write]
+        return tuple(h for h in self.hidden if any(_within(os.path.realpath(h), w) for w in writable))
+
 
 class Unavailable(OSError):
     """The kernel has no Landlock, or lacks what a confinement needs."""

@@ -164,6 +164,14 @@ def server_home() -> Path | None:
     return home if home.is_dir() and home != Path("/") else None
 
 
+def exposed(mode: Mode, paths: tuple[Path, ...]) -> tuple[str, ...]:
+    """Which of the server's `paths` (its state, its cookies) Landlock alone cannot hide from its desktops: those
+    within /tmp, which every desktop's X server must write where there is no mount namespace to give it its own."""
+    if mode is not Mode.LANDLOCK:
+        return ()
+    return landlock.Confinement(write=("/tmp",), hidden=tuple(map(str, paths))).exposed()
+
+
 def confinement(mode: Mode, abi: int, own: tuple[Path, ...], private: tuple[str, ...], shared: tuple[Path, ...],
                 hidden: tuple[Path, ...]) -> landlock.Confinement | None:
     """A desktop's Landlock rules: it reads everything else its uid may, and writes only `own` (its HOME and

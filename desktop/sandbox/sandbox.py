@@ -91,6 +91,8 @@ class Sandbox:
         """Its network where the server is not root (desktop/sandbox/slirp.py)."""
         self.network_missing: str | None = None
         """Why it has only its loopback, where the server is not root and it asked for more."""
+        self.exposed: tuple[str, ...] = ()
+        """What of the server Landlock was to hide and cannot, being within a folder it must leave writable."""
         self._channel: Channel | None = None
         self._init: SandboxedProcess | None = None
         self._processes: dict[int, SandboxedProcess] = {}
@@ -173,8 +175,15 @@ class Sandbox:
             else ("/tmp",)
         cgroups = tuple(str(Path(f).parent) for f in (*self.app_cgroups, *(self.cgroup.procs_files(CgroupKind.SESSION)
                                                                             if self.cgroup is not None else ())))
-        return rootless.confinement(rootless_plan.mode, rootless_plan.landlock_abi, (plan.home, plan.runtime),
-                                    (*private, *cgroups), plan.shared, (*plan.hidden, *plan.private, *plan.secrets))
+        confinement = rootless.confinement(rootless_plan.mode, rootless_plan.landlock_abi, (plan.home, plan.runtime),
+                                           (*private, *cgroups), plan.shared,
+                                           (*plan.hidden, *plan.private, *plan.secrets))
+        if confinement is not None:
+            self.exposed = confinement.exposed()
+            if self.exposed:
+                logger.warning("desktop %s can reach %s: Landlock cannot hide it within /tmp, which its X server "
+                               "writes", plan.desktop_id, ", ".join(self.exposed))
+        return confinement
 
     def _channel_listen(self) -> None:
         assert self._channel is not None
