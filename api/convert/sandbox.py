@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from desktop.lifecycle.policy import DesktopPolicy
 from desktop.lifecycle.runtime import Desktop
 from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.netrules import NetworkRules
@@ -34,6 +35,16 @@ class SandboxSettings:
         if network is not None:
             rules = NetworkRules.parse(network.egress, network.allow, network.forward_host_ports)
         return cls(rules, Limits.parse(limits.model_dump(by_alias=True)) if limits is not None else None)
+
+    def within(self, policy: DesktopPolicy, *, creating: bool) -> SandboxSettings:
+        """The settings the server's policy gives (a new desktop gets its rules and caps where it asked for
+        none; a PATCH that leaves a setting out leaves it as it is); 403 `policy_refused` for more than it
+        allows."""
+        if not creating and self.network is None and self.limits is None:
+            return self
+        network = policy.network_of(self.network) if creating or self.network is not None else None
+        limits = policy.limits_of(self.limits) if creating or self.limits is not None else None
+        return SandboxSettings(network, limits)
 
     async def apply(self, desktop: Desktop) -> None:
         """In force on the desktop from now on: at its next start, and at once while it runs."""

@@ -51,10 +51,12 @@ class IsolationUnavailable(DesktopFailed):
 
 class SandboxHost:
     def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
-                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = ()) -> None:
+                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = (), preload: tuple[str, ...] = ()) -> None:
         self.isolation = isolation
         self.hidden = hidden
         """The server's state directories, which desktops must not reach (said at start where they can)."""
+        self.preload = preload
+        """Modules the zygote imports, whose functions a sandbox may run (`Sandbox.call`)."""
         self.xauthority = xauthority
         """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
         self.server_ports = server_ports
@@ -92,8 +94,8 @@ class SandboxHost:
         ours, theirs = protocol.socket_pair()
         try:
             self._zygote = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno()), *self.preload],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         finally:
             theirs.close()
         self._channel = Channel(ours, on_close=self._zygote_ended)

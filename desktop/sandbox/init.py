@@ -12,6 +12,9 @@ needs (setuid, setgid, kill, and reading folders as it enters them) and serves t
   pidfd, through which the server knows the program's pid as it sees it and signals it.
 - `Open`: a path opened as the sandbox's user would open it (its permissions, its mounts), the
   descriptor sent back.
+- `Call`: a function of a module the zygote preloaded (a desktop's file operations, desktop/files/calls.py)
+  run in a forked child that drops to the sandbox's uid for good, so that a long one (a recursive delete,
+  an archive's extraction) never holds up the init; the child answers on the call's own socket.
 
 Every exit of a spawned program is reported (`Exited`); orphans are reaped. When the server's end of
 the socket closes (the sandbox is deleted, or the server died), the init kills every process of the
@@ -22,12 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import select
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 
 from desktop.sandbox import landlock, linux, protocol
 
@@ -134,6 +139,18 @@ def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
                                 | MOUNT_FLAGS | linux.mount_flags(mount.target))
 
 
+def _answer(answer: socket.socket, value: dict[str, object], fds: list[int]) -> None:
+    """Send a call's answer; one too large for a message goes in a memfd."""
+    message = protocol.encode(protocol.Result(value))
+    if len(message) < protocol.MAX_MESSAGE_BYTES // 2:
+        socket.send_fds(answer, [message], fds)
+        return
+    spill = os.memfd_create("answer", os.MFD_CLOEXEC)
+    with open(spill, "wb", closefd=False) as out:
+        out.write(json.dumps(value, separators=(",", ":")).encode())
+    protocol.send(answer, protocol.Result(None, spilled=True), [spill, *fds])
+
+
 def _move_up(channel: socket.socket) -> socket.socket:
     return socket.socket(fileno=_high(channel.detach()))
 
@@ -185,6 +202,8 @@ class Init:
                     self.spawn(message, fds)
                 case protocol.Open():
                     self.open(message)
+                case protocol.Call():
+                    self.call(message, fds)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -250,6 +269,48 @@ class Init:
             protocol.send(self.channel, protocol.Opened(request.id), [fd])
         finally:
             os.close(fd)
+
+    def call(self, request: protocol.Call, fds: list[int]) -> None:
+        """Fork the call's child (its exit is reaped as an orphan's: nothing waits for it here)."""
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fds[0])) as answer:
+                protocol.send(answer, protocol.Failed(-1, exc.errno or 0, "fork", str(exc)))
+            return
+        if pid == 0:
+            self._called(request, fds)
+
+    def _called(self, request: protocol.Call, fds: list[int]) -> None:
+        """The call's child: as the sandbox's user for good, with nothing of the init but the call's descriptors."""
+        status = 1
+        answer = socket.socket(fileno=fds[0])
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.closerange(OWN_FDS_FROM, os.sysconf("SC_OPEN_MAX"))  # the init's socket to the server above all
+            null = os.open(os.devnull, os.O_RDWR)
+            for target in (0, 1, 2):  # not the server's log, which the init inherited
+                os.dup2(null, target)
+            os.close(null)
+            self._join(request.cgroup_files)
+            os.setresgid(self.gid, self.gid, self.gid)
+            os.setresuid(self.uid, self.uid, self.uid)  # every capability goes with root
+            # The uid's other processes may not trace it or read its memory (the kernel does this on the uid
+            # change too; said here so that it holds whatever suid_dumpable is).
+            linux.prctl(linux.PR_SET_DUMPABLE, 0)
+            os.chdir("/")
+            module, _, name = request.function.partition(":")
+            function = getattr(sys.modules[module], name)  # preloaded: nothing is imported inside a sandbox
+            value, out = function(request.args, fds[1:])
+            _answer(answer, value, out)
+            status = 0
+        except BaseException as exc:
+            code = exc.errno if isinstance(exc, OSError) and exc.errno else 0
+            with contextlib.suppress(OSError):
+                protocol.send(answer, protocol.Failed(-1, code, "call", f"{type(exc).__name__}: {exc}"))
+        finally:
+            os._exit(status)
 
     def reap(self) -> None:
         while True:

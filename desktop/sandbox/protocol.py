@@ -133,6 +133,20 @@ class Open(Message):
     mode: int = 0o644
 
 
+@dataclass(frozen=True)
+class Call(Message):
+    """Run `function` ("module:name" of a module the zygote preloaded) in a child of the init, as the sandbox's
+    user: `function(args, fds)` answers a JSON object and descriptors. Descriptors: [the socket the child answers
+    on (with `Result`, or `Failed` with id -1), then the function's own]."""
+
+    kind: ClassVar[str] = "call"
+    id: int
+    function: str
+    args: dict[str, Any]
+    cgroup_files: tuple[str, ...] = ()
+    """The cgroups (`cgroup.procs` files) the child runs in, as a program would."""
+
+
 # -- init -> server ----------------------------------------------------------------------------------------------
 
 
@@ -187,8 +201,19 @@ class Exited(Message):
     status: int
 
 
-KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Started, Ready, Failed,
-                                                             Spawned, Opened, Exited)}
+@dataclass(frozen=True)
+class Result(Message):
+    """What a `Call`'s function answered, on the call's own socket (a process of the sandbox's uid wrote it:
+    data only). Descriptors: the function's; first, when `spilled`, a memfd holding `value` as JSON, for an
+    answer larger than a message."""
+
+    kind: ClassVar[str] = "result"
+    value: dict[str, Any] | None
+    spilled: bool = False
+
+
+KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Started, Ready, Failed,
+                                                             Spawned, Opened, Exited, Result)}
 
 
 def encode(message: Message) -> bytes:

@@ -19,9 +19,11 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from desktop.core.errors import DesktopFailed
 from desktop.sandbox import landlock, linux, protocol, rootless, users, xauth
+from desktop.sandbox.call import run_call
 from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup
 from desktop.sandbox.channel import Channel, SandboxGone
 from desktop.sandbox.host import SandboxHost
@@ -316,6 +318,15 @@ class Sandbox:
         if isinstance(reply, protocol.Failed):
             raise OSError(reply.errno, reply.message)
         return received[0]
+
+    async def call(self, function: str, args: Mapping[str, Any], fds: Sequence[int] = ()
+                   ) -> tuple[dict[str, Any], list[int]]:
+        """Run `function(args, fds)` ("module:name" of a module in the host's `preload`) in a child of the init,
+        as the sandbox's user (desktop/sandbox/call.py). Raises OSError or SandboxGone."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            raise SandboxGone("the desktop's sandbox is not running")
+        return await run_call(channel, function, args, fds, self.app_cgroups)
 
     def _exited(self, message: protocol.Exited) -> None:
         process = self._processes.pop(message.pid, None)

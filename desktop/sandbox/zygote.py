@@ -10,13 +10,16 @@ unshares the rest (mount, UTS, IPC, pid...) and forks the init: the first proces
 namespace. The outer child hands the server a pidfd of the init over the sandbox's own socket and
 exits; the zygote is the subreaper that reaps it, and each init once it ends.
 
-Run as `python -I -S desktop/sandbox/zygote.py FD` (standard library only; FD is its socket to the
-server). It ends when the server closes that socket; the sandboxes notice on their own sockets.
+Run as `python -I -S desktop/sandbox/zygote.py FD [MODULE...]` (standard library only; FD is its socket to
+the server). It imports each MODULE before it forks anything: what a `Call` runs in a sandbox
+(desktop/sandbox/init.py) comes from those, never imported inside one. It ends when the server closes that
+socket; the sandboxes notice on their own sockets.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import select
 import signal
@@ -26,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 if __package__ in (None, ""):  # run as a script by path: the repository root is two folders up
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # The wire's package (preloaded modules use its enums) is beside ours once installed, in client/ in a checkout.
+    sys.path[:0] = [_ROOT, *[p for p in (os.path.join(_ROOT, "client"),) if os.path.isdir(p)]]
 
 from desktop.sandbox import init, landlock, linux, protocol
 
@@ -40,6 +45,8 @@ def main(argv: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for name in argv[2:]:
+        importlib.import_module(name)
     protocol.send(server, _trial())
     gc.freeze()  # what is imported by now is shared with every init: keep the collector from touching it
     while True:

@@ -105,6 +105,11 @@ def test_the_token_and_another_desktops_home_are_out_of_reach(
     assert "token" not in out.split() and "B's secret" not in out and "secret.txt" not in out
     assert "wrote-home" in out
     assert int(out.split()[-2]) < 20, "its own pid namespace only"
+    for path in (token_file, b_home / "secret.txt"):  # its file API runs in its sandbox too
+        read = agent.get("/fs/file", params={"path": str(path)})
+        assert read.status_code in (403, 404) and b"B's secret" not in read.content, read.text
+        assert server.token.encode() not in read.content
+    assert agent.get("/fs/file", params={"path": "~/mine"}).content == b"x\n"
 
 
 def test_another_desktops_display_and_the_servers_port_are_out_of_reach(
