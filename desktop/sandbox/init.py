@@ -34,7 +34,7 @@ import socket
 import subprocess
 import sys
 
-from desktop.sandbox import linux, protocol
+from desktop.sandbox import landlock, linux, protocol
 
 MOUNT_FLAGS = linux.MS_NOSUID | linux.MS_NODEV
 KEPT_CAPABILITIES = (linux.CAP_KILL, linux.CAP_SETGID, linux.CAP_SETUID, linux.CAP_DAC_OVERRIDE,
@@ -56,18 +56,23 @@ def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> Non
             signal.signal(sig, signal.SIG_DFL)
         try:
             set_up(request)
+            # What every program of the sandbox inherits from the init: no way to gain a privilege by exec.
+            if not request.user_namespace and request.namespaces:
+                os.setgroups([])  # refused in a user namespace without root, where the map has the one group
+            if request.namespaces:  # else it has no capability to drop: a server without root, no namespaces
+                linux.drop_bounding_set()
+                linux.clear_ambient()
+            linux.no_new_privs()
+            if request.landlock is not None:
+                landlock.restrict_self(request.landlock)
+            if request.namespaces:
+                linux.keep_only_capabilities(KEPT_CAPABILITIES)
         except OSError as exc:
             protocol.send(channel, protocol.Failed(-1, exc.errno or 0, "setup", str(exc)))
             return
         finally:
             for fd in fds[1:]:
                 os.close(fd)
-        # What every program of the sandbox inherits from the init: no way to gain a privilege by exec.
-        os.setgroups([])
-        linux.drop_bounding_set()
-        linux.clear_ambient()
-        linux.no_new_privs()
-        linux.keep_only_capabilities(KEPT_CAPABILITIES)
         channel = _move_up(channel)
         protocol.send(channel, protocol.Ready())
         status = Init(channel, request).serve()
@@ -76,7 +81,14 @@ def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> Non
 
 
 def set_up(request: protocol.Create) -> None:
-    """The sandbox's file system and hostname, in its new mount and UTS namespaces."""
+    """The sandbox's file system and hostname, in its new mount and UTS namespaces, and its loopback; nothing
+    where it has no namespace of its own (a server without root that may not make any)."""
+    if request.loopback:
+        linux.link_up("lo")
+    if request.firewall is not None:
+        _firewall(request.firewall)
+    if not request.namespaces & linux.CLONE_NEWNS:
+        return
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     # Sources are opened in this mount namespace (a descriptor of another cannot be bound) and before any
     # mount: the plan may cover a source's folder with an empty one (the server's state holds the HOME).
@@ -88,6 +100,18 @@ def set_up(request: protocol.Create) -> None:
         for fd in sources.values():
             os.close(fd)
     socket.sethostname(request.hostname)
+
+
+def _firewall(script: str) -> None:
+    from desktop.sandbox import libnft  # loaded by the inits that need it only
+
+    nft = libnft.shared()
+    if nft is None:
+        raise OSError(2, "libnftables cannot be loaded")
+    try:
+        nft.run(script)
+    except libnft.NftError as exc:
+        raise OSError(1, f"nftables: {exc}") from exc
 
 
 def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
@@ -110,9 +134,9 @@ def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
                     with open(mount.target, "a"):
                         pass
                 linux.mount(source, mount.target, None, linux.MS_BIND | linux.MS_REC)
-                if mount.read_only:
-                    linux.mount(None, mount.target, None,
-                                linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY | MOUNT_FLAGS)
+                if mount.read_only:  # keeping the flags a user namespace locks (the same as root's otherwise)
+                    linux.mount(None, mount.target, None, linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY
+                                | MOUNT_FLAGS | linux.mount_flags(mount.target))
 
 
 def _answer(answer: socket.socket, value: dict[str, object], fds: list[int]) -> None:
@@ -145,6 +169,9 @@ class Init:
         self.channel = channel
         self.uid = request.uid
         self.gid = request.gid
+        self.switches = request.uid != os.geteuid()
+        """Its programs change uid (a root server's); else they run as the init does (the server's uid)."""
+        self.own_pid_namespace = bool(request.namespaces & linux.CLONE_NEWPID)
         self.home_cgroups: tuple[str, ...] = request.cgroup_files
         self.children: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -197,7 +224,8 @@ class Init:
                 child = subprocess.Popen(
                     argv, env=request.env, cwd=request.cwd, stdin=stdio.get(0), stdout=stdio.get(1),
                     stderr=stdio.get(2), pass_fds=[t for t, _ in extra], close_fds=True, restore_signals=True,
-                    start_new_session=not request.tty, user=self.uid, group=self.gid, extra_groups=[])
+                    start_new_session=not request.tty, user=self.uid if self.switches else None,
+                    group=self.gid if self.switches else None, extra_groups=[] if self.switches else None)
             finally:
                 if request.cgroup_files:
                     self._join(self.home_cgroups)
@@ -225,13 +253,15 @@ class Init:
     def open(self, request: protocol.Open) -> None:
         """Open as the sandbox's user: its uid's permissions, through the sandbox's mounts."""
         try:
-            os.setegid(self.gid)
-            os.seteuid(self.uid)
+            if self.switches:
+                os.setegid(self.gid)
+                os.seteuid(self.uid)
             try:
                 fd = os.open(request.path, request.flags | os.O_CLOEXEC | os.O_NOCTTY, request.mode)
             finally:
-                os.seteuid(0)
-                os.setegid(0)
+                if self.switches:
+                    os.seteuid(0)
+                    os.setegid(0)
         except OSError as exc:
             protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, "open", str(exc)))
             return
@@ -297,6 +327,13 @@ class Init:
 
     def end(self) -> int:
         """The server is gone: nothing of the sandbox may outlive it."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but the init
+        if self.own_pid_namespace:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but the init
+            return 0
+        # In the server's pid namespace -1 would be every process of the server's uid: each program's group
+        # instead (each started one of its own); what left it is the server's to find (its marker).
+        for pid in self.children:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
         return 0
