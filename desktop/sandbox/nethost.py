@@ -174,16 +174,6 @@ async def in_namespace(path: str, fn: Callable[[], T]) -> T:
     return await asyncio.wrap_future(future)
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def lock_held(path: str) -> bool:
     """Whether some open file (a live server's, this process's included) holds an flock on `path`."""
     try:
@@ -216,12 +206,14 @@ def hold_lock(path: str, blocking: bool) -> int | None:
 
 
 async def live_owners() -> dict[int, Names]:
-    """The live servers, by block, read off the nftables tables: a table's owner is alive when its pid
-    runs and its block lock is held (a reused pid holds no lock)."""
+    """The live servers, by block, read off the nftables tables: a table's owner is alive while its block
+    lock is held. The lock alone tells: a server takes it before it makes its table (under the claim lock),
+    a reused pid holds none, and the owner's pid means nothing here when it runs in another pid namespace
+    (a server in a container sharing the host's network; its namespaces must not be taken for a dead one's)."""
     owners: dict[int, Names] = {}
     for pid, block in await tables():
         names = Names(pid, block)
-        if pid_alive(pid) and lock_held(names.block_lock):
+        if lock_held(names.block_lock):
             owners[block] = names
     return owners
 

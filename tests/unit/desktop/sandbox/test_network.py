@@ -344,6 +344,39 @@ def test_a_server_starting_removes_what_a_dead_server_left_and_nothing_of_a_live
     run(loop, scenario)
 
 
+# A server starting in a pid namespace of its own (a container sharing the host's network): opens a hub, which
+# removes what dead servers left, and closes it.
+SERVER_IN_ITS_OWN_PIDS = r"""
+import asyncio, os
+from desktop.sandbox.network import NetworkHub
+async def main():
+    hub = await NetworkHub.open([1], resolvers=[], pool_size=0)
+    await hub.close()
+    print(os.getpid(), flush=True)
+asyncio.run(main())
+"""
+
+
+def test_a_server_in_another_pid_namespace_leaves_a_live_ones_networks(
+        loop: asyncio.AbstractEventLoop, hub: NetworkHub, remote: Remote) -> None:
+    """This process's pid means nothing in the newcomer's pid namespace: only the block's lock says it lives."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "client")])}
+
+    async def scenario() -> None:
+        mine = await hub.create("in-the-host-pids", NetworkRules())
+        try:
+            newcomer = await asyncio.to_thread(
+                subprocess.run, ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                                 SERVER_IN_ITS_OWN_PIDS], capture_output=True, text=True, env=env, timeout=60)
+            assert newcomer.returncode == 0, newcomer.stderr
+            assert int(newcomer.stdout.split()[-1]) < 10  # it did run in a pid namespace of its own
+            assert os.path.exists(mine.netns_path)
+            assert await aprobe(mine, f"{remote.address}:{PORTS[0]}") == [f"ok:remote-{PORTS[0]}"]
+        finally:
+            await mine.close()
+    run(loop, scenario)
+
+
 def test_the_hub_says_why_a_machine_cannot_isolate(loop: asyncio.AbstractEventLoop, tmp_path: object,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     only_ip = os.path.join(str(tmp_path), "bin")
