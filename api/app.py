@@ -153,7 +153,8 @@ def create_app(config: ServerConfig) -> Starlette:
     default_state_dir = config.state_dir or options_module.default_state_dir()
     # Each desktop's sandbox (docs/security.md): the zygote, the network hub and the cgroups, opened with the server.
     sandboxes = SandboxHost(config.isolation, config.xauthority or default_state_dir / "xauthority",
-                            server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared)
+                            server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared,
+                            uids=config.sandbox_uids)
 
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,

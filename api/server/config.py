@@ -10,6 +10,7 @@ from api.middleware.cors import CorsPolicy
 from desktop.control.approvals import DEFAULT_TIMEOUT_S
 from desktop.lifecycle.options import StartOptions
 from desktop.sandbox.host import Isolation
+from desktop.sandbox.users import UidRange
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
 
@@ -65,3 +66,5 @@ class ServerConfig:
     """The server's own X cookies (`--xauthority`; default `<state dir>/xauthority`), one entry per desktop."""
     shared: tuple[Path, ...] = ()
     """Host paths every desktop sees at their own paths (`--share`)."""
+    sandbox_uids: UidRange = field(default_factory=UidRange)
+    """The uids desktops take theirs from (`--sandbox-uids`, `$SANDBOX_DESKTOP_UIDS`)."""

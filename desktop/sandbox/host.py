@@ -49,8 +49,12 @@ class IsolationUnavailable(DesktopFailed):
 
 class SandboxHost:
     def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
-                 shared: tuple[Path, ...] = ()) -> None:
+                 shared: tuple[Path, ...] = (), uids: users.UidRange | None = None) -> None:
         self.isolation = isolation
+        self.uids = uids or users.UidRange()
+        """The range desktops take their uids from (`--sandbox-uids`)."""
+        self.uids_missing: str | None = None
+        """Why those uids cannot be used (not mapped in the server's user namespace), where they cannot."""
         self.xauthority = xauthority
         """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
         self.server_ports = server_ports
@@ -69,7 +73,7 @@ class SandboxHost:
     @property
     def enabled(self) -> bool:
         return self.isolation is not Isolation.OFF and self.hello is not None and self.hello.namespaces != 0 \
-            and self.hello.root
+            and self.hello.root and self.uids_missing is None
 
     async def open(self) -> None:
         """Start the zygote and learn what the machine allows (at server start, before any desktop)."""
@@ -91,6 +95,8 @@ class SandboxHost:
             raise DesktopFailed(f"the sandbox zygote did not start: {exc}") from exc
         assert isinstance(message, protocol.Hello)
         self.hello = message
+        if self.hello.root and self.hello.namespaces != 0:
+            self.uids_missing = self.uids.unmapped()
         if not self.enabled:
             logger.warning("desktops are not isolated: %s", "; ".join(set(self.missing().values())))
             return
@@ -116,6 +122,8 @@ class SandboxHost:
                       "(docs/security.md \"Without root\")")
         elif hello.namespaces == 0:
             reason = f"this machine refuses new namespaces ({os.strerror(hello.errno)})"
+        elif self.uids_missing is not None:
+            reason = self.uids_missing
         else:
             return {}
         return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
@@ -156,7 +164,7 @@ class SandboxHost:
         anywhere (a shared folder, its HOME) stays its own. Given back by `forget`."""
         user = self._users.get(desktop_id)
         if user is None:
-            user = self._users[desktop_id] = await asyncio.to_thread(users.allocate)
+            user = self._users[desktop_id] = await asyncio.to_thread(users.allocate, self.uids)
         return user
 
     def forget(self, desktop_id: str) -> None:
