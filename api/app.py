@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from api.approvals import gate as approval_policy
+from api.convert.sandbox import SandboxSettings
 from api.http.desktop_paths import per_desktop, per_desktop_websockets
 from api.http.openapi import build_openapi
 from api.http.operations import Operation
@@ -43,6 +44,7 @@ from api.server.scoped_tokens import TokenStore
 from api.server.services import ServerServices
 from desktop.core.dependencies import DependencyChecker
 from desktop.core.errors import ApiDisabled, DomainError
+from desktop.files import calls as file_calls
 from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
 from desktop.sandbox.host import SandboxHost
@@ -151,9 +153,11 @@ def create_app(config: ServerConfig) -> Starlette:
     processes = ProcessManager()
     dependencies = DependencyChecker()
     default_state_dir = config.state_dir or options_module.default_state_dir()
-    # Each desktop's sandbox (docs/security.md): the zygote, the network hub and the cgroups, opened with the server.
+    # Each desktop's sandbox (docs/security.md): the zygote, the network hub and the cgroups, opened with the server;
+    # the zygote preloads the file calls a desktop's file API runs in its sandbox (api/server/file_scope.py).
     sandboxes = SandboxHost(config.isolation, config.xauthority or default_state_dir / "xauthority",
                             server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared,
+                            hidden=(default_state_dir,), preload=(file_calls.__name__,),
                             uids=config.sandbox_uids)
 
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
@@ -165,6 +169,10 @@ def create_app(config: ServerConfig) -> Starlette:
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,
                                on_deleted=tokens.revoke)
     default = desktops.default
+    # The default desktop is held to the server's policy too: its network rules and limits (it has no timers).
+    imposed = SandboxSettings().within(config.desktop_policy, creating=True)
+    default.desktop.network_rules = imposed.network or default.desktop.network_rules
+    default.desktop.limits = imposed.limits or default.desktop.limits
     metrics = Metrics(desktops)
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
                               tokens=tokens, version=VERSION, sandboxes=sandboxes)

@@ -10,6 +10,7 @@ one `--isolation off` (the design before sandboxes), measured in alternating rou
 Targets (issue "Every desktop a sandbox"): create <= 200 ms, delete <= 100 ms, pause/resume <= 20 ms, a command
 <= 5 ms more, <= 2 MB more memory per idle desktop, screenshot/click/batch within 1.1x.
 Usage: .venv/bin/python bench/sandbox.py [--rounds 4] [--count 8] [--requests 50] [--idle 4]
+       [--parts lifecycle,calls,memory]
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=8, help="creates (and deletes, pauses) per round")
     parser.add_argument("--requests", type=int, default=50, help="calls per round for the per-call figures")
     parser.add_argument("--idle", type=int, default=4, help="idle desktops for the memory figure")
+    parser.add_argument("--parts", default="lifecycle,calls,memory", help="which measurements, comma-separated")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         servers = {mode: launch_server(Path(tmp) / mode, "--isolation", mode, "--max-desktops", "40")
                    for mode in MODES}
         try:
             clients = {mode: servers[mode].client(timeout=60) for mode in MODES}
-            report(lifecycle(clients, args), "lifecycle (ms)")
-            report(calls(clients, args), "calls on a desktop (ms)")
-            memory(servers, clients, args.idle)
+            if "lifecycle" in parts:
+                report(lifecycle(clients, args), "lifecycle (ms)")
+            if "calls" in parts:
+                report(calls(clients, args), "calls on a desktop (ms)")
+            if "memory" in parts:
+                memory(servers, clients, args.idle)
         finally:
             for server in servers.values():
                 server.stop()
@@ -102,6 +108,10 @@ def memory(servers: dict[str, ServerProcess], clients: dict[str, httpx.Client], 
     print(f"\nmemory an idle {SIZE['width']}x{SIZE['height']} desktop adds (the server's tree, summed PSS):")
     per: dict[str, float] = {}
     for mode in MODES:
+        # One desktop made and deleted first: what the server loads once (lazy imports, the zygote's first
+        # fork, caches) is not a cost of each desktop.
+        clients[mode].delete(f"/v1/desktops/{clients[mode].post('/v1/desktops', json=SIZE).json()['id']}")
+        time.sleep(1)
         before = tree_memory(tree_of(servers[mode].proc.pid, process_table())).pss
         made = [clients[mode].post("/v1/desktops", json=SIZE).json()["id"] for _ in range(idle)]
         time.sleep(3)  # settled: fonts read, buses quiet

@@ -9,7 +9,7 @@ connect latency through its NAT against the host's own.
    allowlist; `update` (a transaction replacing the desktop's chain and sets).
 3. `close` (link down, namespace unnamed, rules removed: what a desktop's deletion waits for) and the time
    until its link is gone too (the kernel destroys it once the namespace goes).
-4. TCP connect to a "remote" namespace (netns_support.remote_host, 10.250.x.x): from a desktop (its link,
+4. TCP connect to a "remote" namespace (tests/support/netns.py `remote_host`, 10.250.x.x): from a desktop (its link,
    the host's forward chain, the masquerade) and from the host itself, medians of many connects.
 5. Kernel memory per desktop network (slab and per-CPU, 50 made; other work on the machine adds noise).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import summary
 from desktop.sandbox.network import NetworkHub, NetworkRules
-from tests.unit.desktop.sandbox.netns_support import missing_tools, remote_host
+from tests.support.netns import missing_tools, remote_host
 
 PORT = 47121
 CONNECTS = 300

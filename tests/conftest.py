@@ -103,6 +103,7 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
     if token == "":
         token = secrets.token_urlsafe(16)
     port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     state_dir = tmp / f"state-{port}"
     log_path = tmp / f"server-{port}.log"
     args = [sys.executable, "-m", "api.cli.main", "server", "--port", str(port), "--state-dir", str(state_dir),

@@ -45,6 +45,10 @@ NAMES: dict[str, tuple[str, ...]] = {
     "GET /v1/fs/file": ("fs", "read"),
     "PUT /v1/fs/file": ("fs", "write"),
     "DELETE /v1/fs/entry": ("fs", "delete"),
+    "GET /v1/desktop/fs/entries": ("files", "list"),
+    "GET /v1/desktop/fs/file": ("files", "read"),
+    "PUT /v1/desktop/fs/file": ("files", "write"),
+    "DELETE /v1/desktop/fs/entry": ("files", "delete"),
     "POST /v1/desktop/actions": ("actions", "run"),
     "GET /v1/desktop/recordings/{id}/actions.vtt": ("record", "chapters"),
 }
@@ -52,9 +56,10 @@ NAMES: dict[str, tuple[str, ...]] = {
 
 GROUPS = {"recording": "record", "recordings": "record"}
 """First words renamed: one `record` group for the recording and the recordings paths."""
-DESKTOP_GROUPS = {"processes": "exec"}
+DESKTOP_GROUPS = {"processes": "exec", "fs": "files"}
 """First words of a desktop's paths renamed where the server has the same words: a desktop's own processes
-(`exec run -- ls`, in its sandbox) beside the server's (`processes run -- ls`, on the machine)."""
+(`exec run -- ls`, in its sandbox) beside the server's (`processes run -- ls`, on the machine), and its files
+(`files read ~/a.txt`, as its user) beside the server's (`fs read /etc/hosts`)."""
 
 KEEP_OPTIONS = frozenset({"POST /v1/desktop/wait"})
 """Operations whose required fields stay options (`wait --timeout-ms 5000 --window ...` reads as it means)."""

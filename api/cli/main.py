@@ -23,6 +23,7 @@ from sandbox_desktop_client.local_servers import TOKEN_ENV
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from desktop.lifecycle.policy import DesktopPolicy
     from desktop.sandbox.users import UidRange
     from sandbox_desktop_wire.approvals import ActionKind
 
@@ -79,6 +80,16 @@ def approve_kinds(text: str) -> frozenset[ActionKind]:
     try:
         return parse_kinds(text)
     except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def desktop_policy(text: str) -> DesktopPolicy:
+    """`--desktop-policy FILE`: the policy in it, else a usage error naming the key that is wrong."""
+    from desktop.lifecycle.policy import DesktopPolicy
+
+    try:
+        return DesktopPolicy.load(Path(text).expanduser())
+    except (OSError, ValueError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -152,6 +163,9 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--share", type=Path, action="append", metavar="PATH",
                         help="a host folder every desktop sees at the same path, with its own permissions "
                              "(repeatable; docs/security.md)")
+    server.add_argument("--desktop-policy", type=desktop_policy, default=None, metavar="FILE",
+                        help="impose a JSON policy on every desktop created here: tags, caps on its timers, its "
+                             "network rules, caps on its limits (docs/desktops.md \"What the server imposes\")")
     server.add_argument("--takeover", type=TakeoverMode, default=TakeoverMode.REFUSE,
                         choices=list(TakeoverMode), metavar="|".join(TakeoverMode),
                         help="agent input while a person holds control in the live view: refuse it with 409 "
@@ -254,6 +268,7 @@ def run_server(args: argparse.Namespace) -> int:
     from api.server.config import McpOptions, ServerConfig
     from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
+    from desktop.lifecycle.policy import DesktopPolicy
     from desktop.sandbox.host import Isolation
     from desktop.sandbox.users import UidRange
     from sandbox_desktop_client import local_servers
@@ -310,6 +325,7 @@ def run_server(args: argparse.Namespace) -> int:
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),
                           isolation=Isolation(args.isolation), xauthority=xauthority,
                           shared=tuple(path.expanduser().resolve() for path in args.share or ()),
+                          desktop_policy=args.desktop_policy or DesktopPolicy(),
                           sandbox_uids=args.sandbox_uids or UidRange())
     configure_logging(args.log_level, args.log_format)
     # The server's X clients (screenshots, input, the live view) find each sandboxed desktop's cookie here.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from api.convert.sandbox import usage_model
 from api.convert.windows import window_model
 from desktop.lifecycle.options import StartOptions, parse_codec, parse_port_range
 from desktop.lifecycle.snapshot import DesktopSnapshot
@@ -57,6 +58,7 @@ def status_model(s: DesktopSnapshot, options: StartOptions | None = None) -> Des
         restart_count=s.restart_count if s.display else None,
         last_exit=exit_info,
         sandbox=sandbox_model(s.sandbox) if s.sandbox is not None else None,
+        usage=usage_model(s.usage) if s.usage is not None else None,
         pointer_grabbed=True if s.pointer_grabbed else None,
     )
 

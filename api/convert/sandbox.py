@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from desktop.lifecycle.policy import DesktopPolicy
 from desktop.lifecycle.runtime import Desktop
 from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.netrules import NetworkRules
@@ -35,15 +36,34 @@ class SandboxSettings:
             rules = NetworkRules.parse(network.egress, network.allow, network.forward_host_ports)
         return cls(rules, Limits.parse(limits.model_dump(by_alias=True)) if limits is not None else None)
 
+    def within(self, policy: DesktopPolicy, *, creating: bool) -> SandboxSettings:
+        """The settings the server's policy gives (a new desktop gets its rules and caps where it asked for
+        none; a PATCH that leaves a setting out leaves it as it is); 403 `policy_refused` for more than it
+        allows."""
+        if not creating and self.network is None and self.limits is None:
+            return self
+        network = policy.network_of(self.network) if creating or self.network is not None else None
+        limits = policy.limits_of(self.limits) if creating or self.limits is not None else None
+        return SandboxSettings(network, limits)
+
     async def apply(self, desktop: Desktop) -> None:
-        """In force on the desktop from now on: at its next start, and at once while it runs."""
+        """In force on the desktop from now on: at its next start, and at once while it runs. All or nothing: a
+        limit the kernel refuses (memory below what the apps hold, on cgroup v1) leaves the rules unchanged, and
+        rules the network refuses put the limits back. The limits go first since putting them back is a few
+        writes that cannot fail for a caller's mistake, where the old rules would have to be resolved again."""
+        running = desktop.sandbox
+        if self.limits is not None and running is not None:
+            running.set_limits(self.limits)
         if self.network is not None:
-            if desktop.sandbox is not None:
-                await desktop.sandbox.set_network(self.network)  # a refused update keeps the old rules
+            if running is not None:
+                try:
+                    await running.set_network(self.network)  # a refused update keeps the old rules
+                except BaseException:
+                    if self.limits is not None:
+                        running.set_limits(desktop.limits)
+                    raise
             desktop.network_rules = self.network
         if self.limits is not None:
-            if desktop.sandbox is not None:
-                desktop.sandbox.set_limits(self.limits)
             desktop.limits = self.limits
 
 

@@ -44,6 +44,17 @@ def many_path(path: str) -> str | None:
     return MANY_PREFIX + path.removeprefix(SINGLE_PREFIX) if path.startswith(SINGLE_PREFIX + "/") else None
 
 
+def in_desktop(operations: Iterable[Operation], server_prefix: str, desktop_prefix: str) -> list[Operation]:
+    """The server's operations under `server_prefix` again under `desktop_prefix` (`/v1/desktop/...`, then copied
+    to every desktop by `per_desktop`), same handlers, which act in the desktop's sandbox there: named
+    `<handler>_in_desktop`, and a 409 for a desktop that is not running."""
+    return [dataclasses.replace(op, path=desktop_prefix + op.path.removeprefix(server_prefix),
+                                summary=f"{op.summary} in the desktop's sandbox",
+                                operation_id=f"{op.handler.__name__}_in_desktop",
+                                errors=tuple(sorted({*op.errors, 409})))
+            for op in operations if op.path.startswith(server_prefix)]
+
+
 def per_desktop(operations: Iterable[Operation]) -> list[Operation]:
     """`/v1/desktop/<path>` operations again as `/v1/desktops/{desktop_id}/<path>`, same handlers."""
     copies = []

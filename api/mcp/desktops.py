@@ -37,11 +37,31 @@ TAGS = {"type": "object", "additionalProperties": {"type": "string"},
 SECONDS = {"minimum": 1, "maximum": 30 * 24 * 3600}
 
 
+NETWORK = {"type": "object", "additionalProperties": False,
+           "description": "What the desktop's network reaches (default: the outside, never this machine or other "
+                          "desktops)", "properties": {
+               "egress": string("all, none, or only what allow lists", "all", "none", "allowlist"),
+               "allow": {"type": "array", "maxItems": 256, "items": {"type": "string"},
+                         "description": "With egress allowlist: host, ip or cidr, each optionally :port, e.g. "
+                                        "\"pypi.org:443\""},
+               "forwardHostPorts": {"type": "array", "maxItems": 64, "items": {"type": "integer", "minimum": 1,
+                                                                                 "maximum": 65535},
+                                    "description": "Ports of this machine's loopback reachable as the same port on "
+                                                   "the desktop's own"}}}
+LIMITS = {"type": "object", "additionalProperties": False,
+          "description": "What its apps and commands may use; what exceeds it is killed or refused", "properties": {
+              "memoryMb": integer("Memory in MiB", minimum=64),
+              "pids": integer("Processes and threads", minimum=16),
+              "cpu": {"type": "number", "exclusiveMinimum": 0, "description": "CPU in cores, e.g. 0.5"}}}
+
+
 async def create_desktop(client: AsyncClient, args: dict[str, Any]) -> Reply:
     created = await client.desktops.create(
         tags=args.get("tags"), ttl_seconds=args.get("ttl_seconds"),
         idle_timeout_seconds=args.get("idle_timeout_seconds"), on_idle=args.get("on_idle"),
-        width=args.get("width"), height=args.get("height"))
+        width=args.get("width"), height=args.get("height"), network=args.get("network"),
+        limits=args.get("limits"), auto_pause_seconds=args.get("auto_pause_seconds"),
+        auto_delete_seconds=args.get("auto_delete_seconds"))
     return Reply([created.id])
 
 
@@ -56,15 +76,20 @@ async def delete_desktop(client: AsyncClient, args: dict[str, Any]) -> Reply:
 
 
 TOOLS = [
-    Tool("create_desktop", "Create and start a Linux desktop of your own; answers its id alone. Pass it as "
-         "desktop_id to the other tools; delete it with delete_desktop when done.", obj(
+    Tool("create_desktop", "Create and start a Linux desktop of your own, a sandbox with its own user, files, "
+         "processes and network; answers its id alone. Pass it as desktop_id to the other tools; delete it with "
+         "delete_desktop when done. The server may impose tags, timers, network rules and limits of its own.", obj(
              width=integer("Screen width in pixels (default 1440)", minimum=64, maximum=8192),
              height=integer("Screen height in pixels (default 900)", minimum=64, maximum=8192),
              tags={**TAGS, "description": "String labels to find it by with list_desktops, e.g. {\"task\": \"t42\"}"},
              ttl_seconds=integer("Delete it this long after its creation", **SECONDS),
              idle_timeout_seconds=integer("Delete (or pause, with on_idle) it after this long without a call",
                                           **SECONDS),
-             on_idle=string("What the idle timeout does", "delete", "pause", default="delete")),
+             on_idle=string("What the idle timeout does", "delete", "pause", default="delete"),
+             auto_pause_seconds=integer("Pause it after this much active time (counted from its creation or "
+                                        "its last resume); any call resumes it", **SECONDS),
+             auto_delete_seconds=integer("Delete it this long after it paused", **SECONDS),
+             network=NETWORK, limits=LIMITS),
          create_desktop, manages=True),
     Tool("list_desktops", "List the server's desktops as JSON (id, state, display, resolution, tags, createdAt, "
          "expiresAt, ...), the default one first.", obj(

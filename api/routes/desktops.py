@@ -22,6 +22,7 @@ from api.server.registry import Ended
 from api.server.scoped_tokens import DEFAULT_TTL_S
 from api.server.services import desktop_services, server_of
 from desktop.core.errors import DesktopBusy, invalid_action
+from desktop.lifecycle.policy import Timer
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
 from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
@@ -62,7 +63,7 @@ def resource(services: DesktopServices) -> DesktopResource:
         paused_reason=desktop.paused_reason, approve=kind_names(life.approve),
         sandbox=sandbox_model(desktop.sandbox_report()),
         network=rules_model(desktop.network_rules), limits=limits_model(desktop.limits),
-        usage=usage_model(usage) if desktop.sandbox is not None and (usage := desktop.sandbox.usage()) else None,
+        usage=usage_model(usage) if (usage := desktop.usage()) is not None else None,
         auto_pause_seconds=life.auto_pause_seconds, auto_delete_seconds=life.auto_delete_seconds,
         auto_pause_at=iso(max(desktop.active_since, life.created_at) + life.auto_pause_seconds)
         if life.auto_pause_seconds is not None and not desktop.paused and desktop.display_name else None,
@@ -127,11 +128,14 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
             on_idle = OnIdle(body.on_idle)
         except ValueError:
             raise invalid_action("onIdle must be `delete` or `pause`", "onIdle") from None
-    lifecycle = Lifecycle(tags=check_tags(dict(body.tags or {})), ttl_seconds=body.ttl_seconds,
-                          idle_timeout_seconds=body.idle_timeout_seconds, on_idle=on_idle,
+    policy = server_of(request).config.desktop_policy
+    lifecycle = Lifecycle(tags=check_tags(policy.tags_of(body.tags or {})), on_idle=on_idle,
                           home_template=home_template(body.home_template), approve=approve_policy(body.approve),
-                          auto_pause_seconds=body.auto_pause_seconds, auto_delete_seconds=body.auto_delete_seconds)
-    sandbox = SandboxSettings.parse(body.network, body.limits)
+                          ttl_seconds=policy.timer(Timer.TTL, body.ttl_seconds),
+                          idle_timeout_seconds=policy.timer(Timer.IDLE_TIMEOUT, body.idle_timeout_seconds),
+                          auto_pause_seconds=policy.timer(Timer.AUTO_PAUSE, body.auto_pause_seconds),
+                          auto_delete_seconds=policy.timer(Timer.AUTO_DELETE, body.auto_delete_seconds))
+    sandbox = SandboxSettings.parse(body.network, body.limits).within(policy, creating=True)
     start = body.model_dump(exclude=set(DesktopCreateRequest.model_fields) - set(DesktopStartRequest.model_fields))
     requested = {name for name, value in start.items() if value is not None}
     options = start_options(DesktopStartRequest(**start))
@@ -218,16 +222,16 @@ async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopR
     """Change what may change while it lives: tags, timers, network rules, limits (each checked before any is
     applied; a refused one changes nothing)."""
     services = desktop_services(request)
-    life = services.lifecycle
-    tags = check_tags(dict(body.tags)) if body.tags is not None else None
-    settings = SandboxSettings.parse(body.network, body.limits)
+    life, policy = services.lifecycle, server_of(request).config.desktop_policy
+    tags = check_tags(policy.tags_of(body.tags)) if body.tags is not None else None
+    timers = {timer.attribute: policy.timer(timer, getattr(body, timer.attribute))
+              for timer in Timer if timer.attribute in body.model_fields_set}
+    settings = SandboxSettings.parse(body.network, body.limits).within(policy, creating=False)
     await settings.apply(services.desktop)
-    given = body.model_fields_set
     if tags is not None:
         life.tags = tags
-    for name in ("ttl_seconds", "idle_timeout_seconds", "auto_pause_seconds", "auto_delete_seconds"):
-        if name in given:
-            setattr(life, name, getattr(body, name))
+    for name, value in timers.items():
+        setattr(life, name, value)
     return resource(services)
 
 

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 from starlette.requests import Request
 
 from api.http.operations import Operation
-from api.server.services import desktop_of, files_of
+from api.server.file_scope import desktop_files
+from api.server.services import desktop_of
 from desktop.core.errors import invalid_action
 from desktop.events import action_log as logged
 from desktop.files.dialogs import fill_file_dialog
@@ -26,11 +24,6 @@ INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 TAGS = ("files into apps",)
 
 
-def _missing(paths: list[Path]) -> int | None:
-    """The index of the first path that does not exist (a dangling link counts as missing)."""
-    return next((i for i, path in enumerate(paths) if not path.exists()), None)
-
-
 async def drop(request: Request, body: DropRequest) -> DropResponse:
     desktop = desktop_of(request)
     session = desktop.session()
@@ -38,12 +31,13 @@ async def drop(request: Request, body: DropRequest) -> DropResponse:
         if not 0 <= value < size:
             raise invalid_action(f"{name} {value} is off the {session.width}x{session.height} screen "
                                  f"(0 to {size - 1})", name)
-    files = files_of(request)
+    # The paths are the desktop's, as the app it drops on sees them (its sandbox's view; docs/files-into-apps.md).
+    files = desktop_files(request)
     paths = [files.resolve(raw, f"paths[{i}]") for i, raw in enumerate(body.paths)]
-    missing = await asyncio.to_thread(_missing, paths)
-    if missing is not None:
-        raise PathNotFound(f"paths[{missing}]", f"paths[{missing}] {body.paths[missing]!r} does not exist on "
-                           "the desktop's machine (upload it with PUT /v1/fs/file first)")
+    for i, path in enumerate(paths):
+        if await files.kind(path) is None:  # a dangling link counts as missing
+            raise PathNotFound(f"paths[{i}]", f"paths[{i}] {body.paths[i]!r} does not exist on the desktop "
+                               "(upload it with PUT /v1/desktop/fs/file first)")
     uris = tuple(path.as_uri() for path in paths)
     result = await desktop.clipboard.drop(session, uris, body.x, body.y)
     # In the action log with the input it stands for (a trajectory export skips kinds it has no action for).
@@ -54,8 +48,9 @@ async def drop(request: Request, body: DropRequest) -> DropResponse:
 
 async def file_dialog(request: Request, body: FileDialogRequest) -> FileDialogResponse:
     desktop = desktop_of(request)
-    path = files_of(request).resolve(body.path, "path")
-    filled = await fill_file_dialog(desktop, path, body.window_id, (body.timeout_ms or 5000) / 1000)
+    files = desktop_files(request)
+    path = files.resolve(body.path, "path")
+    filled = await fill_file_dialog(desktop, files, path, body.window_id, (body.timeout_ms or 5000) / 1000)
     return FileDialogResponse(window_id=str(filled.window_id), title=filled.title, app=filled.app,
                               path=str(path), closed=True)
 

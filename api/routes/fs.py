@@ -1,4 +1,5 @@
-"""`/v1/fs`: the file API, translating HTTP to `desktop.files.filesystem.Files` calls.
+"""`/v1/fs` (the server's) and `/v1/desktop/fs` (a desktop's, in its sandbox): the file API, translating HTTP to
+`desktop.files.filesystem.Files` calls in the request's scope (api/server/file_scope.py).
 
 File bodies are streamed both ways in chunks (never held whole in memory). Paths, fields and
 response shapes are the reference's (`router.rs`, `router/types.rs`); see docs/files.md.
@@ -9,14 +10,14 @@ from __future__ import annotations
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from api.http.desktop_paths import in_desktop
 from api.http.file_response import FileStreamResponse
 from api.http.operations import Operation
-from api.server.services import files_of
+from api.server.file_scope import files_of
 from desktop.core.errors import InvalidRequest, UnsupportedMediaType
 from desktop.core.parsing import ascii_int
 from desktop.files.errors import lossy
-from desktop.files.filesystem import Entry
-from desktop.files.tar_upload import upload_tar
+from desktop.files.operations import Entry
 from sandbox_desktop_wire.fs import (
     FsActionResponse,
     FsDeleteQuery,
@@ -54,7 +55,7 @@ async def list_entries(request: Request, *, query: FsEntriesQuery) -> Response:
 
 
 async def read_file(request: Request, *, query: FsPathQuery) -> Response:
-    return FileStreamResponse(await files_of(request).open(query.path))
+    return FileStreamResponse.ranged(await files_of(request).open(query.path), request.headers.get("range"))
 
 
 async def write_file(request: Request, *, query: FsPathQuery) -> FsWriteResponse:
@@ -93,7 +94,7 @@ async def upload_batch(request: Request, *, query: FsUploadBatchQuery) -> FsUplo
             f"expected Content-Type: application/x-tar (or application/gzip), got {media_type or 'none'}"
         )
     try:
-        result = await upload_tar(files_of(request), query.path, request.stream())
+        result = await files_of(request).upload(query.path, request.stream())
     except ClientDisconnect:
         raise InvalidRequest("upload interrupted: the client disconnected before the body ended; "
                              "nothing was written") from None
@@ -101,11 +102,12 @@ async def upload_batch(request: Request, *, query: FsUploadBatchQuery) -> FsUplo
 
 
 _TAGS = ("fs",)
-OPERATIONS = [
+SERVER_OPERATIONS = [
     Operation("GET", "/v1/fs/entries", list_entries, "List a directory (default: the home directory)",
               query=FsEntriesQuery, response=FsEntryList, errors=(403, 404), tags=_TAGS),
-    Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed)",
-              query=FsPathQuery, media_type="application/octet-stream", errors=(403, 404), tags=_TAGS),
+    Operation("GET", "/v1/fs/file", read_file, "Download a file (raw bytes, streamed; one byte range if asked)",
+              query=FsPathQuery, media_type="application/octet-stream", ranges=True, errors=(403, 404, 416),
+              tags=_TAGS),
     Operation("PUT", "/v1/fs/file", write_file, "Upload a file (raw body, streamed; replaces atomically)",
               query=FsPathQuery, response=FsWriteResponse, upload="application/octet-stream", errors=(403, 409, 413),
               tags=_TAGS),
@@ -123,3 +125,5 @@ OPERATIONS = [
               query=FsUploadBatchQuery, response=FsUploadBatchResponse, upload="application/x-tar, application/gzip",
               errors=(403, 409, 413, 415), tags=_TAGS),
 ]
+OPERATIONS = [*SERVER_OPERATIONS, *in_desktop(SERVER_OPERATIONS, "/v1/fs", "/v1/desktop/fs")]
+"""The server's, and each desktop's in its sandbox (api/server/file_scope.py)."""

@@ -209,7 +209,7 @@ def table(prefix: str, *, server: bool) -> list[Operation]:
         ("POST", prefix, create_process, "Start a process" + where,
          {"body": ProcessCreateRequest, "response": ProcessInfo, "body_required": True, "errors": (409, 502)}),
         ("POST", prefix + "/run", run_process, "Run a command to completion" + where,
-         {"body": ProcessRunRequest, "response": ProcessRunResponse, "body_required": True, "errors": (502,)}),
+         {"body": ProcessRunRequest, "response": ProcessRunResponse, "body_required": True, "errors": (409, 502)}),
         ("GET", one, get_process, "A process", {"response": ProcessInfo, "errors": (404,)}),
         ("DELETE", one, delete_process, "Forget an exited process", {"status": 204, "errors": (404, 409)}),
         ("POST", one + "/stop", stop_process, "SIGTERM a process group and wait",

@@ -13,11 +13,10 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http.file_response import FileStreamResponse
+from api.http.file_response import FileStreamResponse, byte_range
 from api.http.operations import Operation
 from api.server.services import recordings_of
-from desktop.core.errors import NotFound, RangeNotSatisfiable
-from desktop.core.parsing import ascii_int
+from desktop.core.errors import NotFound
 from desktop.files.filesystem import ReadHandle
 from recording.action_track import webvtt
 from recording.catalog import RecordingRecord
@@ -45,37 +44,6 @@ def info_model(record: RecordingRecord) -> DesktopRecordingInfo:
         duration_ms=record.duration_ms, frames=record.frames, fps=record.fps, width=record.width,
         height=record.height, last_error=record.last_error, audio=record.audio,
     )
-
-
-def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
-    """The one range `(first, last)` (inclusive) asked for, or None for the whole file.
-
-    Other units, several ranges and malformed values are ignored (RFC 9110 §14.2: the whole file
-    is sent); a range that starts at or past the end is a 416.
-    """
-    if not header:
-        return None
-    unit, _, spec = header.partition("=")
-    first, dash, last = spec.strip().partition("-")
-    first, last = first.strip(), last.strip()
-    if unit.strip().lower() != "bytes" or not dash or "," in spec:
-        return None
-    start, end = ascii_int(first), ascii_int(last)
-    if not first:  # bytes=-n: the last n bytes
-        if end is None:
-            return None
-        if end == 0 or size == 0:
-            raise _unsatisfiable(size)
-        return max(0, size - end), size - 1
-    if start is None or (last and (end is None or end < start)):
-        return None
-    if start >= size:
-        raise _unsatisfiable(size)
-    return start, min(end, size - 1) if end is not None else size - 1
-
-
-def _unsatisfiable(size: int) -> RangeNotSatisfiable:
-    return RangeNotSatisfiable(f"the range is outside the file's {size} bytes", size=size)
 
 
 def open_range(path: Path, header: str | None) -> tuple[ReadHandle, tuple[int, int] | None, int]:

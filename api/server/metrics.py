@@ -161,6 +161,15 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
     viewers = GaugeMetricFamily("sandbox_desktop_stream_viewers", "Connected live-view viewers",
                                 labels=["desktop"])
     fps = GaugeMetricFamily("sandbox_desktop_stream_fps", "Frames per second sent to viewers", labels=["desktop"])
+    # What each desktop uses, from its cgroups while it runs in a sandbox (docs/sandbox-limits.md "Usage").
+    memory = GaugeMetricFamily("sandbox_desktop_memory_bytes", "Memory the desktop's cgroup is charged now, "
+                               "session and apps", labels=["desktop"])
+    cpu = CounterMetricFamily("sandbox_desktop_cpu_seconds", "CPU time the desktop's programs used since it "
+                              "started, ended ones included", labels=["desktop"])
+    tasks = GaugeMetricFamily("sandbox_desktop_pids", "Tasks (processes and threads) of the desktop",
+                              labels=["desktop"])
+    oom_kills = CounterMetricFamily("sandbox_desktop_oom_kills", "Programs the OOM killer ended inside the desktop",
+                                    labels=["desktop"])
     for services, current in zip(desktops, states, strict=True):
         label = services.id
         up.add_metric([label], current == DesktopRuntimeState.ACTIVE)
@@ -175,7 +184,14 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
         streaming.add_metric([label], status.active)
         viewers.add_metric([label], status.viewers or 0)
         fps.add_metric([label], status.fps or 0.0)
-    yield from (up, state, restarts, recording, outcomes, streaming, viewers, fps)
+        if (usage := services.desktop.usage()) is not None:
+            figures: tuple[tuple[GaugeMetricFamily | CounterMetricFamily, float | None], ...] = (
+                (memory, usage.memory_bytes), (cpu, usage.cpu_seconds), (tasks, usage.pids),
+                (oom_kills, usage.oom_kills))
+            for family, value in figures:
+                if value is not None:  # None: not measurable here, which is not 0: no sample
+                    family.add_metric([label], value)
+    yield from (up, state, restarts, recording, outcomes, streaming, viewers, fps, memory, cpu, tasks, oom_kills)
     # One process registry serves every desktop (docs/architecture.md): a server-wide figure, unlabelled.
     running = sum(1 for proc in registry.default.desktop.processes.list() if proc.running)
     yield GaugeMetricFamily("sandbox_desktop_processes_running", "Processes the server started that run",

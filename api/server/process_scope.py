@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from starlette.requests import HTTPConnection
 
-from api.server.services import desktop_services, server_of
+from api.server.services import desktop_services, refuse_machine_access, server_of
 from desktop.core.errors import NotFound
 from desktop.lifecycle.runtime import Desktop
 from desktop.processes import ManagedProcess, ProcessManager
@@ -84,4 +84,6 @@ def scope_of(connection: HTTPConnection) -> ProcessScope:
     default = server.desktops.default.desktop
     if connection.scope["path"].startswith(SERVER_PREFIX):
         return ProcessScope(server.processes, None, default)
-    return ProcessScope(server.processes, desktop_services(connection).desktop, default)
+    desktop = desktop_services(connection).desktop
+    refuse_machine_access(connection, desktop, "processes", "--no-process-api")
+    return ProcessScope(server.processes, desktop, default)

@@ -12,6 +12,7 @@ from starlette.requests import HTTPConnection, Request
 from api.http.desktop_paths import DEFAULT_DESKTOP_ID
 from api.server.desktop_services import DesktopServices
 from desktop.control.approvals import ApprovalBook
+from desktop.core.errors import ApiDisabled
 from desktop.files.filesystem import Files
 from desktop.lifecycle.runtime import Desktop
 from desktop.processes import ProcessManager
@@ -60,6 +61,15 @@ def desktop_services(connection: HTTPConnection) -> DesktopServices:
 def desktop_of(connection: HTTPConnection) -> Desktop:
     """The Desktop of the request's path: `/v1/desktops/{desktop_id}/...`, or the default one."""
     return desktop_services(connection).desktop
+
+
+def refuse_machine_access(connection: HTTPConnection, desktop: Desktop, api: str, flag: str) -> None:
+    """A desktop's own commands and files act inside its sandbox, which `--no-process-api` and
+    `--no-file-api` leave on; a desktop without one (`--isolation off`, a machine that cannot isolate) would
+    act on the machine as the server's user, which those flags switched off: 403 `api_disabled` then."""
+    if api in server_of(connection).config.disabled_apis and not desktop.sandbox_report().isolated:
+        raise ApiDisabled(f"desktop {desktop.id} is not isolated, so its {api} would act on the machine as the "
+                          f"server's user, and this server was started with {flag}")
 
 
 DEFAULT_FILES = Files()

@@ -27,11 +27,9 @@ from sandbox_desktop_wire.accessibility import (
 )
 from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.actions import ActionLogResponse, ActionsResponse
-from sandbox_desktop_wire.approvals import Approval, ApprovalListResponse, ApprovalStatus, Decision
 from sandbox_desktop_wire.apps import LaunchResponse, OpenResponse
 from sandbox_desktop_wire.clipboard import ClipboardResponse
 from sandbox_desktop_wire.desktop import DesktopDisplayInfoResponse, DesktopStatusResponse
-from sandbox_desktop_wire.desktops import DesktopListResponse, DesktopResource, TokenResponse
 from sandbox_desktop_wire.display import DisplayChangeResponse
 from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.health import ReadinessResponse
@@ -39,11 +37,10 @@ from sandbox_desktop_wire.limits import DEFAULT_WAIT_MS
 from sandbox_desktop_wire.mouse import MousePositionResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessListResponse, ProcessRunResponse
 from sandbox_desktop_wire.recording import DesktopRecordingInfo, DesktopRecordingListResponse
-from sandbox_desktop_wire.sandbox import NetworkResponse
 from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, DesktopWindowListResponse, WindowCloseResponse
 
-from ._types import Condition, CreateOptions, DesktopChanges, Element, Screenshot, Settings, StartOptions
+from ._types import Condition, Element, Screenshot, Settings, StartOptions
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -61,9 +58,11 @@ class Call(Generic[T]):
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     extra_timeout: float = 0.0
+    content: bytes | None = None
+    """A raw body (a file's bytes), instead of `json`."""
 
 
-def _as_json(value: Condition | Settings | None) -> dict[str, Any] | None:
+def as_json(value: Condition | Settings | None) -> dict[str, Any] | None:
     """A wait condition, network rules or limits as given (a wire-format dict or its model), as JSON."""
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -100,7 +99,7 @@ def parse_screenshot(response: httpx.Response) -> Screenshot:
         scale=float(h.get("x-scale", "1")), cursor=cursor, marks=marks, window_id=h.get("x-window-id"))
 
 
-def _path_id(value: str) -> str:
+def path_id(value: str) -> str:
     if not value or "/" in value:
         raise ValueError(f"not an id: {value!r}")
     return value
@@ -222,11 +221,11 @@ def window_screenshot(window_id: str, format: str, quality: int | None, scale: f
     params = _shot_params(format, quality, scale, show_cursor, som)
     if frame:
         params["frame"] = "true"
-    return Call("GET", f"/v1/desktop/windows/{_path_id(window_id)}/screenshot", parse_screenshot, params=params)
+    return Call("GET", f"/v1/desktop/windows/{path_id(window_id)}/screenshot", parse_screenshot, params=params)
 
 
 def close_window(window_id: str, timeout_ms: int | None, force: bool) -> Call[WindowCloseResponse]:
-    return Call("POST", f"/v1/desktop/windows/{_path_id(window_id)}/close", model(WindowCloseResponse),
+    return Call("POST", f"/v1/desktop/windows/{path_id(window_id)}/close", model(WindowCloseResponse),
                 json=wire(timeout_ms=timeout_ms, force=force), extra_timeout=(timeout_ms or 3000) / 1000)
 
 
@@ -235,7 +234,7 @@ def focused_window() -> Call[DesktopWindowInfo]:
 
 
 def window(action: str, window_id: str, body: dict[str, Any] | None = None) -> Call[DesktopWindowInfo]:
-    return Call("POST", f"/v1/desktop/windows/{_path_id(window_id)}/{action}", model(DesktopWindowInfo), json=body)
+    return Call("POST", f"/v1/desktop/windows/{path_id(window_id)}/{action}", model(DesktopWindowInfo), json=body)
 
 
 def action_log(since: int, limit: int | None) -> Call[list[ActionLogEntry]]:
@@ -304,23 +303,23 @@ def recordings() -> Call[list[DesktopRecordingInfo]]:
 
 
 def recording(recording_id: str) -> Call[DesktopRecordingInfo]:
-    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}", model(DesktopRecordingInfo))
+    return Call("GET", f"/v1/desktop/recordings/{path_id(recording_id)}", model(DesktopRecordingInfo))
 
 
 def download_recording(recording_id: str) -> Call[None]:
-    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}/download", nothing)
+    return Call("GET", f"/v1/desktop/recordings/{path_id(recording_id)}/download", nothing)
 
 
 def download_trajectory(recording_id: str, image_format: str | None, parquet: bool | None,
                         moves: bool | None) -> Call[None]:
     params = {k: str(v).lower() if isinstance(v, bool) else v
               for k, v in (("imageFormat", image_format), ("parquet", parquet), ("moves", moves)) if v is not None}
-    return Call("GET", f"/v1/desktop/recordings/{_path_id(recording_id)}/trajectory", nothing, params=params,
+    return Call("GET", f"/v1/desktop/recordings/{path_id(recording_id)}/trajectory", nothing, params=params,
                 extra_timeout=60)
 
 
 def delete_recording(recording_id: str) -> Call[None]:
-    return Call("DELETE", f"/v1/desktop/recordings/{_path_id(recording_id)}", nothing)
+    return Call("DELETE", f"/v1/desktop/recordings/{path_id(recording_id)}", nothing)
 
 
 SERVER_PROCESSES = "/v1/processes"
@@ -350,66 +349,7 @@ def scoped(path: str, desktop_id: str | None) -> str:
     """`/v1/desktop/<p>` → `/v1/desktops/{id}/<p>` for a client bound to one desktop; other paths unchanged."""
     if desktop_id is None or not path.startswith(SINGLE_PREFIX):
         return path
-    return f"/v1/desktops/{_path_id(desktop_id)}/" + path.removeprefix(SINGLE_PREFIX)
-
-
-def approvals(status: ApprovalStatus | None, desktop_id: str | None) -> Call[list[Approval]]:
-    params = {k: v for k, v in (("status", status), ("desktopId", desktop_id)) if v is not None}
-    return Call("GET", "/v1/approvals", lambda r: ApprovalListResponse.model_validate(r.json()).approvals,
-                params=params)
-
-
-def approval(approval_id: str) -> Call[Approval]:
-    return Call("GET", f"/v1/approvals/{_path_id(approval_id)}", model(Approval))
-
-
-def decide(approval_id: str, decision: Decision, message: str | None, by: str | None) -> Call[Approval]:
-    return Call("POST", f"/v1/approvals/{_path_id(approval_id)}", model(Approval),
-                json=wire(decision=decision, message=message, by=by))
-
-
-def create_desktop(**options: Unpack[CreateOptions]) -> Call[DesktopResource]:
-    tags, network, limits = options.pop("tags", None), options.pop("network", None), options.pop("limits", None)
-    return Call("POST", "/v1/desktops", model(DesktopResource), extra_timeout=30,
-                json=wire(**options, tags=dict(tags) if tags else None, network=_as_json(network),
-                          limits=_as_json(limits)))
-
-
-def update_desktop(desktop_id: str, **changes: Unpack[DesktopChanges]) -> Call[DesktopResource]:
-    tags, network, limits = changes.pop("tags", None), changes.pop("network", None), changes.pop("limits", None)
-    body = wire(**changes, tags=dict(tags) if tags is not None else None, network=_as_json(network),
-                limits=_as_json(limits))
-    return Call("PATCH", f"/v1/desktops/{_path_id(desktop_id)}", model(DesktopResource), json=body)
-
-
-def desktop_network(desktop_id: str, limit: int | None) -> Call[NetworkResponse]:
-    return Call("GET", f"/v1/desktops/{_path_id(desktop_id)}/network", model(NetworkResponse),
-                params=wire(limit=limit))
-
-
-def list_desktops(tags: Mapping[str, str] | None) -> Call[list[DesktopResource]]:
-    params = {"tag": [f"{k}={v}" for k, v in (tags or {}).items()]} if tags else {}
-    return Call("GET", "/v1/desktops", lambda r: DesktopListResponse.model_validate(r.json()).desktops,
-                params=params)
-
-
-def get_desktop(desktop_id: str) -> Call[DesktopResource]:
-    return Call("GET", f"/v1/desktops/{_path_id(desktop_id)}", model(DesktopResource))
-
-
-def delete_desktop(desktop_id: str) -> Call[None]:
-    return Call("DELETE", f"/v1/desktops/{_path_id(desktop_id)}", nothing, extra_timeout=30)
-
-
-def desktop_lifecycle(desktop_id: str, action: str, params: dict[str, Any] | None = None) -> Call[DesktopResource]:
-    """`pause`, `resume`, `reset` or `connect` (which waits up to 30 s for a pause in progress)."""
-    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/{action}", model(DesktopResource),
-                params=params or {}, extra_timeout=30)
-
-
-def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[TokenResponse]:
-    return Call("POST", f"/v1/desktops/{_path_id(desktop_id)}/tokens", model(TokenResponse),
-                json=wire(role=role, ttl_seconds=ttl_seconds))
+    return f"/v1/desktops/{path_id(desktop_id)}/" + path.removeprefix(SINGLE_PREFIX)
 
 
 # -- events and waits (docs/events.md) ------------------------------------------------------------
@@ -417,8 +357,8 @@ def desktop_token(desktop_id: str, role: str, ttl_seconds: int | None) -> Call[T
 def wait(window: Condition | None, screen: Condition | None, clipboard: Condition | None,
          element: Condition | None, timeout_ms: int | None) -> Call[WaitResponse]:
     timeout_ms = DEFAULT_WAIT_MS if timeout_ms is None else timeout_ms
-    body = wire(window=_as_json(window), screen=_as_json(screen), clipboard=_as_json(clipboard),
-                element=_as_json(element), timeout_ms=timeout_ms)
+    body = wire(window=as_json(window), screen=as_json(screen), clipboard=as_json(clipboard),
+                element=as_json(element), timeout_ms=timeout_ms)
     return Call("POST", "/v1/desktop/wait", model(WaitResponse), json=body, extra_timeout=timeout_ms / 1000)
 
 
@@ -445,7 +385,7 @@ def find(role: str | None, name: str | None, name_contains: str | None, name_reg
 
 
 def act(element: Element, action: str, value: str | None) -> Call[ActResponse]:
-    target = element if isinstance(element, str | int) else _as_json(element)
+    target = element if isinstance(element, str | int) else as_json(element)
     return Call("POST", "/v1/desktop/accessibility/act", model(ActResponse),
                 json=wire(element=target, action=action, value=value))
 

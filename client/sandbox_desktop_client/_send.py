@@ -28,6 +28,8 @@ def client_options(url: str, token: str | None, timeout: float) -> dict[str, Any
 def request_options(call: Call[Any], timeout: float | None) -> dict[str, Any]:
     """Keyword arguments for `client.request(...)` / `client.build_request(...)`."""
     options: dict[str, Any] = {"params": call.params or None, "json": call.json}
+    if call.content is not None:
+        options["content"] = call.content
     if call.extra_timeout and timeout is not None:
         options["timeout"] = timeout + call.extra_timeout
     return options

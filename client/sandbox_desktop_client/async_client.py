@@ -14,11 +14,14 @@ import httpx
 
 from sandbox_desktop_wire.approvals import Approval, ApprovalStatus, Decision
 from sandbox_desktop_wire.desktops import DesktopResource, TokenResponse
+from sandbox_desktop_wire.fs import FsActionResponse, FsEntry, FsMoveResponse, FsStat, FsWriteResponse
 from sandbox_desktop_wire.health import ReadinessResponse
 from sandbox_desktop_wire.processes import ProcessInfo, ProcessRunResponse
 from sandbox_desktop_wire.sandbox import NetworkResponse
 
 from . import _base as b
+from . import _desktops_calls as d
+from . import _files_calls as f
 from ._async_endpoints import AsyncEndpoints
 from ._send import DEFAULT_TIMEOUT, client_options
 from ._types import AudioCodec, OnIdle, Owner, Role, Settings, VideoCodec
@@ -72,28 +75,62 @@ class AsyncClient(AsyncEndpoints):
     async def approvals(self, *, status: ApprovalStatus | None = None, desktop_id: str | None = None) -> list[Approval]:
         """`GET /v1/approvals`: agent actions held for a person's decision (docs/approvals.md), pending ones first;
         `status="pending"` for those only, `desktop_id` for one desktop's."""
-        return await self.send(b.approvals(status, desktop_id))
+        return await self.send(d.approvals(status, desktop_id))
 
     async def approval(self, approval_id: str) -> Approval:
         """`GET /v1/approvals/{id}`: one approval; `NotFoundError` (`approval_not_found`) for an unknown id."""
-        return await self.send(b.approval(approval_id))
+        return await self.send(d.approval(approval_id))
 
     async def decide(self, approval_id: str, decision: Decision, *, message: str | None = None,
                      by: str | None = None) -> Approval:
         """`POST /v1/approvals/{id}`: approve or deny a held action; the agent's call goes on at once (a denial
         answers it 403 `action_denied` with `message`). `ConflictError` (`approval_already_decided`)."""
-        return await self.send(b.decide(approval_id, decision, message, by))
+        return await self.send(d.decide(approval_id, decision, message, by))
 
-    # Processes
+    # Processes and files: the server's (the admin's, on the machine); on a desktop's handle, that desktop's
+    _processes = b.SERVER_PROCESSES
+    _files = f.SERVER_FILES
+
     async def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None,
                   cwd: str | None = None, env: Mapping[str, str] | None = None) -> ProcessRunResponse:
-        """`POST /v1/processes/run`: run a command to completion on the server; returns its exit code and
-        output. `ClientError` 422 (`command_not_found`, `cwd_not_found`, ...); docs/processes.md."""
-        return await self.send(b.run(command, args, timeout_ms, cwd, env))
+        """`POST /v1/processes/run`: run a command to completion on the server; on a desktop's handle
+        (`/v1/desktops/{id}/processes/run`), inside that desktop's sandbox, from its HOME. Returns its exit code
+        and output. `ClientError` 422 (`command_not_found`, `cwd_not_found`, ...); docs/processes.md."""
+        return await self.send(b.run(command, args, timeout_ms, cwd, env, self._processes))
 
     async def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
-        """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`)."""
-        return await self.send(b.processes(owner))
+        """`GET /v1/processes`: the server's processes, or those of one owner (`user`, `desktop`, `system`); on a
+        desktop's handle, that desktop's only."""
+        return await self.send(b.processes(owner, self._processes))
+
+    async def read_file(self, path: str) -> bytes:
+        """`GET /v1/fs/file`: a file's bytes (on a desktop's handle, in its sandbox: `~` is its HOME).
+        `NotFoundError` for a path that is not there (or that its user may not see); docs/files.md."""
+        return await self.send(f.read_file(path, self._files))
+
+    async def write_file(self, path: str, data: bytes) -> FsWriteResponse:
+        """`PUT /v1/fs/file`: write a file whole, atomically (missing parents made)."""
+        return await self.send(f.write_file(path, data, self._files))
+
+    async def list_files(self, path: str | None = None) -> list[FsEntry]:
+        """`GET /v1/fs/entries`: a directory's entries (default: the home directory)."""
+        return await self.send(f.list_files(path, self._files))
+
+    async def stat(self, path: str) -> FsStat:
+        """`GET /v1/fs/stat`: a path's type, size and modification time."""
+        return await self.send(f.stat(path, self._files))
+
+    async def delete_file(self, path: str, *, recursive: bool = False) -> FsActionResponse:
+        """`DELETE /v1/fs/entry`: a file, link or directory (a non-empty one with `recursive`)."""
+        return await self.send(f.delete(path, recursive, self._files))
+
+    async def make_directory(self, path: str) -> FsActionResponse:
+        """`POST /v1/fs/mkdir`: a directory and its parents."""
+        return await self.send(f.make_directory(path, self._files))
+
+    async def move_file(self, source: str, target: str, *, overwrite: bool = False) -> FsMoveResponse:
+        """`POST /v1/fs/move`: move or rename; `ConflictError` if `target` exists, unless `overwrite`."""
+        return await self.send(f.move(source, target, overwrite, self._files))
 
 
 class AsyncDesktops:
@@ -128,7 +165,7 @@ class AsyncDesktops:
         options are `AsyncClient.start`'s.
         Raises `ClientError` (429 `too_many_desktops` beyond the server's `--max-desktops`, 400/422
         for a value out of range, naming the field) and `ServerError` as `start` does."""
-        created = await self._client.send(b.create_desktop(
+        created = await self._client.send(d.create_desktop(
             tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds, on_idle=on_idle,
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
@@ -139,12 +176,12 @@ class AsyncDesktops:
 
     async def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:
         """`GET /v1/desktops`: every desktop (`default` first), or those carrying all of `tags`."""
-        return await self._client.send(b.list_desktops(tags))
+        return await self._client.send(d.list_desktops(tags))
 
     async def get(self, desktop_id: str) -> DesktopResource:
         """`GET /v1/desktops/{id}`: one desktop (a deleted one too, with `state="deleted"` and
         `ended_reason`); `NotFoundError` (`desktop_not_found`) for an unknown id."""
-        return await self._client.send(b.get_desktop(desktop_id))
+        return await self._client.send(d.get_desktop(desktop_id))
 
     def attach(self, desktop_id: str) -> AsyncDesktopClient:
         """A handle on an existing desktop, without a request (`default` is the `/v1/desktop` one): an
@@ -154,7 +191,7 @@ class AsyncDesktops:
     async def delete(self, desktop_id: str) -> None:
         """`DELETE /v1/desktops/{id}`: stop and delete a desktop; `ConflictError` (`desktop_is_default`)
         for `default`, `NotFoundError` for an unknown id."""
-        await self._client.send(b.delete_desktop(desktop_id))
+        await self._client.send(d.delete_desktop(desktop_id))
 
 
 class AsyncDesktopClient(AsyncClient):
@@ -162,6 +199,10 @@ class AsyncDesktopClient(AsyncClient):
     id. As an async context manager it deletes the desktop on exit. It shares its client's connection pool:
     close the client. Its actions raise `NotFoundError` (`desktop_not_found`) once the desktop is gone
     and `ConflictError` (`desktop_paused`) while it is paused."""
+
+    # Its commands and files are its own, inside its sandbox (scoped to /v1/desktops/{id}/...).
+    _processes = b.DESKTOP_PROCESSES
+    _files = f.DESKTOP_FILES
 
     def __init__(self, client: AsyncClient, desktop_id: str) -> None:
         # Not `AsyncClient.__init__`, which opens a connection pool: a handle uses its client's.
@@ -175,22 +216,22 @@ class AsyncDesktopClient(AsyncClient):
 
     async def info(self) -> DesktopResource:
         """`GET /v1/desktops/{id}`: this desktop's state, tags and lifecycle."""
-        return await self.send(b.get_desktop(self.id))
+        return await self.send(d.get_desktop(self.id))
 
     async def pause(self, *, wait: bool = True) -> DesktopResource:
         """`POST /v1/desktops/{id}/pause`: freeze every process of the desktop (its cgroup), windows kept; its
         actions raise `ConflictError` (`desktop_paused`) until `resume` or `connect`. Returns it once frozen,
         or at once with `wait=False` (the server answers 202 and freezes it in the background)."""
-        return await self.send(b.desktop_lifecycle(self.id, "pause", None if wait else {"wait": "false"}))
+        return await self.send(d.desktop_lifecycle(self.id, "pause", None if wait else {"wait": "false"}))
 
     async def resume(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/resume`: thaw a paused desktop; returns it."""
-        return await self.send(b.desktop_lifecycle(self.id, "resume"))
+        return await self.send(d.desktop_lifecycle(self.id, "resume"))
 
     async def connect(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/connect`: the desktop, active: resumed if it was paused (after a pause in
         progress ends, up to 30 s), as it is otherwise. What an agent calls at the start of its turn."""
-        return await self.send(b.desktop_lifecycle(self.id, "connect"))
+        return await self.send(d.desktop_lifecycle(self.id, "connect"))
 
     async def update(self, *, tags: Mapping[str, str] | None = None, ttl_seconds: int | None = None,
                      idle_timeout_seconds: int | None = None, auto_pause_seconds: int | None = None,
@@ -198,7 +239,7 @@ class AsyncDesktopClient(AsyncClient):
                      limits: Settings | None = None) -> DesktopResource:
         """`PATCH /v1/desktops/{id}`: change its tags (replaced whole), timers, network rules or limits, in
         force at once; what is left out (None) stays as it is. `ClientError` 400 naming a refused field."""
-        return await self.send(b.update_desktop(
+        return await self.send(d.update_desktop(
             self.id, tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds,
             auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds, network=network,
             limits=limits))
@@ -206,32 +247,21 @@ class AsyncDesktopClient(AsyncClient):
     async def network(self, *, limit: int | None = None) -> NetworkResponse:
         """`GET /v1/desktops/{id}/network`: its network rules as applied, and its newest connections (allowed,
         refused, forwarded; at most `limit`, default 200)."""
-        return await self.send(b.desktop_network(self.id, limit))
-
-    async def run(self, command: str, args: Iterable[str] = (), *, timeout_ms: int | None = None,
-                  cwd: str | None = None, env: Mapping[str, str] | None = None) -> ProcessRunResponse:
-        """`POST /v1/desktops/{id}/processes/run`: run a command to completion inside this desktop's sandbox
-        (its user, its files, its network rules); returns its exit code and output (docs/processes.md)."""
-        return await self.send(b.run(command, args, timeout_ms, cwd, env, b.DESKTOP_PROCESSES))
-
-    async def processes(self, *, owner: Owner | None = None) -> list[ProcessInfo]:
-        """`GET /v1/desktops/{id}/processes`: the processes of this desktop (its apps, its commands, its
-        supervised X server, window manager, buses and sound), or those of one owner."""
-        return await self.send(b.processes(owner, b.DESKTOP_PROCESSES))
+        return await self.send(d.desktop_network(self.id, limit))
 
     async def reset(self) -> DesktopResource:
         """`POST /v1/desktops/{id}/reset`: back to a freshly started state (apps gone, clipboard empty,
         HOME from its template); returns it."""
-        return await self.send(b.desktop_lifecycle(self.id, "reset"))
+        return await self.send(d.desktop_lifecycle(self.id, "reset"))
 
     async def delete(self) -> None:
         """`DELETE /v1/desktops/{id}`: stop and delete this desktop (leaving its `async with` block does)."""
-        await self.send(b.delete_desktop(self.id))
+        await self.send(d.delete_desktop(self.id))
 
     async def token(self, role: Role, *, ttl_seconds: int | None = None) -> TokenResponse:
         """`POST /v1/desktops/{id}/tokens`: a token for this desktop only, `view` (watch) or `control`
         (drive too), for `ttl_seconds` (default 3600); `inspector_url` is a share link to its live view."""
-        return await self.send(b.desktop_token(self.id, role, ttl_seconds))
+        return await self.send(d.desktop_token(self.id, role, ttl_seconds))
 
     async def aclose(self) -> None:
         """Nothing: the connection pool is the client's."""

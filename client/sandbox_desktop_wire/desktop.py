@@ -18,6 +18,7 @@ from sandbox_desktop_wire.limits import (
     MIN_DPI,
     MIN_FPS,
 )
+from sandbox_desktop_wire.sandbox import UsageModel
 from sandbox_desktop_wire.windows import DesktopWindowInfo
 
 DesktopState = Literal["inactive", "install_required", "starting", "active", "stopping", "failed", "paused"]
@@ -111,6 +112,8 @@ class DesktopStatusResponse(WireModel):
     windows: list[DesktopWindowInfo] | None = None
     restart_count: int | None = None
     sandbox: SandboxInfo | None = Field(default=None, description="Its sandbox while it runs (docs/security.md)")
+    usage: UsageModel | None = Field(default=None, description="What it uses now, while it runs in a cgroup "
+                                     "(docs/sandbox-limits.md)")
     last_exit: DesktopExitInfo | None = None
     pointer_grabbed: bool | None = Field(
         default=None, description="true while another X client holds the pointer grabbed (an open menu, or a hung "

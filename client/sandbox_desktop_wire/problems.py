@@ -56,6 +56,7 @@ class ProblemCode(enum.StrEnum):
     DESKTOP_PAUSED = "desktop_paused"
     DESKTOP_IS_DEFAULT = "desktop_is_default"
     TOO_MANY_DESKTOPS = "too_many_desktops"
+    POLICY_REFUSED = "policy_refused"
     WINDOW_NOT_FOUND = "window_not_found"
     NO_FOCUSED_WINDOW = "no_focused_window"
     WINDOW_NOT_VIEWABLE = "window_not_viewable"
@@ -176,6 +177,9 @@ PROBLEMS: Mapping[ProblemCode, ProblemSpec] = {
     ProblemCode.DESKTOP_IS_DEFAULT: ProblemSpec(409, "Desktop Is Default", "deleting the default desktop"),
     ProblemCode.TOO_MANY_DESKTOPS: ProblemSpec(
         429, "Too Many Desktops", "over `--max-desktops`, or no free display number"),
+    ProblemCode.POLICY_REFUSED: ProblemSpec(
+        403, "Policy Refused", "a desktop's tags, timers, network rules or limits beyond what the server imposes on "
+        "every desktop (`--desktop-policy`); `errors` names the field"),
     ProblemCode.WINDOW_NOT_FOUND: ProblemSpec(404, "Window Not Found", "no visible application window with that id"),
     ProblemCode.NO_FOCUSED_WINDOW: ProblemSpec(404, "No Focused Window", "no window has the focus"),
     ProblemCode.WINDOW_NOT_VIEWABLE: ProblemSpec(

@@ -33,6 +33,7 @@ from desktop.input.keys import parse_chord
 from desktop.windows.control import parse_window_id
 from desktop.windows.query import WindowInfo
 from desktop.x11.xdnd import PathNotFound
+from sandbox_desktop_wire.enums import FsEntryType
 from sandbox_desktop_wire.problems import ProblemCode
 
 if TYPE_CHECKING:
@@ -103,11 +104,17 @@ class FilledDialog:
     app: str
 
 
-def check_path(path: Path) -> bool:
+class PathKinds(Protocol):
+    """Where the dialog's app finds its files: the desktop's view of them (desktop/files/filesystem.py `Files`)."""
+
+    async def kind(self, path: Path) -> FsEntryType | None: ...
+
+
+async def check_path(files: PathKinds, path: Path) -> bool:
     """Whether `path` exists; a new file in an existing folder (a save dialog's) is fine; else 422 naming `path`."""
-    if path.exists():
+    if await files.kind(path) is not None:
         return True
-    if path.parent.is_dir():
+    if await files.kind(path.parent) is FsEntryType.DIRECTORY:
         return False
     raise PathNotFound("path", f"path {str(path)!r} does not exist and neither does its folder "
                        f"{str(path.parent)!r}: no file dialog can choose it")
@@ -171,10 +178,11 @@ def accept_point(dialog: WindowInfo) -> tuple[int, int]:
     return client.x + client.width - ACCEPT_INSET[0], client.y + client.height - ACCEPT_INSET[1]
 
 
-async def fill_file_dialog(desktop: Desktop, path: Path, window_id: str | None, timeout: float) -> FilledDialog:
-    """Choose `path` in the open file dialog and wait until it closes."""
+async def fill_file_dialog(desktop: Desktop, files: PathKinds, path: Path, window_id: str | None,
+                           timeout: float) -> FilledDialog:
+    """Choose `path` (as the desktop's apps see the files) in the open file dialog and wait until it closes."""
     session = desktop.session()
-    exists = await asyncio.to_thread(check_path, path)
+    exists = await check_path(files, path)
     dialog = await find_dialog(desktop, session, window_id)
     app = dialog.wm_class[1] if dialog.wm_class else ""
     await desktop.windows.focus(session, str(dialog.id))

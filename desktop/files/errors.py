@@ -44,7 +44,8 @@ def map_os_error(
             return Conflict(f"cannot write {p}: one of its parents is a file, not a directory")
         return NotFound(resource, p, f"{resource} {p} not found: one of its parents is not a directory")
     if code in (errno.EACCES, errno.EPERM):
-        return PermissionDenied(f"permission denied for {p}: the server's user may not do this here")
+        # The server's user for /v1/fs, a desktop's in its sandbox for its own routes (docs/files.md).
+        return PermissionDenied(f"permission denied for {p}: the user the request acts as may not do this here")
     if code == errno.EROFS:
         return PermissionDenied(f"{p} is on a read-only file system")
     if code == errno.EEXIST:

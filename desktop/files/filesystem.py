@@ -1,31 +1,40 @@
-"""The file API: list, stat, read, write, move and delete paths on the server's own file system.
+"""The file API: list, stat, read, write, move and delete paths, and extract tar archives, where a `Place` says.
 
-Paths are absolute, `~` / `~/...` (the server user's home), or relative to that home, as in the
-reference. Every blocking call runs in a worker thread; failures are DomainErrors a client can
-act on (404, 403, 409, 400), never a bare 500.
+Paths are absolute, `~` / `~/...` (the home), or relative to that home, as in the reference. `Files` resolves
+them and streams bodies; the blocking part of each operation is one call (calls.py) that its place runs:
+
+- `Machine`: the server's own files, as its user, in a worker thread (`/v1/fs`);
+- `InSandbox`: a desktop's, in its sandbox as its user, in its view of the files (`/v1/desktops/{id}/fs`):
+  each call in a child of the sandbox's init, and a read's file opened there (`Sandbox.open`); bytes move
+  through descriptors opened as that user, never through the init.
+
+Failures are DomainErrors a client can act on (404, 403, 409, 400), never a bare 500.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import shutil
 import stat
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 
+import anyio
 import anyio.to_thread
 
-from desktop.core.errors import Conflict, InvalidRequest
-from desktop.files.errors import lossy, map_os_error, os_errors
-from desktop.files.move import move_across
+from desktop.core.errors import InvalidRequest, StreamError
+from desktop.files import calls
+from desktop.files.errors import lossy, os_errors
+from desktop.files.operations import Entry
+from desktop.files.tar_upload import UploadResult
 from sandbox_desktop_wire.enums import FsEntryType
 from sandbox_desktop_wire.fs import path_problem
+
+if TYPE_CHECKING:
+    from desktop.sandbox.sandbox import Sandbox
 
 READ_CHUNK = 256 * 1024
 """Bytes per read when a file is streamed out."""
@@ -39,52 +48,6 @@ async def run_blocking(fn: Callable[..., T], *args: object) -> T:
     """Run `fn` in a worker thread. On cancellation anyio waits for the thread to return, so a
     descriptor is never closed while a thread still uses it."""
     return await anyio.to_thread.run_sync(fn, *args)
-
-
-def rfc3339(ns: int) -> str | None:
-    """A UTC timestamp as the reference prints it (chrono `to_rfc3339`: 0, 3, 6 or 9 digits)."""
-    secs, frac = divmod(ns, 1_000_000_000)
-    try:
-        text = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return None  # outside what a datetime can hold: the field is omitted
-    if frac % 1_000_000 == 0:
-        digits = f".{frac // 1_000_000:03d}" if frac else ""
-    elif frac % 1000 == 0:
-        digits = f".{frac // 1000:06d}"
-    else:
-        digits = f".{frac:09d}"
-    return f"{text}{digits}+00:00"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One path as the entries and stat endpoints describe it (symlinks are followed, as in the
-    reference; `is_symlink` says the path itself is a link)."""
-
-    name: str
-    path: str
-    entry_type: FsEntryType
-    size: int
-    modified: str | None
-    is_symlink: bool = False
-
-
-def describe(path: Path, name: str | None = None) -> Entry:
-    """Stat `path` (following a symlink; a dangling link is described as itself)."""
-    st = os.lstat(path)
-    is_link = stat.S_ISLNK(st.st_mode)
-    if is_link:
-        with suppress(OSError):
-            st = os.stat(path)
-    return Entry(
-        name=lossy(path.name if name is None else name),
-        path=lossy(path),
-        entry_type=FsEntryType.DIRECTORY if stat.S_ISDIR(st.st_mode) else FsEntryType.FILE,
-        size=st.st_size,
-        modified=rfc3339(st.st_mtime_ns),
-        is_symlink=is_link,
-    )
 
 
 @dataclass(frozen=True)
@@ -103,6 +66,11 @@ class ReadHandle:
         """Bytes that will be sent: the size when opened (a file growing meanwhile is cut there)."""
         self.modified_ns = modified_ns
 
+    def narrow(self, first: int, last: int) -> None:
+        """Send only bytes `first` to `last` (inclusive; a Range request's). A seek reads nothing: fine anywhere."""
+        self._file.seek(first)
+        self.size = last - first + 1
+
     async def chunks(self, chunk_size: int = READ_CHUNK) -> AsyncIterator[bytes]:
         """The file's bytes, at most `size` of them, read in a worker thread chunk by chunk."""
         remaining = self.size
@@ -118,10 +86,9 @@ class ReadHandle:
         self._file.close()
 
 
-def _open_for_read(path: Path) -> ReadHandle:
-    # O_NONBLOCK so that opening a FIFO does not hang; the type is checked on the open descriptor.
-    with os_errors(path):
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def _read_handle(fd: int, path: Path) -> ReadHandle:
+    """A handle of `fd`, opened non-blocking (a FIFO must not hang the open), once it is seen to be a regular file;
+    `fd` is closed if it is not."""
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -133,78 +100,6 @@ def _open_for_read(path: Path) -> ReadHandle:
     except BaseException:
         os.close(fd)
         raise
-
-
-def _umask() -> int:
-    # Read, not set: os.umask() would briefly change it for every thread in the process.
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
-
-
-_UMASK = _umask()
-
-
-class StagedFile:
-    """A temporary file next to its target, renamed over it only once complete (atomic replace)."""
-
-    def __init__(self, target: Path) -> None:
-        self.target = target
-        final = target
-        existing = _lstat_or_none(target)
-        if existing is not None and stat.S_ISLNK(existing.st_mode):
-            # Write through the link, as a plain write would, instead of replacing the link itself.
-            final = Path(os.path.realpath(target))
-            existing = _lstat_or_none(final)
-        if existing is not None and stat.S_ISDIR(existing.st_mode):
-            raise InvalidRequest(f"{target} is a directory; choose a file path inside it")
-        if existing is not None and not stat.S_ISREG(existing.st_mode):
-            raise InvalidRequest(f"{target} is not a regular file (a device, FIFO or socket)")
-        self.final = final
-        with os_errors(final.parent, resource="directory", write=True):
-            final.parent.mkdir(parents=True, exist_ok=True)
-        with os_errors(final, write=True):
-            fd, temp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial")
-        self.temp = Path(temp)
-        self.file: BinaryIO = os.fdopen(fd, "wb")
-        try:
-            with os_errors(final, write=True):
-                os.fchmod(fd, stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_UMASK)
-        except BaseException:
-            self.discard()
-            raise
-
-    def write(self, parts: list[bytes]) -> None:
-        with os_errors(self.final, write=True):
-            self.file.writelines(parts)
-
-    def commit(self) -> None:
-        """Flush to disk and rename over the target: readers see the old or the new file, never half."""
-        with os_errors(self.final, write=True):
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
-            os.replace(self.temp, self.final)
-
-    def discard(self) -> None:
-        """Drop the temporary file; the target is untouched. Synchronous: runs during cancellation."""
-        self.file.close()
-        with suppress(FileNotFoundError):
-            self.temp.unlink()
-
-
-def _lstat_or_none(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise map_os_error(exc, path) from exc
 
 
 async def copy_chunks(chunks: AsyncIterable[bytes], write: Callable[[list[bytes]], object]) -> int:
@@ -226,94 +121,56 @@ async def copy_chunks(chunks: AsyncIterable[bytes], write: Callable[[list[bytes]
     return total
 
 
-def _is_within(path: Path, ancestor: Path) -> bool:
-    """Whether `path` is `ancestor` or inside it, after resolving symlinks."""
-    p, a = os.path.realpath(path), os.path.realpath(ancestor)
-    return p == a or p.startswith(a.rstrip("/") + "/")
+# -- where the files are ----------------------------------------------------------------------------
 
 
-def _list(directory: Path) -> list[Entry]:
-    with os_errors(directory, resource="directory"):
-        if not stat.S_ISDIR(os.stat(directory).st_mode):
-            raise InvalidRequest(f"{directory} is a file, not a directory; read it with GET /v1/fs/file")
-        with os.scandir(directory) as it:
-            names = [entry.name for entry in it]
-    entries = []
-    for name in names:
+class Place(Protocol):
+    """Where the blocking part of a file operation runs, and as whom."""
+
+    async def call(self, asked: dict[str, Any], fds: Sequence[int] = ()) -> calls.Answer:
+        """Run one call (calls.py `serve`): its answer, and the descriptors it opened (the caller's now)."""
+        ...
+
+    async def open(self, path: Path, flags: int) -> int:
+        """A descriptor of `path`; OSError as os.open raises it."""
+        ...
+
+
+class Machine:
+    """The server's own files, as the server's user."""
+
+    async def call(self, asked: dict[str, Any], fds: Sequence[int] = ()) -> calls.Answer:
+        return await run_blocking(calls.serve, asked, list(fds))
+
+    async def open(self, path: Path, flags: int) -> int:
+        return await run_blocking(os.open, path, flags | os.O_CLOEXEC)
+
+
+class InSandbox:
+    """A desktop's files, as its sandbox's user sees them and may touch them."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    async def call(self, asked: dict[str, Any], fds: Sequence[int] = ()) -> calls.Answer:
         try:
-            entries.append(describe(directory / name, name))
-        except FileNotFoundError:
-            continue  # removed while we were listing
-        except OSError as exc:
-            raise map_os_error(exc, directory / name) from exc
-    entries.sort(key=lambda e: e.name)
-    return entries
+            return await self.sandbox.call(calls.ENTRY, asked, fds)
+        except OSError as exc:  # the call could not run there (no fork, a bug): about no path of the request
+            raise StreamError(f"the desktop's sandbox could not run the file call: {exc}") from exc
+
+    async def open(self, path: Path, flags: int) -> int:
+        return await self.sandbox.open(str(path), flags)
 
 
-def _stat(path: Path) -> Entry:
-    with os_errors(path):
-        return describe(path)
-
-
-def _mkdir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise Conflict(f"{path} exists and is not a directory") from None
-    except OSError as exc:
-        raise map_os_error(exc, path, resource="directory", write=True) from exc
-
-
-def _remove(path: Path, st: os.stat_result, recursive: bool) -> None:
-    if stat.S_ISDIR(st.st_mode):
-        if recursive:
-            shutil.rmtree(path)
-        else:
-            os.rmdir(path)
-    else:
-        os.unlink(path)  # a symlink is removed itself, never what it points to
-
-
-def _delete(path: Path, recursive: bool) -> None:
-    with os_errors(path, write=True):
-        st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode) and os.path.samestat(st, os.stat("/")):
-            raise InvalidRequest("refusing to delete the root directory /")
-        _remove(path, st, recursive)
-
-
-def _move(source: Path, dest: Path, overwrite: bool) -> None:
-    with os_errors(source):
-        src_st = os.lstat(source)
-    dst_st = _lstat_or_none(dest)
-    if dst_st is not None and os.path.samestat(src_st, dst_st):
-        return  # same file under both names: nothing to do (and nothing may be deleted)
-    if stat.S_ISDIR(src_st.st_mode) and _is_within(dest, source):
-        raise InvalidRequest(f"cannot move directory {source} into itself ({dest})")
-    if dst_st is not None:
-        if not overwrite:
-            raise Conflict(f"{dest} already exists; pass overwrite=true to replace it")
-        if _is_within(source, dest):
-            raise InvalidRequest(f"cannot replace {dest}: it contains the source {source}")
-        # File over file is left to the rename below, which replaces atomically.
-        if stat.S_ISDIR(dst_st.st_mode) or stat.S_ISDIR(src_st.st_mode):
-            with os_errors(dest, write=True):
-                _remove(dest, dst_st, recursive=True)
-    with os_errors(dest.parent, resource="directory", write=True):
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(source, dest)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise map_os_error(exc, source, write=True) from exc
-        move_across(source, dest)  # another file system: copy, then delete the source
+MACHINE = Machine()
 
 
 class Files:
-    """The file operations, rooted at the server user's home for `~` and relative paths."""
+    """The file operations in one place, rooted at a home for `~` and relative paths."""
 
-    def __init__(self, home: Path | str | None = None) -> None:
+    def __init__(self, home: Path | str | None = None, place: Place = MACHINE) -> None:
         self._home = Path(home) if home is not None else None
+        self.place = place
 
     def home(self) -> Path:
         """The home directory (read at each call when not fixed, so `$HOME` changes are seen)."""
@@ -329,49 +186,102 @@ class Files:
         rest = "" if raw == "~" else raw[2:] if raw.startswith("~/") else raw
         return self.home().joinpath(*(part for part in rest.split("/") if part not in ("", ".")))
 
+    async def _call(self, name: str, *args: object, fds: Sequence[int] = ()) -> calls.Answer:
+        value, received = await self.place.call(calls.request(name, *args), fds)
+        try:
+            return calls.answer(value), received
+        except BaseException:
+            for fd in received:
+                os.close(fd)
+            raise
+
     async def entries(self, raw: str | None) -> list[Entry]:
         """The directory's entries sorted by name (default: the home directory)."""
-        return await run_blocking(_list, self.resolve(raw if raw is not None else "."))
+        value, _ = await self._call("entries", self.resolve(raw if raw is not None else "."))
+        return calls.entries_of(value)
 
     async def stat(self, raw: str) -> Entry:
-        return await run_blocking(_stat, self.resolve(raw))
+        value, _ = await self._call("stat", self.resolve(raw))
+        return calls.entry_of(value.get("entry"))
+
+    async def kind(self, path: Path) -> FsEntryType | None:
+        """What `path` is in this place (following links), None when it does not exist there (a dangling
+        link included)."""
+        value, _ = await self._call("kind", path)
+        return calls.kind_of(value)
 
     async def open(self, raw: str) -> ReadHandle:
         """Open a regular file for streaming; the caller must `close()` the handle."""
-        return await run_blocking(_open_for_read, self.resolve(raw))
+        path = self.resolve(raw)
+        with os_errors(path):
+            fd = await self.place.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return await run_blocking(_read_handle, fd, path)
 
     async def write(
         self, raw: str, chunks: AsyncIterable[bytes], expected_size: int | None = None
     ) -> WriteResult:
-        """Stream `chunks` into the file atomically: on any failure the old file stays as it was."""
+        """Stream `chunks` into a temporary file beside the target, renamed over it once complete: on any
+        failure the old file stays as it was."""
         target = self.resolve(raw)
-        staged = await run_blocking(StagedFile, target)
+        staged = calls.staged_of(*await self._call("stage", target))
+        file: BinaryIO = os.fdopen(staged.fd, "wb")
         try:
-            written = await copy_chunks(chunks, staged.write)
+            written = await copy_chunks(chunks, lambda parts: _write(file, staged.final, parts))
             if expected_size is not None and written != expected_size:
                 raise InvalidRequest(
                     f"body ended after {written} of {expected_size} bytes; {target} was left unchanged"
                 )
-            await run_blocking(staged.commit)
+            await run_blocking(_flush, file, staged.final)
+            await self._call("commit", staged.temp, staged.final)
         except BaseException:
-            staged.discard()
+            file.close()
+            with anyio.CancelScope(shield=True), suppress(Exception):  # runs while the request is cancelled too
+                await self._call("discard", staged.temp)
             raise
         return WriteResult(lossy(target), written)
 
     async def mkdir(self, raw: str) -> Path:
         """Create the directory and any missing parents (fine if it already exists)."""
         path = self.resolve(raw)
-        await run_blocking(_mkdir, path)
+        await self._call("mkdir", path)
         return path
 
     async def move(self, source: str, dest: str, overwrite: bool = False) -> tuple[Path, Path]:
         """Rename `source` to `dest` (creating dest's parents); 409 if dest exists unless `overwrite`."""
         src, dst = self.resolve(source, "from"), self.resolve(dest, "to")
-        await run_blocking(_move, src, dst, overwrite)
+        await self._call("move", src, dst, overwrite)
         return src, dst
 
     async def delete(self, raw: str, recursive: bool = False) -> Path:
         """Delete a file, link or empty directory; a non-empty directory needs `recursive`."""
         path = self.resolve(raw)
-        await run_blocking(_delete, path, recursive)
+        await self._call("delete", path, recursive)
         return path
+
+    async def upload(self, raw: str | None, chunks: AsyncIterable[bytes]) -> UploadResult:
+        """Spool a tar body to a temporary file of the server, then validate and extract it into the directory
+        (tar_upload.py), all or nothing."""
+        base = self.resolve(raw if raw is not None else ".")
+        spool: BinaryIO = await run_blocking(tempfile.TemporaryFile)
+        try:
+            size = await copy_chunks(chunks, spool.writelines)
+            if size == 0:
+                raise InvalidRequest("the request body is empty; send a tar archive")
+            await run_blocking(spool.flush)
+            value, _ = await self._call("extract", base, fds=[spool.fileno()])
+            return calls.upload_of(value)
+        finally:
+            spool.close()
+
+
+def _write(file: BinaryIO, final: Path, parts: list[bytes]) -> None:
+    with os_errors(final, write=True):
+        file.writelines(parts)
+
+
+def _flush(file: BinaryIO, final: Path) -> None:
+    """Everything on disk before the rename, so that the new file is whole even after a crash."""
+    with os_errors(final, write=True):
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()

@@ -4,10 +4,17 @@ Every member is checked before anything is written: only regular files and direc
 normalised path stays inside the target are accepted, so links, devices, FIFOs, absolute paths
 and `..` make the whole request a 400 naming the member. Files are then extracted into a staging
 directory inside the target and renamed into place only when all of them have been read.
+
+Standard library and desktop/core/errors.py only, like operations.py: a desktop's uploads are extracted in
+its sandbox, as its user (calls.py); `Files.upload` (filesystem.py) spools the body and calls `extract`.
 """
 
 from __future__ import annotations
 
+# tarfile imports the decompressors when it first needs them; in a sandbox the interpreter's own files may not be
+# readable by then (its user's), so they are imported with this module, which the zygote preloads (calls.py).
+import bz2  # noqa: F401
+import gzip  # noqa: F401
 import lzma
 import os
 import shutil
@@ -15,7 +22,6 @@ import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import AsyncIterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +29,6 @@ from typing import BinaryIO
 
 from desktop.core.errors import InvalidRequest
 from desktop.files.errors import lossy, map_os_error, os_errors
-from desktop.files.filesystem import Files, copy_chunks, run_blocking
 
 MAX_MEMBERS = 50_000
 """Members per archive; bounds the memory the header list takes."""
@@ -216,17 +221,3 @@ def _extract_members(tar: tarfile.TarFile, base: Path, members: list[Member]) ->
                 os.replace(temp, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-async def upload_tar(files: Files, raw_path: str | None, chunks: AsyncIterable[bytes]) -> UploadResult:
-    """Spool the body to a temporary file, then validate and extract it in a worker thread."""
-    base = files.resolve(raw_path if raw_path is not None else ".")
-    spool: BinaryIO = await run_blocking(tempfile.TemporaryFile)
-    try:
-        size = await copy_chunks(chunks, spool.writelines)
-        if size == 0:
-            raise InvalidRequest("the request body is empty; send a tar archive")
-        await run_blocking(spool.flush)
-        return await run_blocking(extract, spool, base)
-    finally:
-        spool.close()

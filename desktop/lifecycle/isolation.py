@@ -16,11 +16,13 @@ from pathlib import Path
 from desktop.lifecycle.home import prepare_runtime_dir
 from desktop.lifecycle.options import StateLayout
 from desktop.sandbox import displays, xauth
-from desktop.sandbox.cgroups import DesktopCgroup
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup, Feature
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import Layer, SandboxReport
 from desktop.sandbox.limits import Limits, Usage
+from desktop.sandbox.netrules import EgressMode
 from desktop.sandbox.network import DesktopNetwork, NetworkRules
+from desktop.sandbox.rootless import Mode, server_home
 from desktop.sandbox.sandbox import Sandbox, SandboxPlan
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
@@ -46,10 +48,17 @@ class DesktopSandbox:
                 made.network = await host.network.create(desktop_id, rules or NetworkRules())
             if host.cgroups is not None:
                 made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id), limits)
+            rootless = host.rootless is not None
+            home = server_home() if rootless else None
             plan = SandboxPlan(desktop_id, layout.root / "sandbox", layout.home, runtime, display.number,
-                               hidden=hidden, shared=host.shared)
-            made.sandbox = sandbox = await Sandbox.create(host, plan, made.network, made.cgroup)
-            await asyncio.to_thread(display.link, sandbox.x11_folder)
+                               hidden=hidden, shared=host.shared, private=(home,) if home is not None else (),
+                               secrets=(host.xauthority,) if rootless else ())
+            egress = (rules or NetworkRules()).egress is EgressMode.ALL
+            made.sandbox = sandbox = await Sandbox.create(host, plan, made.network, made.cgroup, egress=egress)
+            if host.mode is Mode.LANDLOCK:  # its X server is the machine's /tmp's: it takes the display itself
+                await asyncio.to_thread(display.hand_over)
+            else:
+                await asyncio.to_thread(display.link, sandbox.x11_folder)
             await asyncio.to_thread(xauth.update_shared, host.xauthority, display.number, sandbox.cookie)
         except BaseException:
             await made.close()
@@ -60,24 +69,55 @@ class DesktopSandbox:
         assert self.sandbox is not None
         base = self.sandbox.report
         missing = dict(base.missing)
+        if self.host.rootless is not None:
+            return self._rootless_report(base)
         if self.network is None and self.host.network_missing is not None:
             missing[Layer.NETWORK] = f"its namespace has only a loopback: {self.host.network_missing}"
         if self.cgroup is None:
             missing[Layer.CGROUP] = "no cgroups on this machine"
         return SandboxReport(base.layers, missing)
 
+    def _rootless_report(self, base: SandboxReport) -> SandboxReport:
+        """A server without root's: what its plan lacks, this desktop's network as it came out."""
+        assert self.host.rootless is not None and self.sandbox is not None
+        missing = self.host.rootless.missing()
+        missing.pop(Layer.NETWORK, None)
+        if self.host.mode is Mode.LANDLOCK:
+            missing[Layer.NETWORK] = self.host.rootless.missing()[Layer.NETWORK]
+        elif self.sandbox.slirp is None:
+            missing[Layer.NETWORK] = self.sandbox.network_missing or "its namespace has only a loopback: its rules " \
+                "allow no egress, or only some, which a server without root cannot enforce (so none)"
+        if self.cgroup is not None:
+            missing.pop(Layer.CGROUP, None)
+        if self.sandbox.exposed:  # Landlock is in force, but cannot hide these: a mount namespace would have
+            missing[Layer.MOUNT] = (f"{missing.get(Layer.MOUNT, 'no mount namespace')}; and the server's "
+                                    f"{', '.join(self.sandbox.exposed)} lie within /tmp, which Landlock must leave "
+                                    "writable to the desktop's X server: the server's token is reachable")
+        return SandboxReport(base.layers, missing)
+
 
     async def set_network(self, rules: NetworkRules) -> None:
-        """New rules for the running desktop's network, in force at once (a refused one keeps the old)."""
+        """New rules for the running desktop's network, in force at once (a refused one keeps the old), and its
+        /etc/resolv.conf to match them."""
         if self.network is not None:
             await self.network.update(rules)
+            if self.sandbox is not None:
+                await asyncio.to_thread(self.sandbox.network_changed)
 
     def set_limits(self, limits: Limits) -> dict[str, str]:
         """New limits for the running desktop; the ones this machine cannot enforce, by wire field, with why."""
         return self.cgroup.set_limits(limits) if self.cgroup is not None else {}
 
     def usage(self) -> Usage | None:
-        return self.cgroup.usage() if self.cgroup is not None else None
+        """What the desktop uses now; None without cgroups, and once they are removed or while they are being
+        removed (a stop or a delete in progress), so that a status asked meanwhile still answers."""
+        cgroup = self.cgroup
+        if cgroup is None or cgroup.removed:
+            return None
+        try:
+            return cgroup.usage()
+        except OSError:  # removed between the check and the reads
+            return None
 
     async def give_home(self) -> None:
         """Hand HOME to the sandbox's user after the server wrote into it (a reset's template, rc.xml)."""
@@ -91,6 +131,13 @@ class DesktopSandbox:
             return False
         await self.cgroup.freeze()
         return True
+
+    async def kill_apps(self) -> None:
+        """Kill every process of the desktop's apps cgroup (a reset), daemons that left its session, process group
+        and environment too; the session's own programs are in its other part and stay. Nothing where this
+        machine cannot kill a cgroup's processes."""
+        if self.cgroup is not None and self.host.cgroups is not None and Feature.KILL in self.host.cgroups.features:
+            await self.cgroup.kill(CgroupKind.APPS)
 
     async def thaw(self) -> bool:
         if self.cgroup is None or self.host.cgroups is None or "freeze" not in self.host.cgroups.features:

@@ -2,6 +2,9 @@
 
 State changes happen in `_set_state` only (pause and resume too), which publishes them; status is computed
 from that state plus the supervisor's live view, so a status call during a start or a restart answers at once.
+
+Why this module is long: start, stop, pause, resume, reset and restart all change the one state machine under
+the same locks; kept in one class, every state change stays in `_set_state` and can be read in one place.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from desktop.lifecycle.supervisor import Supervisor
 from desktop.processes import ProcessManager, reaper
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import SandboxReport
-from desktop.sandbox.limits import Limits
+from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.netrules import NetworkRules
 from desktop.sandbox.sandbox import Sandbox
 from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
@@ -289,6 +292,8 @@ class Desktop:
         async with session.x.input:
             await self.mouse.release_all(session)
             await end_apps(self.processes, self._marker, keep=supervisor)
+            if self.sandbox is not None:  # what shed the marker the apps were found by is still in their cgroup
+                await self.sandbox.kill_apps()
             await session.x.call(close_other_clients)
             await self.clipboard.set(session, "", ClipboardSelection.BOTH)
             await asyncio.to_thread(restore_home, self.layout.home, self.home_template)
@@ -435,6 +440,10 @@ class Desktop:
     def launcher(self) -> Sandbox | None:
         """Where the desktop's apps and commands start: its sandbox while it runs in one, else None (here)."""
         return self.sandbox.sandbox if self.sandbox is not None else None
+
+    def usage(self) -> Usage | None:
+        """What it uses now, read from its cgroups while it runs in a sandbox (docs/sandbox-limits.md)."""
+        return self.sandbox.usage() if self.sandbox is not None else None
 
     def sandbox_report(self) -> SandboxReport:
         """What keeps the desktop apart (docs/security.md): while it runs, its sandbox's; else its next start's."""

@@ -15,6 +15,7 @@ from desktop.input.mouse import pointer_grabbed
 from desktop.lifecycle.options import StartOptions, StateLayout
 from desktop.lifecycle.supervisor import ChildExit, Supervisor
 from desktop.sandbox.layers import SandboxReport
+from desktop.sandbox.limits import Usage
 from desktop.windows.query import WindowInfo, list_windows
 from desktop.x11.thread import XThread
 from sandbox_desktop_wire.enums import DesktopRuntimeState, SupervisedChild
@@ -46,6 +47,8 @@ class Observed(Protocol):
     def current_state(self) -> DesktopRuntimeState: ...
 
     def sandbox_report(self) -> SandboxReport: ...
+
+    def usage(self) -> Usage | None: ...
 
     def last_error(self) -> tuple[ProblemCode, str] | None: ...
 
@@ -89,6 +92,8 @@ class DesktopSnapshot:
     missing_optional: tuple[str, ...] = field(default_factory=tuple)
     sandbox: SandboxReport | None = None
     """Its sandbox's layers while it runs (docs/security.md)."""
+    usage: Usage | None = None
+    """What it uses now, while it runs in a cgroup (docs/sandbox-limits.md)."""
     pointer_grabbed: bool = False
     """Another X client holds the pointer grabbed: clicks go to it, not to the window under the pointer."""
 
@@ -129,6 +134,7 @@ async def take_snapshot(desktop: Observed) -> DesktopSnapshot:
         state_dir=str(desktop.layout.root),
         pointer_grabbed=grabbed,
         sandbox=desktop.sandbox_report() if started else None,
+        usage=desktop.usage(),
     )
 
 

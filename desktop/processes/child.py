@@ -22,7 +22,7 @@ from typing import Protocol
 
 from desktop.core.errors import Conflict, InvalidRequest, StreamError, Timeout
 from desktop.processes.logs import CHUNK_BYTES, now_ms
-from desktop.processes.spawn_errors import spawn_error
+from desktop.processes.spawn_errors import DESKTOP_USER, SERVER_USER, spawn_error
 from sandbox_desktop_wire.enums import LogStream
 
 logger = logging.getLogger("sandbox_desktop.processes")
@@ -342,7 +342,7 @@ async def start_child(
         for fd in ours:
             os.close(fd)
         if isinstance(exc, OSError):
-            raise spawn_error(command, cwd, env, exc) from exc
+            raise spawn_error(command, cwd, env, exc, DESKTOP_USER if launcher is not None else SERVER_USER) from exc
         if isinstance(exc, ValueError):  # e.g. an embedded NUL in an argument
             raise InvalidRequest(f"cannot start {command!r}: {exc}") from exc
         raise

@@ -26,7 +26,7 @@ from desktop.core.errors import (
     WorkingDirectoryNotFound,
 )
 
-__all__ = ["MAX_ARG_BYTES", "SpawnError", "locate", "spawn_error"]
+__all__ = ["DESKTOP_USER", "MAX_ARG_BYTES", "SERVER_USER", "SpawnError", "locate", "spawn_error"]
 
 # Errors of looking the command up: it is not there.
 _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP)
@@ -36,13 +36,19 @@ _NOT_EXECUTABLE = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
 MAX_ARG_BYTES = 128 * 1024
 
 
-def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError) -> DomainError:
-    """The error for a failed spawn of `command` in `cwd` with `env` (None: the server's environment)."""
+SERVER_USER = "the server's user"
+DESKTOP_USER = "the desktop's user"
+"""Who could not run it: a command of a sandboxed desktop runs as its user, in its view of the files."""
+
+
+def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, exc: OSError,
+                who: str = SERVER_USER) -> DomainError:
+    """The error for a failed spawn of `command` in `cwd` with `env` (None: the server's environment) by `who`."""
     code = exc.errno
     reason = exc.strerror or str(exc)
     # subprocess names the directory when the child's chdir failed (the command, when its exec did).
     if cwd is not None and exc.filename == cwd and not (command == cwd and os.path.isdir(cwd)):
-        return _cwd_error(cwd, code, reason)
+        return _cwd_error(cwd, code, reason, who)
     if code == errno.E2BIG:
         phrase = (f" is over the kernel's limit for starting a process ({reason}): at most "
                   f"{MAX_ARG_BYTES // 1024} KiB per argument, and {os.sysconf('SC_ARG_MAX') // 1024} KiB "
@@ -57,16 +63,16 @@ def spawn_error(command: str, cwd: str | None, env: Mapping[str, str] | None, ex
     if found is None:
         where = "does not exist" if "/" in command else "was not found on PATH"
         return CommandNotFound("command", command, where + ("" if code == errno.ENOENT else f" ({reason})"))
-    return CommandNotExecutable("command", command, _not_executable(found, code, reason))
+    return CommandNotExecutable("command", command, _not_executable(found, code, reason, who))
 
 
-def _cwd_error(cwd: str, code: int | None, reason: str) -> DomainError:
+def _cwd_error(cwd: str, code: int | None, reason: str, who: str) -> DomainError:
     if code in (errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG):
         return WorkingDirectoryNotFound("cwd", cwd, "does not exist" + ("" if code == errno.ENOENT else f" ({reason})"))
     if code == errno.ENOTDIR:
         return WorkingDirectoryNotDirectory("cwd", cwd, "is not a directory (it, or one of its parents, is a file)")
     if code in (errno.EACCES, errno.EPERM):
-        return WorkingDirectoryNotAccessible("cwd", cwd, f"cannot be entered by the server's user ({reason})")
+        return WorkingDirectoryNotAccessible("cwd", cwd, f"cannot be entered by {who} ({reason})")
     return StreamError(f"cannot start a process in the working directory {cwd!r}: {reason}")
 
 
@@ -83,13 +89,14 @@ def locate(command: str, cwd: str | None, env: Mapping[str, str] | None) -> str 
     return None
 
 
-def _not_executable(path: str, code: int | None, reason: str) -> str:
+def _not_executable(path: str, code: int | None, reason: str, who: str) -> str:
     if os.path.isdir(path):
         return "is a directory"
     if code == errno.ENOEXEC:
         return "is not a program this machine can run (neither a binary for it nor a script with a #! line)"
     if code in (errno.EACCES, errno.EPERM):
-        return f"is not executable by the server's user ({reason}): it lacks the execute permission"
+        return (f"is not executable by {who} ({reason}): it lacks the execute permission, or a folder on the way to "
+                "it may not be entered")
     interpreter = _interpreter(path)
     if interpreter is not None and not os.path.exists(interpreter):
         return f"cannot be started: its interpreter {interpreter!r} (the #! line) does not exist"

@@ -255,8 +255,10 @@ class DesktopCgroup:
             v2 = memory.version == 2
             memory_bytes = int(read(self._dir(memory) / ("memory.current" if v2 else "memory.usage_in_bytes")))
             # v1 counts an OOM kill in the cgroup it happened in only, v2 in its ancestors too: sum the leaves
-            oom_kills = sum(keyed(self._dir(memory, kind) / ("memory.events" if v2 else "memory.oom_control"))
-                            .get("oom_kill", 0) for kind in CgroupKind)
+            # a kernel before 4.13 does not count them: None, not 0
+            counts = [keyed(self._dir(memory, kind) / ("memory.events" if v2 else "memory.oom_control"))
+                      .get("oom_kill") for kind in CgroupKind]
+            oom_kills = None if None in counts else sum(c for c in counts if c is not None)
         if usage := layout.cpu_usage:
             cpu_seconds = (keyed(self._dir(usage) / "cpu.stat")["usage_usec"] / 1e6 if usage.version == 2
                            else int(read(self._dir(usage) / "cpuacct.usage")) / 1e9)

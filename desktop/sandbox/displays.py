@@ -42,14 +42,19 @@ class Display:
         self.socket.symlink_to(target)
         self._linked = True
 
+    def hand_over(self) -> None:
+        """Give the number's lock up to the X server about to start for it, which takes the lock itself (a
+        sandbox in the machine's /tmp, desktop/sandbox/rootless.py); blocking."""
+        with contextlib.suppress(FileNotFoundError):
+            if _owner(self.lock) == os.getpid():
+                self.lock.unlink()
+
     def release(self) -> None:
         if self._linked:
             with contextlib.suppress(FileNotFoundError):
                 self.socket.unlink()
             self._linked = False
-        with contextlib.suppress(FileNotFoundError):
-            if _owner(self.lock) == os.getpid():
-                self.lock.unlink()
+        self.hand_over()
 
 
 def reserve(first: int, exact: bool) -> Display:

@@ -3,9 +3,10 @@ and what this machine allows.
 
 `SandboxHost.open()` starts the zygote (desktop/sandbox/zygote.py), learns from its first message what
 this machine allows, and opens the server's network hub (desktop/sandbox/network.py) and cgroup root
-(desktop/sandbox/cgroups.py) where it can, keeping why where it cannot. With `Isolation.OFF`, or on a
-machine that allows nothing, desktops run as the server's user in its namespaces, as before sandboxes
-existed, and say so.
+(desktop/sandbox/cgroups.py) where it can, keeping why where it cannot. A server without root takes the
+strongest sandbox its machine allows it (desktop/sandbox/rootless.py) and logs what desktops lack. With
+`Isolation.OFF`, or on a machine that allows nothing, desktops run as the server's user in its namespaces,
+as before sandboxes existed, and say so.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from desktop.sandbox.cgroups import CgroupRoot
 from desktop.sandbox.channel import Channel
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
 from desktop.sandbox.network import NetworkHub, NetworkUnavailable
+from desktop.sandbox.rootless import Mode, RootlessPlan, exposed
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
@@ -49,8 +51,13 @@ class IsolationUnavailable(DesktopFailed):
 
 class SandboxHost:
     def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
-                 shared: tuple[Path, ...] = (), uids: users.UidRange | None = None) -> None:
+                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = (), preload: tuple[str, ...] = (),
+                 uids: users.UidRange | None = None) -> None:
         self.isolation = isolation
+        self.hidden = hidden
+        """The server's state directories, which desktops must not reach (said at start where they can)."""
+        self.preload = preload
+        """Modules the zygote imports, whose functions a sandbox may run (`Sandbox.call`)."""
         self.uids = uids or users.UidRange()
         """The range desktops take their uids from (`--sandbox-uids`)."""
         self.uids_missing: str | None = None
@@ -65,6 +72,8 @@ class SandboxHost:
         self.network_missing: str | None = None
         """Why desktops get a namespace with only a loopback instead of the hub's network."""
         self.cgroups: CgroupRoot | None = None
+        self.rootless: RootlessPlan | None = None
+        """What desktops get where the server is not root (None where it is, or before `open`)."""
         self._zygote: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._lock = asyncio.Lock()
@@ -72,8 +81,16 @@ class SandboxHost:
 
     @property
     def enabled(self) -> bool:
-        return self.isolation is not Isolation.OFF and self.hello is not None and self.hello.namespaces != 0 \
-            and self.hello.root and self.uids_missing is None
+        if self.isolation is Isolation.OFF or self.hello is None:
+            return False
+        if self.rootless is not None:
+            return self.rootless.mode is not Mode.NONE
+        return self.hello.namespaces != 0 and self.hello.root and self.uids_missing is None
+
+    @property
+    def mode(self) -> Mode | None:
+        """Where the server is not root, how its desktops are sandboxed; None where it is root."""
+        return self.rootless.mode if self.rootless is not None else None
 
     async def open(self) -> None:
         """Start the zygote and learn what the machine allows (at server start, before any desktop)."""
@@ -82,8 +99,8 @@ class SandboxHost:
         ours, theirs = protocol.socket_pair()
         try:
             self._zygote = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno()), *self.preload],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         finally:
             theirs.close()
         self._channel = Channel(ours, on_close=self._zygote_ended)
@@ -95,7 +112,10 @@ class SandboxHost:
             raise DesktopFailed(f"the sandbox zygote did not start: {exc}") from exc
         assert isinstance(message, protocol.Hello)
         self.hello = message
-        if self.hello.root and self.hello.namespaces != 0:
+        if not message.root:
+            await self._open_rootless(message)
+            return
+        if message.namespaces != 0:
             self.uids_missing = self.uids.unmapped()
         if not self.enabled:
             logger.warning("desktops are not isolated: %s", "; ".join(set(self.missing().values())))
@@ -111,8 +131,38 @@ class SandboxHost:
         for feature, reason in self.cgroups.missing.items():
             logger.warning("desktop cgroups: no %s: %s", feature, reason)
 
+    async def _open_rootless(self, hello: protocol.Hello) -> None:
+        """Not root: decide what desktops get, with a cgroup where a delegated subtree has room, and log it."""
+        cgroups_missing = ""
+        if hello.user_namespace or hello.landlock_abi:
+            cgroups = await asyncio.to_thread(CgroupRoot.open)
+            if cgroups.tops:
+                self.cgroups = cgroups
+            else:
+                await cgroups.aclose()
+                reasons = {part for why in cgroups.missing.values() for part in why.split("; ")}
+                cgroups_missing = "; ".join(sorted(reasons)[:3]) + ("; ..." if len(reasons) > 3 else "")
+        self.rootless = RootlessPlan.decide(hello, cgroups_missing)
+        self.network_missing = self.rootless.network_missing
+        for line in self.rootless.log_lines():
+            logger.warning("%s", line)
+        within_tmp = exposed(self.rootless.mode, (*self.hidden, self.xauthority))
+        if within_tmp:
+            logger.warning("desktops lack mount: the server's %s lie within /tmp, which Landlock must leave writable "
+                           "to every desktop's X server: the server's token is reachable (give --state-dir and "
+                           "--xauthority outside /tmp)", ", ".join(within_tmp))
+        if self.rootless.mode is not Mode.NONE and not self.expected().isolated:
+            logger.warning("desktops are not isolated: the token or another desktop is within their reach "
+                           "(docs/security.md \"Without root\")")
+
+    def layers(self) -> frozenset[Layer]:
+        """What every desktop's sandbox has on this server, before its cgroup."""
+        return self.rootless.layers() if self.rootless is not None else SANDBOX_LAYERS
+
     def missing(self) -> dict[Layer, str]:
         """Why each layer cannot be had on this server (empty where all can)."""
+        if self.isolation is not Isolation.OFF and self.rootless is not None:
+            return self.rootless.missing()
         if self.isolation is Isolation.OFF:
             reason = "the server was started with --isolation off"
             return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
@@ -133,6 +183,11 @@ class SandboxHost:
         running one's)."""
         if not self.enabled:
             return SandboxReport(frozenset(), self.missing())
+        if self.rootless is not None:
+            missing = self.rootless.missing()
+            if self.cgroups is not None:
+                missing.pop(Layer.CGROUP, None)
+            return SandboxReport(self.layers() | ({Layer.CGROUP} if self.cgroups is not None else set()), missing)
         layers, missing = set(SANDBOX_LAYERS), {}
         if self.cgroups is not None:
             layers.add(Layer.CGROUP)
@@ -143,7 +198,7 @@ class SandboxHost:
         return SandboxReport(frozenset(layers), missing)
 
     def check_required(self) -> None:
-        if self.isolation is Isolation.REQUIRED and not self.enabled:
+        if self.isolation is Isolation.REQUIRED and not self.expected().isolated:
             raise IsolationUnavailable("this server requires isolated desktops (--isolation required), and this "
                                        f"machine cannot isolate one: {'; '.join(set(self.missing().values()))}")
 
@@ -164,7 +219,10 @@ class SandboxHost:
         anywhere (a shared folder, its HOME) stays its own. Given back by `forget`."""
         user = self._users.get(desktop_id)
         if user is None:
-            user = self._users[desktop_id] = await asyncio.to_thread(users.allocate, self.uids)
+            if self.rootless is not None:  # a uid of its own needs root: the server's (desktop/sandbox/rootless.py)
+                user = self._users[desktop_id] = users.SandboxUser(os.getuid(), os.getgid(), None)
+            else:
+                user = self._users[desktop_id] = await asyncio.to_thread(users.allocate, self.uids)
         return user
 
     def forget(self, desktop_id: str) -> None:

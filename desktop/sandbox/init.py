@@ -12,6 +12,9 @@ needs (setuid, setgid, kill, and reading folders as it enters them) and serves t
   pidfd, through which the server knows the program's pid as it sees it and signals it.
 - `Open`: a path opened as the sandbox's user would open it (its permissions, its mounts), the
   descriptor sent back.
+- `Call`: a function of a module the zygote preloaded (a desktop's file operations, desktop/files/calls.py)
+  run in a forked child that drops to the sandbox's uid for good, so that a long one (a recursive delete,
+  an archive's extraction) never holds up the init; the child answers on the call's own socket.
 
 Every exit of a spawned program is reported (`Exited`); orphans are reaped. When the server's end of
 the socket closes (the sandbox is deleted, or the server died), the init kills every process of the
@@ -22,14 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import select
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 
-from desktop.sandbox import linux, protocol
+from desktop.sandbox import landlock, linux, protocol
 
 MOUNT_FLAGS = linux.MS_NOSUID | linux.MS_NODEV
 KEPT_CAPABILITIES = (linux.CAP_KILL, linux.CAP_SETGID, linux.CAP_SETUID, linux.CAP_DAC_OVERRIDE,
@@ -51,18 +56,23 @@ def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> Non
             signal.signal(sig, signal.SIG_DFL)
         try:
             set_up(request)
+            # What every program of the sandbox inherits from the init: no way to gain a privilege by exec.
+            if not request.user_namespace and request.namespaces:
+                os.setgroups([])  # refused in a user namespace without root, where the map has the one group
+            if request.namespaces:  # else it has no capability to drop: a server without root, no namespaces
+                linux.drop_bounding_set()
+                linux.clear_ambient()
+            linux.no_new_privs()
+            if request.landlock is not None:
+                landlock.restrict_self(request.landlock)
+            if request.namespaces:
+                linux.keep_only_capabilities(KEPT_CAPABILITIES)
         except OSError as exc:
             protocol.send(channel, protocol.Failed(-1, exc.errno or 0, "setup", str(exc)))
             return
         finally:
             for fd in fds[1:]:
                 os.close(fd)
-        # What every program of the sandbox inherits from the init: no way to gain a privilege by exec.
-        os.setgroups([])
-        linux.drop_bounding_set()
-        linux.clear_ambient()
-        linux.no_new_privs()
-        linux.keep_only_capabilities(KEPT_CAPABILITIES)
         channel = _move_up(channel)
         protocol.send(channel, protocol.Ready())
         status = Init(channel, request).serve()
@@ -71,7 +81,14 @@ def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> Non
 
 
 def set_up(request: protocol.Create) -> None:
-    """The sandbox's file system and hostname, in its new mount and UTS namespaces."""
+    """The sandbox's file system and hostname, in its new mount and UTS namespaces, and its loopback; nothing
+    where it has no namespace of its own (a server without root that may not make any)."""
+    if request.loopback:
+        linux.link_up("lo")
+    if request.firewall is not None:
+        _firewall(request.firewall)
+    if not request.namespaces & linux.CLONE_NEWNS:
+        return
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     # Sources are opened in this mount namespace (a descriptor of another cannot be bound) and before any
     # mount: the plan may cover a source's folder with an empty one (the server's state holds the HOME).
@@ -83,6 +100,18 @@ def set_up(request: protocol.Create) -> None:
         for fd in sources.values():
             os.close(fd)
     socket.sethostname(request.hostname)
+
+
+def _firewall(script: str) -> None:
+    from desktop.sandbox import libnft  # loaded by the inits that need it only
+
+    nft = libnft.shared()
+    if nft is None:
+        raise OSError(2, "libnftables cannot be loaded")
+    try:
+        nft.run(script)
+    except libnft.NftError as exc:
+        raise OSError(1, f"nftables: {exc}") from exc
 
 
 def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
@@ -105,9 +134,21 @@ def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
                     with open(mount.target, "a"):
                         pass
                 linux.mount(source, mount.target, None, linux.MS_BIND | linux.MS_REC)
-                if mount.read_only:
-                    linux.mount(None, mount.target, None,
-                                linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY | MOUNT_FLAGS)
+                if mount.read_only:  # keeping the flags a user namespace locks (the same as root's otherwise)
+                    linux.mount(None, mount.target, None, linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY
+                                | MOUNT_FLAGS | linux.mount_flags(mount.target))
+
+
+def _answer(answer: socket.socket, value: dict[str, object], fds: list[int]) -> None:
+    """Send a call's answer; one too large for a message goes in a memfd."""
+    message = protocol.encode(protocol.Result(value))
+    if len(message) < protocol.MAX_MESSAGE_BYTES // 2:
+        socket.send_fds(answer, [message], fds)
+        return
+    spill = os.memfd_create("answer", os.MFD_CLOEXEC)
+    with open(spill, "wb", closefd=False) as out:
+        out.write(json.dumps(value, separators=(",", ":")).encode())
+    protocol.send(answer, protocol.Result(None, spilled=True), [spill, *fds])
 
 
 def _move_up(channel: socket.socket) -> socket.socket:
@@ -128,6 +169,9 @@ class Init:
         self.channel = channel
         self.uid = request.uid
         self.gid = request.gid
+        self.switches = request.uid != os.geteuid()
+        """Its programs change uid (a root server's); else they run as the init does (the server's uid)."""
+        self.own_pid_namespace = bool(request.namespaces & linux.CLONE_NEWPID)
         self.home_cgroups: tuple[str, ...] = request.cgroup_files
         self.children: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -158,6 +202,8 @@ class Init:
                     self.spawn(message, fds)
                 case protocol.Open():
                     self.open(message)
+                case protocol.Call():
+                    self.call(message, fds)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -178,7 +224,8 @@ class Init:
                 child = subprocess.Popen(
                     argv, env=request.env, cwd=request.cwd, stdin=stdio.get(0), stdout=stdio.get(1),
                     stderr=stdio.get(2), pass_fds=[t for t, _ in extra], close_fds=True, restore_signals=True,
-                    start_new_session=not request.tty, user=self.uid, group=self.gid, extra_groups=[])
+                    start_new_session=not request.tty, user=self.uid if self.switches else None,
+                    group=self.gid if self.switches else None, extra_groups=[] if self.switches else None)
             finally:
                 if request.cgroup_files:
                     self._join(self.home_cgroups)
@@ -206,13 +253,15 @@ class Init:
     def open(self, request: protocol.Open) -> None:
         """Open as the sandbox's user: its uid's permissions, through the sandbox's mounts."""
         try:
-            os.setegid(self.gid)
-            os.seteuid(self.uid)
+            if self.switches:
+                os.setegid(self.gid)
+                os.seteuid(self.uid)
             try:
                 fd = os.open(request.path, request.flags | os.O_CLOEXEC | os.O_NOCTTY, request.mode)
             finally:
-                os.seteuid(0)
-                os.setegid(0)
+                if self.switches:
+                    os.seteuid(0)
+                    os.setegid(0)
         except OSError as exc:
             protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, "open", str(exc)))
             return
@@ -220,6 +269,48 @@ class Init:
             protocol.send(self.channel, protocol.Opened(request.id), [fd])
         finally:
             os.close(fd)
+
+    def call(self, request: protocol.Call, fds: list[int]) -> None:
+        """Fork the call's child (its exit is reaped as an orphan's: nothing waits for it here)."""
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fds[0])) as answer:
+                protocol.send(answer, protocol.Failed(-1, exc.errno or 0, "fork", str(exc)))
+            return
+        if pid == 0:
+            self._called(request, fds)
+
+    def _called(self, request: protocol.Call, fds: list[int]) -> None:
+        """The call's child: as the sandbox's user for good, with nothing of the init but the call's descriptors."""
+        status = 1
+        answer = socket.socket(fileno=fds[0])
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.closerange(OWN_FDS_FROM, os.sysconf("SC_OPEN_MAX"))  # the init's socket to the server above all
+            null = os.open(os.devnull, os.O_RDWR)
+            for target in (0, 1, 2):  # not the server's log, which the init inherited
+                os.dup2(null, target)
+            os.close(null)
+            self._join(request.cgroup_files)
+            os.setresgid(self.gid, self.gid, self.gid)
+            os.setresuid(self.uid, self.uid, self.uid)  # every capability goes with root
+            # The uid's other processes may not trace it or read its memory (the kernel does this on the uid
+            # change too; said here so that it holds whatever suid_dumpable is).
+            linux.prctl(linux.PR_SET_DUMPABLE, 0)
+            os.chdir("/")
+            module, _, name = request.function.partition(":")
+            function = getattr(sys.modules[module], name)  # preloaded: nothing is imported inside a sandbox
+            value, out = function(request.args, fds[1:])
+            _answer(answer, value, out)
+            status = 0
+        except BaseException as exc:
+            code = exc.errno if isinstance(exc, OSError) and exc.errno else 0
+            with contextlib.suppress(OSError):
+                protocol.send(answer, protocol.Failed(-1, code, "call", f"{type(exc).__name__}: {exc}"))
+        finally:
+            os._exit(status)
 
     def reap(self) -> None:
         while True:
@@ -236,6 +327,13 @@ class Init:
 
     def end(self) -> int:
         """The server is gone: nothing of the sandbox may outlive it."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but the init
+        if self.own_pid_namespace:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but the init
+            return 0
+        # In the server's pid namespace -1 would be every process of the server's uid: each program's group
+        # instead (each started one of its own); what left it is the server's to find (its marker).
+        for pid in self.children:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
         return 0

@@ -1,8 +1,9 @@
 """The layers a sandbox is made of, and what a desktop reports about them (`sandbox: {isolated, layers}`).
 
-A desktop is `isolated` only when every layer of `REQUIRED` is in force: then the server's token and
-state, other desktops' files, processes and displays, the server's processes and port, and the host's
-loopback are all out of its reach (docs/security.md "The boundary"). With fewer layers a desktop says
+A desktop is `isolated` only when every layer of `REQUIRED` is in force (a root server's), or every layer of
+`ROOTLESS_REQUIRED` (a server without root's): then the server's token and state, other desktops' files,
+processes and displays, the server's processes and port, and the host's loopback are all out of its reach
+(docs/security.md "The boundary", "Without root"). With fewer layers a desktop says
 which it has and which are missing, and why; it never claims more.
 """
 
@@ -34,14 +35,21 @@ class Layer(StrEnum):
     X_COOKIE = "x_cookie"
     """Its X server admits only clients with its cookie, on a socket path only (no TCP, no abstract socket)."""
     USER_NAMESPACE = "user_namespace"
-    """A user namespace of its own (where the server is not root)."""
+    """A user namespace of its own, mapping only the server's uid (where the server is not root): it holds the
+    desktop's other namespaces, in which its init alone had capabilities."""
     LANDLOCK = "landlock"
-    """Landlock rules on what it may read and write (where namespaces are not available)."""
+    """Landlock rules (where the server is not root): it writes only its own HOME, runtime directory and
+    private folders, and reaches no abstract socket, signal or ptrace out of its sandbox."""
 
 
 REQUIRED = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.NETWORK, Layer.NO_NEW_PRIVS,
                       Layer.NO_CAPABILITIES, Layer.X_COOKIE})
 """What `isolated: true` takes: each closes a way to the token, another desktop or the server."""
+
+ROOTLESS_REQUIRED = REQUIRED - {Layer.USER} | {Layer.USER_NAMESPACE, Layer.LANDLOCK}
+"""The same for a server without root, whose desktops share its uid: the user namespace holds the rest (the view
+of the files hides its token, state and HOME), and Landlock keeps them from writing what that uid may write
+elsewhere."""
 
 
 SANDBOX_LAYERS = frozenset({Layer.USER, Layer.PID, Layer.MOUNT, Layer.IPC, Layer.UTS, Layer.NETWORK,
@@ -60,7 +68,7 @@ class SandboxReport:
 
     @property
     def isolated(self) -> bool:
-        return self.layers >= REQUIRED
+        return self.layers >= REQUIRED or self.layers >= ROOTLESS_REQUIRED
 
     def ordered(self) -> list[Layer]:
         return [layer for layer in Layer if layer in self.layers]

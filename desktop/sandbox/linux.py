@@ -1,4 +1,5 @@
-"""The Linux calls a sandbox is made of that Python 3.11's `os` lacks: unshare, setns, mount, prctl, capset.
+"""The Linux calls a sandbox is made of that Python 3.11's `os` lacks: unshare, setns, mount, prctl, capset, and
+the id maps and loopback of a user namespace of its own (Landlock: desktop/sandbox/landlock.py).
 
 Thin ctypes wrappers over libc, raising OSError with errno as `os` does. Standard library only: the
 in-sandbox init (desktop/sandbox/init.py) imports this module too, and it runs with nothing else.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import os
+import socket
 import struct
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -28,13 +31,18 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
 MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+ST_RELATIME = 4096
 MNT_DETACH = 2
 
 # <linux/prctl.h>
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -131,12 +139,29 @@ def pidfd_pid(pidfd: int) -> int | None:
     return None
 
 
-_SYS_LANDLOCK_CREATE_RULESET = 444
-_LANDLOCK_CREATE_RULESET_VERSION = 1
+def map_self(uid: int, gid: int) -> None:
+    """In a user namespace this process just made: its uid and gid map to the same numbers outside, and only
+    they (what a process without privilege may write; setgroups(2) is refused from now on, as the kernel
+    asks for a gid map written without it)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"), ("gid_map", f"{gid} {gid} 1\n")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
 
 
-def landlock_abi() -> int:
-    """The Landlock ABI version the kernel offers; 0 without Landlock."""
-    version = _libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
-                            ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
-    return max(int(version), 0)
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def link_up(name: str) -> None:
+    """Bring a link of this process's network namespace up, as `ip link set NAME up` does (CAP_NET_ADMIN)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH22x", name.encode(), 0)
+        flags = struct.unpack_from("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH22x", name.encode(), flags | IFF_UP))
+
+
+def mount_flags(path: str) -> int:
+    """The flags of the mount `path` is on that a remount in a user namespace must keep (the kernel locks
+    them: nosuid, nodev, noexec, the atime ones)."""
+    flag = os.statvfs(path).f_flag
+    kept = flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)  # ST_* and MS_* agree here
+    return kept | (MS_RELATIME if flag & ST_RELATIME else 0)

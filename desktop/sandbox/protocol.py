@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from desktop.sandbox.landlock import Confinement
+
 MAX_MESSAGE_BYTES = 1 << 20
 """An environment of a few thousand variables fits; the socket's send buffer is raised to match."""
 MAX_FDS = 64
@@ -62,6 +64,14 @@ class Hello(Message):
     errno: int = 0
     """Why the trial failed, if it did."""
     landlock_abi: int = 0
+    user_namespace: int = 0
+    """Not root: the CLONE_NEW* flags a trial unshare took together with a user namespace of its own (mapping
+    only the server's uid), once proc and tmpfs mounted in it; 0 where refused."""
+    user_namespace_errno: int = 0
+    user_namespace_stage: str = ""
+    """Which step of that trial failed (`unshare`, `map`, `mount`), if one did."""
+    tun_errno: int = -1
+    """Opening /dev/net/tun inside that user namespace (what slirp4netns does): 0 where it worked, -1 untried."""
 
 
 # -- server -> zygote --------------------------------------------------------------------------------------------
@@ -83,6 +93,14 @@ class Create(Message):
     """Who every process of the sandbox runs as (the init itself keeps only what spawning needs)."""
     cgroup_files: tuple[str, ...] = ()
     """The init's own cgroups (`cgroup.procs` files), where it returns after starting a program in others."""
+    user_namespace: bool = False
+    """Unshare a user namespace with the rest, mapping only the server's uid and gid (`uid`, `gid`: the same)."""
+    landlock: Confinement | None = None
+    """Landlock rules the init puts in force on itself, and so on all it starts, once set up."""
+    loopback: bool = False
+    """Bring the new network namespace's loopback up (the root server's hub does it otherwise)."""
+    firewall: str | None = None
+    """nftables rules the init applies in its network namespace (desktop/sandbox/slirp.py)."""
 
 
 # -- server -> init ----------------------------------------------------------------------------------------------
@@ -113,6 +131,20 @@ class Open(Message):
     path: str
     flags: int
     mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class Call(Message):
+    """Run `function` ("module:name" of a module the zygote preloaded) in a child of the init, as the sandbox's
+    user: `function(args, fds)` answers a JSON object and descriptors. Descriptors: [the socket the child answers
+    on (with `Result`, or `Failed` with id -1), then the function's own]."""
+
+    kind: ClassVar[str] = "call"
+    id: int
+    function: str
+    args: dict[str, Any]
+    cgroup_files: tuple[str, ...] = ()
+    """The cgroups (`cgroup.procs` files) the child runs in, as a program would."""
 
 
 # -- init -> server ----------------------------------------------------------------------------------------------
@@ -169,8 +201,19 @@ class Exited(Message):
     status: int
 
 
-KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Started, Ready, Failed,
-                                                             Spawned, Opened, Exited)}
+@dataclass(frozen=True)
+class Result(Message):
+    """What a `Call`'s function answered, on the call's own socket (a process of the sandbox's uid wrote it:
+    data only). Descriptors: the function's; first, when `spilled`, a memfd holding `value` as JSON, for an
+    answer larger than a message."""
+
+    kind: ClassVar[str] = "result"
+    value: dict[str, Any] | None
+    spilled: bool = False
+
+
+KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Started, Ready, Failed,
+                                                             Spawned, Opened, Exited, Result)}
 
 
 def encode(message: Message) -> bytes:
@@ -189,6 +232,9 @@ def decode(data: bytes) -> Message:
         value = body[f.name]
         if f.name == "mounts":
             value = tuple(Mount(**{**m, "kind": MountKind(m["kind"])}) for m in value)
+        elif f.name == "landlock" and value is not None:
+            value = Confinement(read=tuple(value["read"]), write=tuple(value["write"]), hidden=tuple(value["hidden"]),
+                                tcp=value["tcp"], scoped=value["scoped"])
         elif isinstance(value, list):
             value = tuple(value)
         values[f.name] = value

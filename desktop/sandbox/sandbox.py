@@ -13,21 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from desktop.core.errors import DesktopFailed
-from desktop.sandbox import linux, protocol, users, xauth
-from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup
+from desktop.core.errors import Conflict, DesktopFailed
+from desktop.sandbox import landlock, linux, protocol, rootless, users, xauth
+from desktop.sandbox.call import run_call
+from desktop.sandbox.cgroups import CgroupKind, DesktopCgroup, Feature
 from desktop.sandbox.channel import Channel, SandboxGone
 from desktop.sandbox.host import SandboxHost
-from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
+from desktop.sandbox.layers import Layer, SandboxReport
 from desktop.sandbox.network import DesktopNetwork
 from desktop.sandbox.process import SandboxedProcess
+from desktop.sandbox.rootless import Mode
+from desktop.sandbox.slirp import RESOLVER, Slirp, firewall, host_addresses
 from desktop.sandbox.zygote import NAMESPACES
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
@@ -64,6 +69,11 @@ class SandboxPlan:
     """The server's state directories: hidden but for the desktop's own HOME."""
     shared: tuple[Path, ...] = ()
     """Host paths the operator shares with every desktop (`--share`), at their own paths."""
+    private: tuple[Path, ...] = ()
+    """The server's user's own folders (its HOME), hidden from desktops that share its uid (a server without
+    root); a share within them still shows."""
+    secrets: tuple[Path, ...] = ()
+    """Files of the server hidden the same way (its X cookies, where they are outside its state)."""
 
     @property
     def hostname(self) -> str:
@@ -79,7 +89,13 @@ class Sandbox:
         self.cookie = cookie
         self.network = network
         self.cgroup = cgroup
-        self.report = SandboxReport(SANDBOX_LAYERS | ({Layer.CGROUP} if cgroup is not None else set()), {})
+        self.report = SandboxReport(host.layers() | ({Layer.CGROUP} if cgroup is not None else set()), {})
+        self.slirp: Slirp | None = None
+        """Its network where the server is not root (desktop/sandbox/slirp.py)."""
+        self.network_missing: str | None = None
+        """Why it has only its loopback, where the server is not root and it asked for more."""
+        self.exposed: tuple[str, ...] = ()
+        """What of the server Landlock was to hide and cannot, being within a folder it must leave writable."""
         self._channel: Channel | None = None
         self._init: SandboxedProcess | None = None
         self._processes: dict[int, SandboxedProcess] = {}
@@ -92,28 +108,37 @@ class Sandbox:
 
     @classmethod
     async def create(cls, host: SandboxHost, plan: SandboxPlan, network: DesktopNetwork | None = None,
-                     cgroup: DesktopCgroup | None = None) -> Sandbox:
+                     cgroup: DesktopCgroup | None = None, egress: bool = False) -> Sandbox:
         """Make the sandbox: in `network`'s namespace (else one with only a loopback), its programs in
-        `cgroup`'s apps part and the session's in its session part, when given."""
+        `cgroup`'s apps part and the session's in its session part, when given. `egress`: where the server is
+        not root, give it slirp4netns's network where the machine allows (else it has only its loopback)."""
         user = await host.user_for(plan.desktop_id)
         sandbox = cls(host, plan, user, xauth.new_cookie(), network, cgroup)
         try:
-            await sandbox._start()
+            await sandbox._start(egress)
         except BaseException:
             await sandbox.close()
             raise
         return sandbox
 
-    async def _start(self) -> None:
-        mounts = await asyncio.to_thread(self._prepare)
+    async def _start(self, egress: bool) -> None:
+        mode, plan = self.host.mode, self.host.rootless
+        slirp = plan.slirp4netns if plan is not None and egress else None
+        if plan is not None and egress and slirp is None:
+            self.network_missing = plan.network_missing
+        mounts = await asyncio.to_thread(self._prepare, slirp is not None)
         session = self.cgroup.procs_files(CgroupKind.SESSION) if self.cgroup is not None else ()
         self.app_cgroups = self.cgroup.procs_files(CgroupKind.APPS) if self.cgroup is not None else ()
         netns = os.open(self.network.netns_path, os.O_RDONLY | os.O_CLOEXEC) if self.network is not None else None
+        namespaces = NAMESPACES & ~linux.CLONE_NEWNET if netns is not None else NAMESPACES
         try:
             request = protocol.Create(
-                namespaces=NAMESPACES & ~linux.CLONE_NEWNET if netns is not None else NAMESPACES,
+                namespaces=0 if mode is Mode.LANDLOCK else namespaces,
                 hostname=self.plan.hostname, mounts=tuple(mounts), uid=self.user.uid, gid=self.user.gid,
-                join_netns=1 if netns is not None else None, cgroup_files=session)
+                join_netns=1 if netns is not None else None, cgroup_files=session,
+                user_namespace=mode is Mode.USER_NAMESPACE, landlock=self._confinement(),
+                loopback=mode is Mode.USER_NAMESPACE,
+                firewall=await asyncio.to_thread(lambda: firewall(host_addresses())) if slirp is not None else None)
             self._channel = await self.host.create_init(request, [netns] if netns is not None else [])
         finally:
             if netns is not None:
@@ -133,13 +158,42 @@ class Sandbox:
                             self.cgroup.add(self._init.pid, CgroupKind.SESSION)
                     case protocol.Ready():
                         ready = True
+        if slirp is not None:
+            await self._start_slirp(slirp)
+
+    async def _start_slirp(self, binary: str) -> None:
+        """Its network, through slirp4netns; without it (a failure), only its loopback, and it says why."""
+        assert self._init is not None
+        try:
+            self.slirp = await Slirp.start(binary, self._init.pid)
+        except OSError as exc:
+            self.network_missing = f"its namespace has only a loopback: {exc}"
+            logger.warning("desktop %s: %s", self.plan.desktop_id, self.network_missing)
+
+    def _confinement(self) -> landlock.Confinement | None:
+        plan, rootless_plan = self.plan, self.host.rootless
+        if rootless_plan is None:
+            return None
+        private = tuple(d for d in PRIVATE_DIRS if os.path.isdir(d)) if rootless_plan.mode is Mode.USER_NAMESPACE \
+            else ("/tmp",)
+        cgroups = tuple(str(Path(f).parent) for f in (*self.app_cgroups, *(self.cgroup.procs_files(CgroupKind.SESSION)
+                                                                            if self.cgroup is not None else ())))
+        confinement = rootless.confinement(rootless_plan.mode, rootless_plan.landlock_abi, (plan.home, plan.runtime),
+                                           (*private, *cgroups), plan.shared,
+                                           (*plan.hidden, *plan.private, *plan.secrets))
+        if confinement is not None:
+            self.exposed = confinement.exposed()
+            if self.exposed:
+                logger.warning("desktop %s can reach %s: Landlock cannot hide it within /tmp, which its X server "
+                               "writes", plan.desktop_id, ", ".join(self.exposed))
+        return confinement
 
     def _channel_listen(self) -> None:
         assert self._channel is not None
         self._channel._on_exit = self._exited
         self._channel._on_close = self._lost
 
-    def _prepare(self) -> list[protocol.Mount]:
+    def _prepare(self, slirp: bool = False) -> list[protocol.Mount]:
         """The sandbox's files on the host, and its mount plan (blocking)."""
         plan, uid = self.plan, self.user.uid
         etc = plan.state / "etc"
@@ -154,7 +208,7 @@ class Sandbox:
             "group": users.group(self.user),
             "hostname": plan.hostname + "\n",
             "hosts": f"127.0.0.1\tlocalhost {plan.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-            "resolv.conf": self.network.resolv_conf() if self.network is not None else "",
+            "resolv.conf": self._resolv_conf(slirp),
         }
         for name, text in files.items():
             (etc / name).write_text(text)
@@ -163,7 +217,7 @@ class Sandbox:
             _chown_tree(folder, uid)
             folder.chmod(0o700)
         xauth.write_private(plan.runtime / "Xauthority", xauth.entries_for(plan.display, self.cookie, plan.hostname),
-                            owner=uid)
+                            owner=uid if uid != os.geteuid() else None)
         (plan.runtime / "dbus-session.conf").write_text(DBUS_CONFIG.format(uid=os.geteuid()))
 
         mounts: list[protocol.Mount] = [protocol.Mount(protocol.MountKind.PROC, "/proc")]
@@ -186,7 +240,7 @@ class Sandbox:
         # Shares first (a folder on the way to one that the sandbox's user could not pass, /root, is emptied so
         # that the share can be reached); then the server's state, even within a share, and the folders on the
         # way to HOME; then HOME and the runtime directory, which nothing mounted later may cover.
-        empty(_closed_ancestors(plan.shared, uid))
+        empty([*map(str, plan.private), *_closed_ancestors(plan.shared, uid)])
         for path in plan.shared:
             bind(path, str(path))
         empty([*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime), uid)])
@@ -195,7 +249,24 @@ class Sandbox:
         bind(x11, X11_DIR)
         for name in files:
             bind(etc / name, f"/etc/{name}", read_only=True)
+        if plan.secrets:
+            (etc / "empty").write_text("")
+        for secret in plan.secrets:
+            if secret.is_file() and not _under(secret, covered):
+                bind(etc / "empty", str(secret), read_only=True)
         return mounts
+
+    def _resolv_conf(self, slirp: bool) -> str:
+        """Its resolvers: its network's by its rules; slirp4netns's where the server is not root; else none."""
+        if self.network is not None:
+            return self.network.resolv_conf()
+        return f"nameserver {RESOLVER}\n" if slirp else ""
+
+    def network_changed(self) -> None:
+        """Rewrite its /etc/resolv.conf for its network's rules as they are now (blocking): the resolvers it may
+        reach come and go with egress `none`. The file is bound into the sandbox by its inode, rewritten in place,
+        so the desktop's next lookup reads the new one."""
+        (self.plan.state / "etc" / "resolv.conf").write_text(self._resolv_conf(self.slirp is not None))
 
     def give_home(self) -> None:
         """The desktop's HOME and all in it to the sandbox's user (blocking)."""
@@ -240,6 +311,11 @@ class Sandbox:
                                  cgroup_files=tuple(self.app_cgroups if cgroups is None else cgroups))
         reply, received = await channel.request(request, [fds[t] for t in targets])
         if isinstance(reply, protocol.Failed):
+            limit = self._apps_pids_limit() if cgroups is None else None
+            if reply.errno == errno.EAGAIN and limit is not None:  # the desktop's own limit, not the machine's
+                raise Conflict(f"{argv[0]!r} cannot start: the desktop's apps are at their limit of {limit} processes "
+                               f"and threads (limits.pids); end some of them, or raise it with PATCH "
+                               f"/v1/desktops/{self.plan.desktop_id}", limit=limit)
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
         assert isinstance(reply, protocol.Spawned)
         process = SandboxedProcess(received[0], reply.pid)
@@ -250,6 +326,11 @@ class Sandbox:
             self._processes[reply.pid] = process
         return process
 
+    def _apps_pids_limit(self) -> int | None:
+        """The pids limit the kernel enforces on the desktop's apps, if any."""
+        cgroup = self.cgroup
+        return cgroup.limits.pids if cgroup is not None and Feature.PIDS in cgroup.root.features else None
+
     async def open(self, path: str, flags: int, mode: int = 0o644) -> int:
         """A descriptor of `path` opened as the sandbox's user would, in its view of the files."""
         channel = self._channel
@@ -259,6 +340,15 @@ class Sandbox:
         if isinstance(reply, protocol.Failed):
             raise OSError(reply.errno, reply.message)
         return received[0]
+
+    async def call(self, function: str, args: Mapping[str, Any], fds: Sequence[int] = ()
+                   ) -> tuple[dict[str, Any], list[int]]:
+        """Run `function(args, fds)` ("module:name" of a module in the host's `preload`) in a child of the init,
+        as the sandbox's user (desktop/sandbox/call.py). Raises OSError or SandboxGone."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            raise SandboxGone("the desktop's sandbox is not running")
+        return await run_call(channel, function, args, fds, self.app_cgroups)
 
     def _exited(self, message: protocol.Exited) -> None:
         process = self._processes.pop(message.pid, None)
@@ -285,10 +375,15 @@ class Sandbox:
         if self._channel is not None:
             self._channel.close()
         if self._init is not None:
+            if self.host.mode is Mode.LANDLOCK:  # no pid namespace to end with it: the init ends its programs first
+                await self._init.gone(1.0)
             self._init.send_signal(9)
             if not await self._init.gone(GONE_TIMEOUT_S):
                 logger.warning("the init of %s's sandbox did not end in %.0f s", self.plan.desktop_id, GONE_TIMEOUT_S)
             self._init.close()
+        if self.slirp is not None:
+            await self.slirp.close()
+            self.slirp = None
         self._lost()
 
 
@@ -324,7 +419,10 @@ def _closed_ancestors(paths: Sequence[Path], uid: int) -> list[str]:
 
 
 def _chown_tree(root: Path, uid: int) -> None:
-    """Give the tree to the sandbox's user (what the server wrote there, a template's copy)."""
+    """Give the tree to the sandbox's user (what the server wrote there, a template's copy); it has it already
+    where it is the server's own (a server without root)."""
+    if uid == os.geteuid():
+        return
     with contextlib.suppress(OSError):
         os.chown(root, uid, uid, follow_symlinks=False)
     for folder, dirs, names in os.walk(root):

@@ -10,23 +10,30 @@ unshares the rest (mount, UTS, IPC, pid...) and forks the init: the first proces
 namespace. The outer child hands the server a pidfd of the init over the sandbox's own socket and
 exits; the zygote is the subreaper that reaps it, and each init once it ends.
 
-Run as `python -I -S desktop/sandbox/zygote.py FD` (standard library only; FD is its socket to the
-server). It ends when the server closes that socket; the sandboxes notice on their own sockets.
+Run as `python -I -S desktop/sandbox/zygote.py FD [MODULE...]` (standard library only; FD is its socket to
+the server). It imports each MODULE before it forks anything: what a `Call` runs in a sandbox
+(desktop/sandbox/init.py) comes from those, never imported inside one. It ends when the server closes that
+socket; the sandboxes notice on their own sockets.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import select
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 
 if __package__ in (None, ""):  # run as a script by path: the repository root is two folders up
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # The wire's package (preloaded modules use its enums) is beside ours once installed, in client/ in a checkout.
+    sys.path[:0] = [_ROOT, *[p for p in (os.path.join(_ROOT, "client"),) if os.path.isdir(p)]]
 
-from desktop.sandbox import init, linux, protocol
+from desktop.sandbox import init, landlock, linux, protocol
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -38,6 +45,8 @@ def main(argv: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for name in argv[2:]:
+        importlib.import_module(name)
     protocol.send(server, _trial())
     gc.freeze()  # what is imported by now is shared with every init: keep the collector from touching it
     while True:
@@ -68,7 +77,11 @@ def _create(request: protocol.Create, fds: list[int], ours: tuple[int, ...]) -> 
             os.close(fd)
         if request.join_netns is not None:
             linux.setns(fds[request.join_netns], linux.CLONE_NEWNET)
-        linux.unshare(request.namespaces)
+        if request.user_namespace:  # the other namespaces are then its own: the init holds capabilities there
+            linux.unshare(linux.CLONE_NEWUSER | request.namespaces)
+            linux.map_self(request.uid, request.gid)
+        elif request.namespaces:
+            linux.unshare(request.namespaces)
         pid = os.fork()
         if pid == 0:
             init.run(channel, request, fds)  # never returns
@@ -89,7 +102,8 @@ NAMESPACES = (linux.CLONE_NEWNS | linux.CLONE_NEWUTS | linux.CLONE_NEWIPC | linu
 
 
 def _trial() -> protocol.Hello:
-    """Can this process make sandboxes? A child tries the unshare and a uid change, and exits with the errno."""
+    """Can this process make sandboxes? A child tries the unshare and a uid change, and exits with the errno;
+    where it is not root, another tries the same inside a user namespace of its own (`_trial_user_namespace`)."""
     root = os.geteuid() == 0
     pid = os.fork()
     if pid == 0:
@@ -104,8 +118,65 @@ def _trial() -> protocol.Hello:
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     errno = os.waitstatus_to_exitcode(status)
-    return protocol.Hello(root=root, namespaces=NAMESPACES if errno == 0 else 0, errno=max(errno, 0),
-                          landlock_abi=linux.landlock_abi())
+    hello = protocol.Hello(root=root, namespaces=NAMESPACES if errno == 0 else 0, errno=max(errno, 0),
+                           landlock_abi=landlock.abi())
+    if root:
+        return hello
+    stage, errno, tun = _trial_user_namespace()
+    return replace(hello, user_namespace=NAMESPACES if not stage else 0, user_namespace_errno=errno,
+                   user_namespace_stage=stage, tun_errno=tun)
+
+
+def _trial_user_namespace() -> tuple[str, int, int]:
+    """What a sandbox of a server without root goes through: a user namespace with the others, the server's uid
+    mapped, a proc and a tmpfs mounted by the first process of the new pid namespace; then /dev/net/tun opened
+    there (slirp4netns needs it). The step that failed (or ""), its errno, and the tun's errno (0: opened)."""
+    read, write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        stage, code, tun = "unshare", 0, -1
+        uid, gid = os.getuid(), os.getgid()  # before the unshare: unmapped, they read as the overflow ids
+        try:
+            linux.unshare(linux.CLONE_NEWUSER | NAMESPACES)
+            stage = "map"
+            linux.map_self(uid, gid)
+            stage = "mount"
+            inner = os.fork()
+            if inner == 0:
+                os._exit(_trial_mounts())
+            code = os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1])
+            if code == 0:
+                stage, tun = "", _errno_of(lambda: os.close(os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)))
+        except OSError as exc:
+            code = exc.errno or 1
+        os.write(write, f"{stage or '-'} {code} {tun}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        words = answer.read().decode().split()
+    os.waitpid(pid, 0)
+    if len(words) != 3:
+        return "unshare", 0, -1
+    return ("" if words[0] == "-" else words[0]), int(words[1]), int(words[2])
+
+
+def _trial_mounts() -> int:
+    try:
+        linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+        linux.mount("proc", "/proc", "proc", init.MOUNT_FLAGS | linux.MS_NOEXEC)
+        linux.mount("tmpfs", "/tmp", "tmpfs", init.MOUNT_FLAGS, "mode=1777")
+    except OSError as exc:
+        return exc.errno or 1
+    return 0
+
+
+def _errno_of(action: Callable[[], object]) -> int:
+    try:
+        action()
+    except OSError as exc:
+        return exc.errno or 1
+    return 0
 
 
 def _drain(fd: int) -> None:

@@ -41,7 +41,11 @@ def site() -> Iterator[str]:
 @pytest.fixture
 def order_page(desktop: Desktop, site: str) -> dict[str, Any]:
     """Chromium on the test's desktop showing the order form (its profile lives in the desktop's HOME,
-    which the next test's reset empties), once the page's field is there: its window."""
+    which the next test's reset empties), once the page's field is there: its window.
+
+    The desktop is a sandbox with a network of its own: this machine's loopback, where `site` listens, is out
+    of its reach until the site's port is forwarded to the same port of the desktop's own loopback."""
+    desktop.update(network={"forwardHostPorts": [int(site.rsplit(":", 1)[1])]})
     desktop.launch("chromium", [*CHROMIUM_FLAGS, f"{site}/order.html"], wait=True, wait_timeout_ms=60000)
     window = desktop.expect_window(title_regex="^Order form", timeout=60)
     desktop.expect_element(role="textbox", name="Customer name", timeout=60)

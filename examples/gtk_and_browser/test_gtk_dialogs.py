@@ -4,17 +4,20 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from pytest_sandbox_desktop import Desktop
+
+ANSWER = "dialog-answer.txt"
+"""Where the dialog's shell writes its answer: a file of the desktop's HOME (the desktop is a sandbox of its own,
+so the test reads it back through the desktop's API, not from its own disk)."""
 
 
 class Dialog:
     """A zenity dialog on the desktop, its answer (what it prints, then `exit=<its exit code>`) to a file."""
 
-    def __init__(self, desktop: Desktop, command: str, answer: Path) -> None:
-        self.desktop, self.path = desktop, answer
-        launched = desktop.launch("sh", ["-c", f'{command} > "$1"; echo "exit=$?" >> "$1"', "sh", str(answer)])
+    def __init__(self, desktop: Desktop, command: str) -> None:
+        self.desktop = desktop
+        launched = desktop.launch("sh", ["-c", f'{command} > "$HOME/{ANSWER}"; echo "exit=$?" >> "$HOME/{ANSWER}"'])
         self.process_id = launched.process_id
 
     def answer(self, timeout: float = 10.0) -> str:
@@ -22,14 +25,14 @@ class Dialog:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if all(p.status == "exited" for p in self.desktop.processes(owner="desktop") if p.id == self.process_id):
-                return self.path.read_text()
+                return self.desktop.read_file(f"~/{ANSWER}").decode()
             time.sleep(0.05)
         raise AssertionError(f"the dialog's shell {self.process_id} did not exit within {timeout:g} s")
 
 
-def test_a_form_is_filled_and_sent_by_element(desktop: Desktop, tmp_path: Path) -> None:
+def test_a_form_is_filled_and_sent_by_element(desktop: Desktop) -> None:
     dialog = Dialog(desktop, 'zenity --forms --title=Shipping --text="Where to?" --add-entry="Full name" '
-                    "--add-entry=City", tmp_path / "answer.txt")
+                    "--add-entry=City")
     desktop.expect_window(title="Shipping")
     desktop.expect_element(role="textbox", name="Full name")
 
@@ -41,8 +44,8 @@ def test_a_form_is_filled_and_sent_by_element(desktop: Desktop, tmp_path: Path) 
     assert dialog.answer().splitlines() == ["Ada Lovelace|London", "exit=0"]
 
 
-def test_typing_redraws_the_entry(desktop: Desktop, tmp_path: Path) -> None:
-    dialog = Dialog(desktop, 'zenity --entry --title=Rename --text="New name"', tmp_path / "answer.txt")
+def test_typing_redraws_the_entry(desktop: Desktop) -> None:
+    dialog = Dialog(desktop, 'zenity --entry --title=Rename --text="New name"')
     field = desktop.expect_element(role="textbox", until="focused")
     box = field["bounds"]
 
@@ -59,8 +62,8 @@ def test_typing_redraws_the_entry(desktop: Desktop, tmp_path: Path) -> None:
     assert dialog.answer().splitlines() == ["report.txt", "exit=0"]
 
 
-def test_a_question_is_declined(desktop: Desktop, tmp_path: Path) -> None:
-    dialog = Dialog(desktop, 'zenity --question --title=Delete --text="Delete the file?"', tmp_path / "answer.txt")
+def test_a_question_is_declined(desktop: Desktop) -> None:
+    dialog = Dialog(desktop, 'zenity --question --title=Delete --text="Delete the file?"')
     desktop.expect_element(role="button", name="No")
 
     desktop.act({"role": "button", "name": "No"}, "click")

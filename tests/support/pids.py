@@ -84,6 +84,20 @@ def frozen(pid: int) -> bool:
     return False
 
 
+def cgroup_dir(pid: int, controller: str) -> Path:
+    """The cgroup of host pid `pid` that `controller` (`cpu`, `memory`, `pids`) governs: in the cgroup v1 hierarchy
+    that has it, else in the v2 one where that controller is enabled."""
+    entries = [line.split(":", 2) for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()]
+    for _, controllers, path in entries:
+        if controller in controllers.split(","):
+            return Path("/sys/fs/cgroup", controller, path.lstrip("/"))
+    for _, controllers, path in entries:
+        for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+            if controllers == "" and controller in _read(root / "cgroup.controllers").split():
+                return root / path.lstrip("/")
+    raise AssertionError(f"no {controller} cgroup for process {pid}: {entries}")
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text().strip()

@@ -162,9 +162,15 @@ def test_a_page_is_exposed_without_flags_and_bounds_match_pixels(api: httpx.Clie
     save = find_one(api, "the page's Save button", role="button", name="Save", timeout=30)
     assert save["windowId"] == page["windowId"] and save["app"] == "Chromium"
     b = save["bounds"]
-    shot = Image.open(io.BytesIO(api.get("/v1/desktop/screenshot").content)).convert("RGB")
     cx, cy = b["x"] + b["width"] // 2, b["y"] + b["height"] // 2
-    assert shot.getpixel((cx, cy))[1] > 150 and shot.getpixel((cx, cy))[0] < 60, "the centre is on the button"
+
+    def painted() -> Image.Image | None:
+        """The screen once the button is drawn: the page's tree is exposed before its first paint."""
+        shot = Image.open(io.BytesIO(api.get("/v1/desktop/screenshot").content)).convert("RGB")
+        red, green, _ = shot.getpixel((cx, cy))
+        return shot if green > 150 and red < 60 else None
+
+    shot: Image.Image = wait_for(painted, "the centre of the button's bounds to be the green button")
     for x, y in ((b["x"] - 3, cy), (b["x"] + b["width"] + 2, cy), (cx, b["y"] - 3), (cx, b["y"] + b["height"] + 2)):
         assert min(shot.getpixel((x, y))) > 200, f"({x}, {y}) just outside the bounds is the white page"
 

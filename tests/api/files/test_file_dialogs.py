@@ -5,7 +5,9 @@ shows the chosen file's name and text (read through the accessibility tree)."""
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,33 @@ def test_gtk_save_dialog_takes_a_new_path_and_a_named_window(api: httpx.Client,
     filled = api.post(FILL, json={"path": str(new), "windowId": launched["windowId"]})
     assert filled.status_code == 200, filled.text
     wait_for(lambda: output_of(api, launched["processId"]).strip() == str(new), "zenity to print the new path")
+
+
+def test_paths_are_the_desktops_own(api: httpx.Client, zenity: Callable[..., dict[str, Any]]) -> None:
+    """`~` is the desktop's HOME and a path is found in its view of the files, where its apps open it: the
+    machine's /tmp (hidden from a sandboxed desktop) is not (docs/files-into-apps.md)."""
+    written = api.put("/v1/desktop/fs/file", params={"path": "~/picked/for dialog.txt"}, content=b"mine\n")
+    assert written.status_code == 200, written.text
+    in_home = written.json()["path"]
+    machine_only = Path(f"/tmp/only-the-machine-{uuid.uuid4().hex}/file.txt")  # its folder too: a save
+    machine_only.parent.mkdir()                                                  # dialog takes a new file
+    machine_only.write_text("not the desktop's\n")
+    try:
+        sandboxed = api.get("/v1/desktop/status").json().get("sandbox", {}).get("isolated")
+        assert sandboxed or os.geteuid() != 0, "as root, the tests' desktops are sandboxed"
+        if sandboxed:
+            problem = assert_problem(api.post(FILL, json={"path": str(machine_only)}), 422, "path_not_found")
+            assert problem["errors"][0]["field"] == "path"  # type: ignore[index]
+            problem = assert_problem(api.post("/v1/desktop/drop", json={"paths": [str(machine_only)], "x": 5,
+                                                                         "y": 5}), 422, "path_not_found")
+            assert problem["errors"][0]["field"] == "paths[0]"  # type: ignore[index]
+    finally:
+        shutil.rmtree(machine_only.parent)
+    launched = zenity()
+    filled = api.post(FILL, json={"path": "~/picked/for dialog.txt"})
+    assert filled.status_code == 200, filled.text
+    assert filled.json()["path"] == in_home
+    wait_for(lambda: output_of(api, launched["processId"]).strip() == in_home, "zenity to print the path")
 
 
 def test_chromium_file_input_gets_the_file(api: httpx.Client, tmp_path: Path, a_file: Path) -> None:

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import os
 import shutil
-import socket
 import tarfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from tests.conftest import ServerProcess, assert_problem, launch_server
+from tests.support.tars import member, tar_bytes
+from tests.support.uploads import abandon_upload, names_once_settled
 
 
 @pytest.fixture(scope="module")
@@ -36,22 +34,6 @@ def home_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
 def home_client(home_server: tuple[ServerProcess, Path]) -> Iterator[httpx.Client]:
     with home_server[0].client() as c:
         yield c
-
-
-def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes | None]], compress: bool = False) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return gzip.compress(raw.getvalue()) if compress else raw.getvalue()
-
-
-def info(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:
-    member = tarfile.TarInfo(name)
-    member.type, member.linkname, member.mode = kind, linkname, 0o644
-    return member
 
 
 def field_names(problem: dict[str, object]) -> list[str]:
@@ -76,6 +58,8 @@ def test_put_then_get_round_trip(client: httpx.Client, tmp_path: Path) -> None:
     assert r.content == b"\x00hello\xff"
     head = client.head("/v1/fs/file", params={"path": str(target)})
     assert head.status_code == 200 and head.headers["content-length"] == "7" and head.content == b""
+    part = client.get("/v1/fs/file", params={"path": str(target)}, headers={"Range": "bytes=1-5"})
+    assert (part.status_code, part.content, part.headers["content-range"]) == (206, b"hello", "bytes 1-5/7")
 
 
 def test_read_problems(client: httpx.Client, tmp_path: Path) -> None:
@@ -156,17 +140,8 @@ def test_aborted_upload_keeps_existing_file(server: ServerProcess, client: httpx
                                             tmp_path: Path) -> None:
     target = tmp_path / "precious.txt"
     target.write_bytes(b"original contents")
-    url = urlsplit(server.url)
-    request = (f"PUT /v1/fs/file?path={target} HTTP/1.1\r\nHost: {url.netloc}\r\n"
-               f"Authorization: Bearer {server.token}\r\nContent-Type: application/octet-stream\r\n"
-               f"Content-Length: 10000000\r\n\r\n").encode()
-    with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
-        sock.sendall(request + b"x" * 3_000_000)
-        time.sleep(0.2)  # let the server start writing the temporary file
-    deadline = time.monotonic() + 5
-    while any(p.name.endswith(".partial") for p in tmp_path.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt"]
+    abandon_upload(server.url + "/v1/fs/file", str(target), server.token)
+    assert names_once_settled(tmp_path) == ["precious.txt"]
     assert target.read_bytes() == b"original contents"
     assert client.get("/v1/fs/stat", params={"path": str(target)}).json()["size"] == 17
 
@@ -269,7 +244,7 @@ def test_home_expansion(home_server: tuple[ServerProcess, Path], home_client: ht
     assert home_client.get("/v1/fs/file", params={"path": "notes/a.txt"}).content == b"A"
     assert home_client.get("/v1/fs/stat", params={"path": "~"}).json()["path"] == str(home)
     assert "notes" in [e["name"] for e in home_client.get("/v1/fs/entries").json()]
-    body = tar_bytes([(info("up/loaded.txt"), b"tar")])
+    body = tar_bytes([(member("up/loaded.txt"), b"tar")])
     r = home_client.post("/v1/fs/upload-batch", content=body, headers={"content-type": "application/x-tar"})
     assert r.json() == {"paths": [str(home / "up/loaded.txt")], "truncated": False}
     assert (home / "up/loaded.txt").read_bytes() == b"tar"
@@ -279,8 +254,8 @@ def test_home_expansion(home_server: tuple[ServerProcess, Path], home_client: ht
 
 @pytest.mark.parametrize("compress", [False, True])
 def test_upload_batch(client: httpx.Client, tmp_path: Path, compress: bool) -> None:
-    body = tar_bytes([(info("dir", tarfile.DIRTYPE), None), (info("dir/a.txt"), b"a"),
-                      (info("b.txt"), b"bb")], compress)
+    body = tar_bytes([(member("dir", tarfile.DIRTYPE), None), (member("dir/a.txt"), b"a"),
+                      (member("b.txt"), b"bb")], compress)
     dest = tmp_path / "dest"
     r = client.post("/v1/fs/upload-batch", params={"path": str(dest)}, content=body,
                     headers={"content-type": "application/gzip" if compress else "application/x-tar"})
@@ -291,12 +266,12 @@ def test_upload_batch(client: httpx.Client, tmp_path: Path, compress: bool) -> N
 
 
 @pytest.mark.parametrize("bad", [
-    info("../../escape.txt"), info("/tmp/absolute.txt"), info("evil", tarfile.SYMTYPE, "/etc"),
-    info("hard", tarfile.LNKTYPE, "ok.txt"), info("fifo", tarfile.FIFOTYPE),
+    member("../../escape.txt"), member("/tmp/absolute.txt"), member("evil", tarfile.SYMTYPE, "/etc"),
+    member("hard", tarfile.LNKTYPE, "ok.txt"), member("fifo", tarfile.FIFOTYPE),
 ])
 def test_upload_batch_rejects_unsafe_members(client: httpx.Client, tmp_path: Path,
                                              bad: tarfile.TarInfo) -> None:
-    body = tar_bytes([(info("ok.txt"), b"ok"), (bad, b"" if bad.isreg() else None)])
+    body = tar_bytes([(member("ok.txt"), b"ok"), (bad, b"" if bad.isreg() else None)])
     dest = tmp_path / "dest"
     r = client.post("/v1/fs/upload-batch", params={"path": str(dest)}, content=body,
                     headers={"content-type": "application/x-tar"})
@@ -306,7 +281,7 @@ def test_upload_batch_rejects_unsafe_members(client: httpx.Client, tmp_path: Pat
 
 
 def test_upload_batch_content_type_and_garbage(client: httpx.Client, tmp_path: Path) -> None:
-    body = tar_bytes([(info("ok.txt"), b"ok")])
+    body = tar_bytes([(member("ok.txt"), b"ok")])
     assert_problem(client.post("/v1/fs/upload-batch", params={"path": str(tmp_path)}, content=body,
                                headers={"content-type": "text/plain"}), 415, "unsupported_media_type")
     assert_problem(client.post("/v1/fs/upload-batch", params={"path": str(tmp_path)}, content=b"junk" * 200,

@@ -9,20 +9,17 @@ import json
 import os
 import socket
 import subprocess
-import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import ServerProcess, launch_server
+from tests.support.desktop_sandbox import python_in, run_in
+from tests.support.sandboxes import admin_client, agent_client, home_of, made_desktops
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a desktop of its own uid and namespaces needs root")
-
-SIZE = {"width": 640, "height": 400}
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
@@ -35,49 +32,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def admin(server: ServerProcess) -> Iterator[httpx.Client]:
-    token = (server.state_dir / "token").read_text().strip()
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
+    with admin_client(server) as api:
         yield api
 
 
 @pytest.fixture(scope="module")
 def desktops(admin: httpx.Client) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    made = [admin.post("/v1/desktops", json=SIZE) for _ in range(2)]
-    assert all(m.status_code == 201 for m in made), [m.text for m in made]
-    a, b = (m.json() for m in made)
-    try:
+    with made_desktops(admin, 2) as (a, b):
         yield a, b
-    finally:
-        for desktop in (a, b):
-            admin.delete(f"/v1/desktops/{desktop['id']}")
 
 
 @pytest.fixture(scope="module")
 def agent(server: ServerProcess, admin: httpx.Client, desktops: tuple[dict[str, Any], dict[str, Any]]
           ) -> Iterator[httpx.Client]:
     """Desktop A's agent: only A's control token."""
-    a = desktops[0]
-    token = admin.post(f"/v1/desktops/{a['id']}/tokens", json={"role": "control"}).json()["token"]
-    with httpx.Client(base_url=f"{server.url}/v1/desktops/{a['id']}", headers={"Authorization": f"Bearer {token}"},
-                      timeout=60) as api:
+    with agent_client(server, admin, desktops[0]) as api:
         yield api
-
-
-def run_in(agent: httpx.Client, script: str) -> dict[str, Any]:
-    """`sh -c script` in the agent's desktop, through its own process API."""
-    answer = agent.post("/processes/run", json={"command": "sh", "args": ["-c", script], "timeoutMs": 20000})
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
-
-
-def python_in(agent: httpx.Client, code: str) -> str:
-    done = run_in(agent, f"/usr/bin/python3 -I -S -c {_quote(textwrap.dedent(code))}")
-    assert done["exitCode"] == 0, done
-    return str(done["stdout"])
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 def test_desktops_report_themselves_isolated(admin: httpx.Client, desktops: tuple[dict[str, Any], ...]) -> None:
@@ -102,7 +72,7 @@ def test_the_servers_token_and_state_are_out_of_reach(server: ServerProcess, age
 def test_another_desktops_home_processes_and_display_are_out_of_reach(
         admin: httpx.Client, agent: httpx.Client, desktops: tuple[dict[str, Any], dict[str, Any]]) -> None:
     a, b = desktops
-    b_home = Path(admin.get(f"/v1/desktops/{b['id']}/status").json()["stateDir"]) / "home"
+    b_home = home_of(admin, b)
     (b_home / "secret.txt").write_text("B's secret")
     b_pids = {p["hostPid"] for p in admin.get(f"/v1/desktops/{b['id']}/status").json()["processes"]}
     done = run_in(agent, f"cat {b_home}/secret.txt; ls {b_home}; ps -eo pid,comm; hostname; id -u")

@@ -27,8 +27,8 @@ from api.http.operations import MAX_JSON_BODY_BYTES
 from api.middleware import auth
 from api.routes.ui import UI_DIR
 from streaming.viewer import signaling_url
-from tests.api.files.test_fs_api import info, tar_bytes
 from tests.conftest import REPO, ServerProcess, assert_problem, concrete, launch_server
+from tests.support.tars import member, tar_bytes
 
 DESKTOP = {"displayNum": 420, "width": 800, "height": 600}  # `srv`: the live view, windows and apps
 PUBLIC = frozenset({"/", "/v1/health"})
@@ -376,7 +376,7 @@ def test_an_upload_larger_than_the_disk_is_413(plain: ServerProcess, small_disk:
         assert_problem(api.put("/v1/fs/file", params={"path": str(small_disk / "kept.txt")}, content=big),
                        413, "payload_too_large")
         assert_problem(api.post("/v1/fs/upload-batch", params={"path": str(small_disk / "batch")},
-                                content=tar_bytes([(info("big.bin"), big)]),
+                                content=tar_bytes([(member("big.bin"), big)]),
                                 headers={"content-type": "application/x-tar"}), 413, "payload_too_large")
         assert api.get("/v1/desktop/status").status_code == 200
     assert sorted(p.name for p in small_disk.iterdir()) == ["kept.txt"]
@@ -392,11 +392,15 @@ def test_fs_paths_cannot_climb_out_of_the_home(plain: ServerProcess) -> None:
         document = api.get("/v1/openapi.json").json()
     taking_path = [(method.upper(), path) for path, ops in document["paths"].items() for method, op in ops.items()
                    if any(p["name"] == "path" and p["in"] == "query" for p in op.get("parameters", []))]
-    assert {p for _, p in taking_path} == {"/v1/fs/entries", "/v1/fs/file", "/v1/fs/entry", "/v1/fs/mkdir",
-                                           "/v1/fs/stat", "/v1/fs/upload-batch"}
+    prefixes = ("/v1/fs", "/v1/desktop/fs", "/v1/desktops/{desktop_id}/fs")
+    assert {p for _, p in taking_path} == {prefix + p for prefix in prefixes
+                                           for p in ("/entries", "/file", "/entry", "/mkdir", "/stat", "/upload-batch")}
+    # A desktop's own (docs/files.md "Files of one desktop") resolve paths as these do (tests/api/files); this server
+    # runs no desktop, so they answer 409 whatever the path.
+    taking_path = [(method, path) for method, path in taking_path if path.startswith("/v1/fs/")]
     failures = []
     for method, path in [*taking_path, ("HEAD", "/v1/fs/file")]:
-        body = tar_bytes([(info("pwned.txt"), b"pwned")]) if path.endswith("upload-batch") else b"pwned"
+        body = tar_bytes([(member("pwned.txt"), b"pwned")]) if path.endswith("upload-batch") else b"pwned"
         for value in HOSTILE_PATHS:
             status, answer = raw(plain, method, f"{path}?path={value}", body if method in ("PUT", "POST") else None)
             problem = json.loads(answer) if answer else {}
@@ -430,7 +434,7 @@ def test_absolute_paths_and_symlinks_follow_the_documented_policy(plain: ServerP
         assert api.get("/v1/fs/stat", params={"path": str(outside / "secret.txt")}).status_code == 200
         assert api.get("/v1/fs/file", params={"path": "~/www/link/secret.txt"}).content == SECRET_TEXT
         problem = assert_problem(api.post("/v1/fs/upload-batch", params={"path": "~/www"},
-                                          content=tar_bytes([(info("link/pwned.txt"), b"pwned")]),
+                                          content=tar_bytes([(member("link/pwned.txt"), b"pwned")]),
                                           headers={"content-type": "application/x-tar"}), 400)
         assert problem["member"] == "link/pwned.txt"
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
@@ -555,7 +559,26 @@ def test_a_desktop_only_server(tmp_path: Path, routes: list[tuple[str, str]]) ->
             assert api.get("/v1/desktop/mouse/position").json()["x"] == 33
             assert api.get("/v1/desktop/windows").status_code == 200
             assert api.post("/v1/desktop/keyboard/press", json={"key": "Escape"}).status_code == 200
+            # The desktop's own commands and files act inside its sandbox: the flags leave them on.
+            ran = api.post("/v1/desktop/processes/run", json={"command": "id", "args": ["-u"]})
+            assert ran.status_code == 200 and ran.json()["stdout"].strip() != str(os.getuid()), ran.text
+            assert api.put("/v1/desktop/fs/file", params={"path": "~/note.txt"}, content=b"x").status_code == 200
             assert api.post("/v1/desktop/stop").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_without_a_sandbox_the_flags_cover_the_desktops_own_commands_and_files(tmp_path: Path) -> None:
+    """Unisolated, a desktop's commands and files would act on the machine as the server's user."""
+    server = launch_server(tmp_path, "--no-process-api", "--no-file-api", "--isolation", "off")
+    try:
+        with server.client() as api:
+            started = api.post("/v1/desktop/start", json={"displayNum": 423, "width": 640, "height": 480})
+            assert started.json().get("state") == "active", started.text
+            for refused, flag in ((api.post("/v1/desktop/processes/run", json={"command": "id"}), "--no-process-api"),
+                                  (api.get("/v1/desktop/fs/entries", params={"path": "~"}), "--no-file-api")):
+                assert refused.status_code == 403 and refused.json()["code"] == "api_disabled", refused.text
+                assert flag in refused.json()["detail"] and "not isolated" in refused.json()["detail"]
     finally:
         server.stop()
 

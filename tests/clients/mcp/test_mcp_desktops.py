@@ -67,8 +67,8 @@ def test_management_tools_are_listed_and_desktop_tools_take_desktop_id(srv: Serv
     for name in MANAGEMENT - {"delete_desktop"}:
         assert "desktop_id" not in listed[name]["properties"], name
     assert listed["delete_desktop"]["required"] == ["desktop_id"]
-    assert {"width", "height", "tags", "ttl_seconds", "idle_timeout_seconds"} <= set(listed["create_desktop"]
-                                                                                       ["properties"])
+    assert {"width", "height", "tags", "ttl_seconds", "idle_timeout_seconds", "auto_pause_seconds",
+            "auto_delete_seconds", "network", "limits"} <= set(listed["create_desktop"]["properties"])
 
 
 def test_an_agent_creates_uses_and_deletes_its_desktop(srv: ServerProcess, api: httpx.Client,
@@ -78,7 +78,9 @@ def test_an_agent_creates_uses_and_deletes_its_desktop(srv: ServerProcess, api: 
 
     async def use(s: ClientSession) -> dict[str, Any]:
         made = await s.call_tool("create_desktop", {"width": 640, "height": 480, "tags": {"agent": "mcp-1"},
-                                                    "ttl_seconds": 600, "idle_timeout_seconds": 300})
+                                                    "ttl_seconds": 600, "idle_timeout_seconds": 300,
+                                                    "auto_pause_seconds": 900, "auto_delete_seconds": 1800,
+                                                    "network": {"egress": "none"}, "limits": {"pids": 512}})
         assert not made.isError, texts(made)
         [desktop_id] = texts(made)
         on = {"desktop_id": desktop_id}
@@ -106,6 +108,8 @@ def test_an_agent_creates_uses_and_deletes_its_desktop(srv: ServerProcess, api: 
     assert resource["state"] == "active" and resource["tags"] == {"agent": "mcp-1"}
     assert (resource["resolution"]["width"], resource["resolution"]["height"]) == (640, 480)
     assert resource["expiresAt"] and resource["idleTimeoutSeconds"] == 300
+    assert (resource["autoPauseSeconds"], resource["autoDeleteSeconds"]) == (900, 1800) and resource["autoPauseAt"]
+    assert resource["network"]["egress"] == "none" and resource["limits"]["pids"] == 512
     assert [d["id"] for d in seen["listed"]] == [desktop_id]
     assert png_size(base64.b64decode(images(seen["shot"])[0].data)) == (640, 480)
     assert (seen["position"]["x"], seen["position"]["y"]) == (50, 60)

@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,6 +152,37 @@ def test_actions_run_and_processes(desk: Client) -> None:
     ran = desk.run("sh", ["-c", "echo out; echo err >&2; exit 3"], timeout_ms=5000)
     assert (ran.exit_code, ran.stdout, ran.stderr, ran.timed_out) == (3, "out\n", "err\n", False)
     assert {p.owner for p in desk.processes(owner="desktop")} == {"desktop"}
+
+
+def test_files_and_commands_of_the_server_and_of_a_desktop(desk: Client, tmp_path: Path) -> None:
+    """The client's own are the server's (the machine's); a handle's are its desktop's, inside its sandbox."""
+    desk.write_file(str(tmp_path / "server.txt"), b"the machine's")
+    assert (tmp_path / "server.txt").read_bytes() == b"the machine's" == desk.read_file(str(tmp_path / "server.txt"))
+    with desk.desktops.create(width=320, height=240) as desktop:
+        written = desktop.write_file("~/notes/a.txt", b"hello")
+        assert written.bytes_written == 5 and written.path.endswith("/notes/a.txt")
+        assert desktop.read_file("~/notes/a.txt") == b"hello"
+        assert [e.name for e in desktop.list_files("~/notes")] == ["a.txt"]
+        assert desktop.stat("~/notes/a.txt").size == 5
+        assert desktop.move_file("~/notes/a.txt", "~/notes/b.txt").to.endswith("/notes/b.txt")
+        desktop.make_directory("~/empty")
+        assert {e.name for e in desktop.list_files()} >= {"notes", "empty"}
+        # The same file from a command inside it, run as its own user from its HOME.
+        ran = desktop.run("sh", ["-c", "cat notes/b.txt; echo; id -u"])
+        text, uid = ran.stdout.splitlines()
+        assert text == "hello" and uid != str(os.getuid())
+        assert "Xvfb" in {p.command for p in desktop.processes()}  # its own desktop's processes
+        desktop.delete_file("~/notes", recursive=True)
+        with pytest.raises(NotFoundError):
+            desktop.read_file("~/notes/b.txt")
+        # The machine's /tmp is not in its view (pytest's basetemp is shared with desktops on purpose).
+        machine_only = f"/tmp/only-the-machine-{uuid.uuid4().hex}.txt"
+        desk.write_file(machine_only, b"x")
+        try:
+            with pytest.raises(NotFoundError):
+                desktop.read_file(machine_only)
+        finally:
+            desk.delete_file(machine_only)
 
 
 def test_async_client(srv: ServerProcess, tmp_path: Path) -> None:

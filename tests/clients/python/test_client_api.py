@@ -16,7 +16,7 @@ import pytest
 
 import sandbox_desktop_client as sdc
 from sandbox_desktop_client import AsyncClient, AsyncDesktopClient, AsyncDesktops, Client, DesktopClient, Desktops
-from sandbox_desktop_client._base import CreateOptions, StartOptions
+from sandbox_desktop_client._types import CreateOptions, StartOptions
 from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import DesktopCreateRequest
 from tests.conftest import REPO

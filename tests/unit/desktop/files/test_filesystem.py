@@ -19,8 +19,9 @@ import pytest
 from api.http.problems import status_of
 from desktop.core.errors import Conflict, DomainError, InvalidRequest, NotFound, PermissionDenied
 from desktop.files.errors import map_os_error
-from desktop.files.filesystem import _UMASK, Files, rfc3339
-from desktop.files.tar_upload import MAX_LISTED_PATHS, upload_tar
+from desktop.files.filesystem import Files
+from desktop.files.operations import _UMASK, rfc3339
+from desktop.files.tar_upload import MAX_LISTED_PATHS
 from sandbox_desktop_wire.fs import path_problem
 
 
@@ -309,7 +310,7 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, **attrs: object) -> tarfile
 
 def upload(files: Files, path: str | None, body: bytes) -> list[str]:
     pieces = [body[i:i + 10_000] for i in range(0, len(body), 10_000)]
-    return asyncio.run(upload_tar(files, path, chunks(pieces))).paths
+    return asyncio.run(files.upload(path, chunks(pieces))).paths
 
 
 def tree(root: Path) -> list[str]:
@@ -389,7 +390,7 @@ def test_upload_damaged_or_empty_archives(files: Files, home: Path) -> None:
 
 def test_upload_lists_at_most_1024_paths(files: Files, home: Path) -> None:
     body = make_tar([(member(f"f{i:04d}"), b"") for i in range(MAX_LISTED_PATHS + 6)])
-    result = asyncio.run(upload_tar(files, "many", chunks([body])))
+    result = asyncio.run(files.upload("many", chunks([body])))
     assert len(result.paths) == MAX_LISTED_PATHS and result.truncated
     assert len(list((home / "many").iterdir())) == MAX_LISTED_PATHS + 6
 

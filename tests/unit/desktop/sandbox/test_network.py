@@ -2,8 +2,8 @@
 under each egress mode, forwarded host ports, live updates, the connection log, two servers side by side,
 and nothing left behind (nor after a killed server). Needs root, `ip`, `nft` and `nsenter`; skipped otherwise.
 
-Every connection starts inside a desktop's namespace (netns_support.probe) and goes to loopback, the host's
-addresses or the test's own "remote" namespace: nothing leaves the machine.
+Every connection starts inside a desktop's namespace (tests/support/netns.py `probe`) and goes to loopback, the
+host's addresses or the test's own "remote" namespace: nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from desktop.sandbox.network import (
     NetworkUnavailable,
     Verdict,
 )
+from tests.support.netns import Listener, Remote, leftovers, missing_tools, probe, remote_host
 from tests.support.paths import REPO
-from tests.unit.desktop.sandbox.netns_support import Listener, Remote, leftovers, missing_tools, probe, remote_host
 
 pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tools() or "")
 

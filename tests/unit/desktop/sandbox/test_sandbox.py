@@ -34,10 +34,11 @@ def plan(root: Path, name: str, display: int = 91) -> SandboxPlan:
 Scenario = Callable[[SandboxHost, Sandbox], Awaitable[None]]
 
 
-def scenario(tmp_path: Path, body: Scenario, timeout: float = 30) -> None:
-    """Run `body(host, sandbox)` on a fresh event loop with a server's sandbox host and one sandbox."""
+def scenario(tmp_path: Path, body: Scenario, timeout: float = 30, preload: tuple[str, ...] = ()) -> None:
+    """Run `body(host, sandbox)` on a fresh event loop with a server's sandbox host (its zygote importing
+    `preload`) and one sandbox."""
     async def main() -> None:
-        host = SandboxHost(Isolation.AUTO, tmp_path / "xauthority")
+        host = SandboxHost(Isolation.AUTO, tmp_path / "xauthority", preload=preload)
         await host.open()
         try:
             assert host.enabled, host.missing()

@@ -1,5 +1,7 @@
-"""What the network tests build around a hub: a "remote" host in a namespace of its own, TCP listeners that
-count who reached them, and a client that connects from inside a desktop's namespace as its apps would.
+"""What the network tests build around desktops' networks (a hub's unit tests, and the API's tests through a
+server): a "remote" host in a namespace of its own, TCP listeners that count who reached them, and a client that
+connects from inside a desktop's namespace as its apps would (`PROBE`, run there by `nsenter` or by the desktop's
+own process API).
 
 Only loopback and the tests' own namespaces are ever addressed: the remote is a namespace on a veth pair to
 the host, addressed in 10.250.x.0/30 (a range no network here uses; the desktops' is 10.223.0.0/16).

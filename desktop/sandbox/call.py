@@ -1,0 +1,80 @@
+"""A `Call` from the server's side: a function run in a child of a sandbox's init, as the sandbox's user.
+
+The child answers on a socket of the call's own (desktop/sandbox/init.py), never on the init's, so that a long
+call holds up nothing else and a process of the sandbox's uid never holds the init's socket. What it answers
+is a JSON object (a `Result`, read from a memfd when it is larger than a message) and descriptors: data that
+passed through a process of that uid, which the caller checks field by field and never runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from desktop.sandbox import protocol
+from desktop.sandbox.channel import Channel, SandboxGone
+
+MAX_ANSWER_BYTES = 256 << 20
+"""A spilled answer (the listing of a huge folder) is read up to this."""
+
+
+async def run_call(channel: Channel, function: str, args: Mapping[str, Any], fds: Sequence[int],
+               cgroups: Sequence[str]) -> tuple[dict[str, Any], list[int]]:
+    """Send the `Call` on the init's `channel` and wait for its answer: the JSON object and the descriptors the
+    function sent (the caller's to close). Raises OSError (errno 0: the function raised) or SandboxGone."""
+    ours, theirs = protocol.socket_pair()
+    answers: Channel | None = None
+    try:
+        try:
+            await channel.send(protocol.Call(channel.next_id(), function, dict(args), tuple(cgroups)),
+                               [theirs.fileno(), *fds])
+        finally:
+            theirs.close()
+        answers = Channel(ours)
+        message, received = await answers.expect()  # the one message on the call's own socket
+    except SandboxGone:
+        raise SandboxGone("the call in the desktop's sandbox ended without an answer") from None
+    finally:
+        if answers is not None:
+            answers.close()
+        else:
+            ours.close()
+    if isinstance(message, protocol.Result):
+        if not message.spilled:
+            return message.value or {}, received
+        try:
+            return await _spilled(received), received[1:]
+        except BaseException:
+            for fd in received[1:]:
+                os.close(fd)
+            raise
+    for fd in received:
+        os.close(fd)
+    if isinstance(message, protocol.Failed):
+        raise OSError(message.errno, f"{message.message} ({message.stage})")
+    raise SandboxGone(f"the call in the desktop's sandbox answered {message.kind!r}")
+
+
+async def _spilled(fds: list[int]) -> dict[str, Any]:
+    """An answer too large for a message, read from the memfd that comes first (and closed)."""
+    if not fds:
+        raise SandboxGone("a call's answer was spilled, with nothing to read it from")
+    spill = fds[0]
+
+    def read() -> object:
+        try:
+            size = os.fstat(spill).st_size
+            if size > MAX_ANSWER_BYTES:
+                raise OSError(errno.EFBIG, f"the answer of {size} bytes is over {MAX_ANSWER_BYTES}")
+            return json.loads(os.pread(spill, size, 0))
+        finally:
+            os.close(spill)
+
+    value = await asyncio.to_thread(read)
+    if not isinstance(value, dict):
+        raise SandboxGone("a call's answer is not a JSON object")
+    return value
