@@ -157,7 +157,8 @@ def create_app(config: ServerConfig) -> Starlette:
     # the zygote preloads the file calls a desktop's file API runs in its sandbox (api/server/file_scope.py).
     sandboxes = SandboxHost(config.isolation, config.xauthority or default_state_dir / "xauthority",
                             server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared,
-                            hidden=(default_state_dir,), preload=(file_calls.__name__,))
+                            hidden=(default_state_dir,), preload=(file_calls.__name__,),
+                            uids=config.sandbox_uids)
 
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,

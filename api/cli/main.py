@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from desktop.lifecycle.policy import DesktopPolicy
+    from desktop.sandbox.users import UidRange
     from sandbox_desktop_wire.approvals import ActionKind
 
 PUBLIC_ADDRESS_ENV = "SANDBOX_DESKTOP_WEBRTC_PUBLIC_ADDRESS"
@@ -53,6 +54,16 @@ def parse_public_address(text: str) -> str:
     if address.is_unspecified or address.is_multicast:
         raise argparse.ArgumentTypeError(f"{text!r} is not an address a viewer can send to")
     return str(address)
+
+
+def sandbox_uids(text: str) -> UidRange:
+    """`--sandbox-uids FIRST-LAST` (and `$SANDBOX_DESKTOP_UIDS`, its default)."""
+    from desktop.sandbox.users import UidRange
+
+    try:
+        return UidRange.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def public_addresses(args: argparse.Namespace) -> tuple[str, ...]:
@@ -87,6 +98,7 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
     from api.server.config import MCP_TOOL_TIMEOUT_S
     from api.server.logs import LOG_FORMATS
+    from desktop.sandbox import users
     from desktop.sandbox.host import Isolation
     from sandbox_desktop_wire.approvals import DEFAULT_APPROVAL_TIMEOUT_S, ActionKind
     from sandbox_desktop_wire.enums import TakeoverMode
@@ -143,6 +155,11 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--xauthority", type=Path, metavar="FILE",
                         help="keep the server's X cookies (one per desktop) in FILE, which X clients of this "
                              "machine may read to open the desktops' displays (default: <state dir>/xauthority)")
+    server.add_argument("--sandbox-uids", type=sandbox_uids, default=os.environ.get(users.UIDS_ENV) or None,
+                        metavar="FIRST-LAST",
+                        help="the uids desktops run as, one each (default: $SANDBOX_DESKTOP_UIDS or "
+                             f"{users.UidRange()}); in a user namespace, a range it maps (a Kubernetes pod with "
+                             "hostUsers: false: 10000-65533; docs/kubernetes.md)")
     server.add_argument("--share", type=Path, action="append", metavar="PATH",
                         help="a host folder every desktop sees at the same path, with its own permissions "
                              "(repeatable; docs/security.md)")
@@ -253,6 +270,7 @@ def run_server(args: argparse.Namespace) -> int:
     from desktop.lifecycle.options import StartOptions, default_state_dir
     from desktop.lifecycle.policy import DesktopPolicy
     from desktop.sandbox.host import Isolation
+    from desktop.sandbox.users import UidRange
     from sandbox_desktop_client import local_servers
 
     token = None if args.no_token else args.token
@@ -307,7 +325,8 @@ def run_server(args: argparse.Namespace) -> int:
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),
                           isolation=Isolation(args.isolation), xauthority=xauthority,
                           shared=tuple(path.expanduser().resolve() for path in args.share or ()),
-                          desktop_policy=args.desktop_policy or DesktopPolicy())
+                          desktop_policy=args.desktop_policy or DesktopPolicy(),
+                          sandbox_uids=args.sandbox_uids or UidRange())
     configure_logging(args.log_level, args.log_format)
     # The server's X clients (screenshots, input, the live view) find each sandboxed desktop's cookie here.
     os.environ["XAUTHORITY"] = str(xauthority)

@@ -11,6 +11,7 @@ from desktop.control.approvals import DEFAULT_TIMEOUT_S
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.policy import DesktopPolicy
 from desktop.sandbox.host import Isolation
+from desktop.sandbox.users import UidRange
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
 
@@ -68,3 +69,5 @@ class ServerConfig:
     """Host paths every desktop sees at their own paths (`--share`)."""
     desktop_policy: DesktopPolicy = field(default_factory=DesktopPolicy)
     """What every desktop created here gets, whoever asks (`--desktop-policy`; desktop/lifecycle/policy.py)."""
+    sandbox_uids: UidRange = field(default_factory=UidRange)
+    """The uids desktops take theirs from (`--sandbox-uids`, `$SANDBOX_DESKTOP_UIDS`)."""

@@ -51,12 +51,17 @@ class IsolationUnavailable(DesktopFailed):
 
 class SandboxHost:
     def __init__(self, isolation: Isolation, xauthority: Path, server_ports: tuple[int, ...] = (),
-                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = (), preload: tuple[str, ...] = ()) -> None:
+                 shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = (), preload: tuple[str, ...] = (),
+                 uids: users.UidRange | None = None) -> None:
         self.isolation = isolation
         self.hidden = hidden
         """The server's state directories, which desktops must not reach (said at start where they can)."""
         self.preload = preload
         """Modules the zygote imports, whose functions a sandbox may run (`Sandbox.call`)."""
+        self.uids = uids or users.UidRange()
+        """The range desktops take their uids from (`--sandbox-uids`)."""
+        self.uids_missing: str | None = None
+        """Why those uids cannot be used (not mapped in the server's user namespace), where they cannot."""
         self.xauthority = xauthority
         """The server's own X cookies, one entry per display it runs (desktop/sandbox/xauth.py)."""
         self.server_ports = server_ports
@@ -80,7 +85,7 @@ class SandboxHost:
             return False
         if self.rootless is not None:
             return self.rootless.mode is not Mode.NONE
-        return self.hello.namespaces != 0 and self.hello.root
+        return self.hello.namespaces != 0 and self.hello.root and self.uids_missing is None
 
     @property
     def mode(self) -> Mode | None:
@@ -110,6 +115,8 @@ class SandboxHost:
         if not message.root:
             await self._open_rootless(message)
             return
+        if message.namespaces != 0:
+            self.uids_missing = self.uids.unmapped()
         if not self.enabled:
             logger.warning("desktops are not isolated: %s", "; ".join(set(self.missing().values())))
             return
@@ -165,6 +172,8 @@ class SandboxHost:
                       "(docs/security.md \"Without root\")")
         elif hello.namespaces == 0:
             reason = f"this machine refuses new namespaces ({os.strerror(hello.errno)})"
+        elif self.uids_missing is not None:
+            reason = self.uids_missing
         else:
             return {}
         return {layer: reason for layer in Layer if layer not in (Layer.USER_NAMESPACE, Layer.LANDLOCK)}
@@ -213,7 +222,7 @@ class SandboxHost:
             if self.rootless is not None:  # a uid of its own needs root: the server's (desktop/sandbox/rootless.py)
                 user = self._users[desktop_id] = users.SandboxUser(os.getuid(), os.getgid(), None)
             else:
-                user = self._users[desktop_id] = await asyncio.to_thread(users.allocate)
+                user = self._users[desktop_id] = await asyncio.to_thread(users.allocate, self.uids)
         return user
 
     def forget(self, desktop_id: str) -> None:
