@@ -234,8 +234,11 @@ async def remove_leftovers(owners: dict[int, Names]) -> list[str]:
     live = set(owners.values())
     script = [f"delete table inet sdnet_{pid}_{block}" for pid, block in await tables()
               if Names(pid, block) not in live]
+    # /run/netns is the host's even for a server in a network namespace of its own (`ip netns exec`), whose
+    # nftables are its own: it sees no other server's table there, so a block's held lock keeps its namespaces.
     namespaces = [name for name in _listdir(NETNS_DIR)
-                  if (m := NETNS.fullmatch(name)) and Names(int(m[1]), int(m[2])) not in live]
+                  if (m := NETNS.fullmatch(name)) and (names := Names(int(m[1]), int(m[2]))) not in live
+                  and not lock_held(names.block_lock)]
     links = [name for name in _listdir("/sys/class/net")
              if (m := LINK.fullmatch(name)) and int(m[1]) not in owners]
     if script:

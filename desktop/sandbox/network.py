@@ -201,7 +201,10 @@ class NetworkHub:
             owners = await nethost.live_owners()
             await nethost.remove_leftovers(owners)
             blocks = list(supernet.subnets(new_prefix=BLOCK_PREFIX))
-            number = next((n for n in range(len(blocks)) if n not in owners), None)
+            # A block is free when no table here names it and no server holds its lock (one whose tables are
+            # in another network namespace holds its lock all the same).
+            number = next((n for n in range(len(blocks)) if n not in owners
+                           and not nethost.lock_held(nethost.Names(os.getpid(), n).block_lock)), None)
             if number is None:
                 raise NetworkUnavailable(f"all {len(blocks)} blocks of {supernet} are held by live servers")
             names = nethost.Names(os.getpid(), number)

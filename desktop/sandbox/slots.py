@@ -80,8 +80,17 @@ class SlotPool:
         return not self._closing and (self._sweeper is None or self._sweeper.done())
 
     async def take(self) -> Slot:
-        """A ready slot, or a new one when none is."""
-        slot = self._ready.popleft() if self._ready else await self._new()
+        """A ready slot, or a new one when none is. A pooled slot whose namespace is no longer named (something
+        outside the server removed it: `ip -all netns delete`, a clean-up script) is dropped, not handed out."""
+        while self._ready:
+            slot = self._ready.popleft()
+            if os.path.exists(slot.netns_path):
+                break
+            log.warning("pooled desktop network %s was removed from outside the server; making another",
+                        slot.netns)
+            await self.drop([slot])
+        else:
+            slot = await self._new()
         self._wanted.set()
         return slot
 

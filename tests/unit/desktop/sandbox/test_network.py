@@ -344,9 +344,9 @@ def test_a_server_starting_removes_what_a_dead_server_left_and_nothing_of_a_live
     run(loop, scenario)
 
 
-# A server starting in a pid namespace of its own (a container sharing the host's network): opens a hub, which
-# removes what dead servers left, and closes it.
-SERVER_IN_ITS_OWN_PIDS = r"""
+# A server starting beside this one in namespaces of its own (a container sharing the host's /run): opens a hub,
+# which removes what dead servers left, and closes it.
+NEWCOMER = r"""
 import asyncio, os
 from desktop.sandbox.network import NetworkHub
 async def main():
@@ -357,24 +357,32 @@ asyncio.run(main())
 """
 
 
-def test_a_server_in_another_pid_namespace_leaves_a_live_ones_networks(
-        loop: asyncio.AbstractEventLoop, hub: NetworkHub, remote: Remote) -> None:
-    """This process's pid means nothing in the newcomer's pid namespace: only the block's lock says it lives."""
+@pytest.mark.parametrize("where", ["pid namespace", "network namespace"])
+def test_a_server_in_other_namespaces_leaves_a_live_ones_networks(
+        loop: asyncio.AbstractEventLoop, hub: NetworkHub, remote: Remote, where: str) -> None:
+    """This process's pid means nothing in the newcomer's pid namespace, and its nftables table is not in the
+    newcomer's network namespace; /run/netns is shared all the same: only the block's lock says it lives."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "client")])}
+    other = f"sdtest-other-{os.getpid()}"
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", NEWCOMER]
+    if where == "network namespace":
+        subprocess.run(["ip", "netns", "add", other], check=True, timeout=10)
+        argv = ["ip", "netns", "exec", other, sys.executable, "-c", NEWCOMER]
 
     async def scenario() -> None:
-        mine = await hub.create("in-the-host-pids", NetworkRules())
+        mine = await hub.create(f"beside-a-newcomer-in-its-{where}", NetworkRules())
         try:
-            newcomer = await asyncio.to_thread(
-                subprocess.run, ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
-                                 SERVER_IN_ITS_OWN_PIDS], capture_output=True, text=True, env=env, timeout=60)
+            newcomer = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=env,
+                                               timeout=60)
             assert newcomer.returncode == 0, newcomer.stderr
-            assert int(newcomer.stdout.split()[-1]) < 10  # it did run in a pid namespace of its own
             assert os.path.exists(mine.netns_path)
             assert await aprobe(mine, f"{remote.address}:{PORTS[0]}") == [f"ok:remote-{PORTS[0]}"]
         finally:
             await mine.close()
-    run(loop, scenario)
+    try:
+        run(loop, scenario)
+    finally:
+        subprocess.run(["ip", "netns", "del", other], capture_output=True, timeout=10)
 
 
 def test_the_hub_says_why_a_machine_cannot_isolate(loop: asyncio.AbstractEventLoop, tmp_path: object,
