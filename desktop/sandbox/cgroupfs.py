@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from desktop.core.errors import Timeout
+from desktop.sandbox import linux
 
 logger = logging.getLogger("sandbox_desktop.cgroups")
 
@@ -255,22 +256,12 @@ def lock(path: Path) -> int:
     return fd
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def abandoned(path: Path) -> bool:
     """Whether `path` is a server's top cgroup that its server left: its pid is gone and nobody holds its lock.
     Both must hold: a live pid may be a server between mkdir and flock, and a pid not seen here may be a live
     server in another pid namespace (its lock tells)."""
     match = SERVER_NAME.match(path.name)
-    if not match or _pid_alive(int(match.group(1))):
+    if not match or linux.pid_alive(int(match.group(1))):
         return False
     try:
         os.close(lock(path))

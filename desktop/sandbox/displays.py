@@ -17,6 +17,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.sandbox import linux
+
 X11_DIR = Path("/tmp/.X11-unix")
 ATTEMPTS = 64
 
@@ -78,7 +80,7 @@ def _take(lock: Path) -> bool:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         except FileExistsError:
             owner = _owner(lock)
-            if owner is not None and _alive(owner):
+            if owner is not None and linux.pid_alive(owner):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 lock.unlink()
@@ -94,16 +96,6 @@ def _owner(lock: Path) -> int | None:
         return int(lock.read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _answers(path: Path) -> bool:

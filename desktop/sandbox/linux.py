@@ -126,6 +126,17 @@ def keep_only_capabilities(caps: tuple[int, ...]) -> None:
     _check(_libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(data)), "capset")
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` names a process in this pid namespace (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def pidfd_pid(pidfd: int) -> int | None:
     """The pid a pidfd refers to, as this process's pid namespace sees it (None once it was reaped)."""
     try:

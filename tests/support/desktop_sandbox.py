@@ -33,6 +33,22 @@ def python_in(api: httpx.Client, code: str, *argv: str, desktop: str | None = No
     return str(done["stdout"])
 
 
+def display_reached_in(api: httpx.Client, display_number: str, desktop: str | None = None) -> list[str]:
+    """From inside the desktop, connect to display `display_number`'s socket path and its abstract socket: for
+    each, "reached" or "refused <errno>"."""
+    out = python_in(api, f"""
+        import socket
+        for address in ("/tmp/.X11-unix/X{display_number}", "\\0/tmp/.X11-unix/X{display_number}"):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(address)
+                print("reached", repr(address))
+            except OSError as exc:
+                print("refused", exc.errno)
+        """, desktop=desktop)
+    return out.splitlines()
+
+
 def command_in(api: httpx.Client, command: str, args: list[str], desktop: str | None = None,
                timeout_ms: int = 20000) -> dict[str, Any]:
     """`command args...` in the desktop, to completion (the run must be accepted: 200)."""
