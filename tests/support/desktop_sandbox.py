@@ -49,6 +49,19 @@ def display_reached_in(api: httpx.Client, display_number: str, desktop: str | No
     return out.splitlines()
 
 
+def assert_its_own_desktop_works(agent: httpx.Client, desktop: dict[str, Any]) -> None:
+    """Through its own scoped client (`agent`), a sandboxed desktop's display, HOME, apps and screen work: the
+    boundary takes nothing from the desktop itself. Its screen is 640x400."""
+    done = run_in(agent, f"xdpyinfo -display {desktop['display']} | grep dimensions; echo note > $HOME/note.txt; "
+                         "cat $HOME/note.txt")
+    assert "640x400 pixels" in done["stdout"] and "note" in done["stdout"], done
+    launched = agent.post("/launch", json={"app": "xterm", "args": ["-T", "inside"], "wait": True})
+    assert launched.status_code == 200, launched.text
+    windows = agent.get("/windows").json()["windows"]
+    assert any(w["title"] == "inside" and w["pid"] == launched.json()["pid"] for w in windows)
+    assert agent.get("/screenshot").headers["content-type"] == "image/png"
+
+
 def command_in(api: httpx.Client, command: str, args: list[str], desktop: str | None = None,
                timeout_ms: int = 20000) -> dict[str, Any]:
     """`command args...` in the desktop, to completion (the run must be accepted: 200)."""

@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import ServerProcess
 from tests.support import rootless
-from tests.support.desktop_sandbox import display_reached_in, probe_in, run_in
+from tests.support.desktop_sandbox import assert_its_own_desktop_works, display_reached_in, probe_in, run_in
 
 pytestmark = [pytest.mark.rootless, pytest.mark.skipif(rootless.missing_tools() is not None,
                                                        reason=rootless.missing_tools() or "")]
@@ -122,14 +122,7 @@ def test_another_desktops_display_and_the_servers_port_are_out_of_reach(
 
 
 def test_its_own_display_files_and_apps_work(agent: httpx.Client, desktops: tuple[dict[str, Any], ...]) -> None:
-    a = desktops[0]
-    done = run_in(agent, f"xdpyinfo -display {a['display']} | grep dimensions; echo note > $HOME/note.txt; "
-                         "cat $HOME/note.txt")
-    assert "640x400 pixels" in done["stdout"] and "note" in done["stdout"], done
-    launched = agent.post("/launch", json={"app": "xterm", "args": ["-T", "inside"], "wait": True})
-    assert launched.status_code == 200, launched.text
-    assert any(w["title"] == "inside" for w in agent.get("/windows").json()["windows"])
-    assert agent.get("/screenshot").headers["content-type"] == "image/png"
+    assert_its_own_desktop_works(agent, desktops[0])
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, launch_server
-from tests.support.desktop_sandbox import display_reached_in, python_in, run_in
+from tests.support.desktop_sandbox import assert_its_own_desktop_works, display_reached_in, python_in, run_in
 from tests.support.sandboxes import admin_client, agent_client, home_of, made_desktops
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a desktop of its own uid and namespaces needs root")
@@ -112,15 +112,7 @@ def test_the_servers_port_and_the_hosts_loopback_are_out_of_reach(server: Server
 
 
 def test_its_own_display_files_and_apps_work(agent: httpx.Client, desktops: tuple[dict[str, Any], ...]) -> None:
-    a = desktops[0]
-    done = run_in(agent, f"xdpyinfo -display {a['display']} | grep dimensions; echo note > $HOME/note.txt; "
-                         "cat $HOME/note.txt")
-    assert "640x400 pixels" in done["stdout"] and "note" in done["stdout"], done
-    launched = agent.post("/launch", json={"app": "xterm", "args": ["-T", "inside"], "wait": True})
-    assert launched.status_code == 200, launched.text
-    windows = agent.get("/windows").json()["windows"]
-    assert any(w["title"] == "inside" and w["pid"] == launched.json()["pid"] for w in windows)
-    assert agent.get("/screenshot").headers["content-type"] == "image/png"
+    assert_its_own_desktop_works(agent, desktops[0])
 
 
 def test_a_client_without_the_cookie_cannot_open_the_display(desktops: tuple[dict[str, Any], ...]) -> None:
