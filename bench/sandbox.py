@@ -16,6 +16,7 @@ Usage: .venv/bin/python bench/sandbox.py [--rounds 4] [--count 8] [--requests 50
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -112,15 +113,29 @@ def memory(servers: dict[str, ServerProcess], clients: dict[str, httpx.Client], 
         # fork, caches) is not a cost of each desktop.
         clients[mode].delete(f"/v1/desktops/{clients[mode].post('/v1/desktops', json=SIZE).json()['id']}")
         time.sleep(1)
-        before = tree_memory(tree_of(servers[mode].proc.pid, process_table())).pss
+        before = tree_memory(server_processes(servers[mode])).pss
         made = [clients[mode].post("/v1/desktops", json=SIZE).json()["id"] for _ in range(idle)]
         time.sleep(3)  # settled: fonts read, buses quiet
-        after = tree_memory(tree_of(servers[mode].proc.pid, process_table())).pss
+        after = tree_memory(server_processes(servers[mode])).pss
         for desktop in made:
             clients[mode].delete(f"/v1/desktops/{desktop}")
         per[mode] = (after - before) / idle / MIB
         print(f"  {mode:<5} {per[mode]:7.1f} MiB per desktop ({idle} desktops)")
     print(f"  isolated - unisolated: {per['auto'] - per['off']:+.1f} MiB per desktop (target <= +2)")
+
+
+def server_processes(server: ServerProcess) -> set[int]:
+    """The server's tree, and what its desktops' buses activated: an unisolated desktop's D-Bus services
+    (the accessibility registry, dconf) daemonize out of the tree, while a sandbox's init reaps and keeps them.
+    They are found by their environment, which names the server's state directory (their HOME)."""
+    table = process_table()
+    mark = str(server.state_dir).encode()
+    strays = set()
+    for pid in table:
+        with contextlib.suppress(OSError):
+            if mark in Path(f"/proc/{pid}/environ").read_bytes():
+                strays.add(pid)
+    return tree_of(server.proc.pid, table) | strays
 
 
 def record(into: dict[str, list[float]], name: str, seconds: float) -> None:
