@@ -197,7 +197,8 @@ def main() -> None:
     args = parser.parse_args()
     with bench_desktop("a11y", 241, width=1440, height=900, terminals=0, images=0) as bench:
         api = bench.api
-        folder = Path(tempfile.mkdtemp(prefix="bench-a11y-page-"))
+        folder = Path(tempfile.mkdtemp(prefix="page-", dir=bench.tmp))
+        folder.chmod(0o777)  # the desktop's own user writes Chromium's profile here
         idle_pids = daemons(bench.display)
         before, start = sum(map(cpu_seconds, idle_pids)), time.monotonic()
         time.sleep(10)

@@ -42,6 +42,7 @@ from aiortc.rtcrtpreceiver import RTCRtpReceiver
 from bench.common import cpu_seconds
 from tests.api.sound.test_audio import AV_SCRIPT, AudioViewer, channel, first_white, loud_span
 from tests.conftest import ServerProcess, launch_server
+from tests.support.pids import host_pid
 from tests.support.sound import desktop_env, write_tone
 
 DISPLAY_NUM = 296
@@ -83,7 +84,7 @@ def children(pid: int, names: tuple[str, ...]) -> list[int]:
 
 
 def pulse_pid(api: httpx.Client) -> int:
-    return int(next(p["pid"] for p in api.get("/v1/processes").json()["processes"]
+    return int(next(host_pid(p) for p in api.get("/v1/processes").json()["processes"]
                     if p["status"] == "running" and p["command"].endswith("pulseaudio")))
 
 

@@ -85,7 +85,10 @@ def bench_desktop(name: str, display_num: int, *, width: int = 1440, height: int
                   terminals: int = 6, images: int = 2) -> Iterator[BenchDesktop]:
     """Start a server and a desktop, open the scene, and clean everything up afterwards."""
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
-    server = launch_server(tmp)
+    # Shared with the desktop (`--share`): a sandboxed desktop sees its own /tmp, not the machine's, and the
+    # benches hand their apps pages and files through this folder.
+    tmp.chmod(0o755)
+    server = launch_server(tmp, "--share", str(tmp))
     api = server.client()
     bench = None
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import summary, timed
 from tests.conftest import launch_server
+from tests.support.pids import child_host_pid
 
 
 def x_answers(display: str) -> bool:
@@ -66,7 +67,7 @@ def main() -> None:
         recoveries = []
         for _ in range(args.kills):
             status = api.get("/v1/desktop/status").json()
-            xvfb = next(p for p in status["processes"] if p["name"] == "Xvfb")["pid"]
+            xvfb = child_host_pid(status, "Xvfb")  # a sandboxed desktop's pids are its own namespace's
             killed = time.perf_counter()
             os.kill(xvfb, signal.SIGKILL)
             while True:  # no request to the server: recovery must be unattended

@@ -170,9 +170,10 @@ async def watch(server: ServerProcess, api: httpx.Client, viewers: int, seconds:
     workers = []
     try:
         for i in range(viewers):
-            args = [sys.executable, __file__, "--worker", server.url, server.token or "", str(seconds)]
+            args = [sys.executable, __file__, "--worker"]
             if clock:
                 args += ["--clock", f"{clock[0]},{clock[1]}"] + (["--click"] if i == 0 else [])
+            args += ["--", server.url, server.token or "", str(seconds)]  # a token may start with "-"
             worker = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
             workers.append(worker)
             assert worker.stdout is not None
@@ -348,7 +349,7 @@ def window_origin(api: httpx.Client, title: str) -> tuple[int, int]:
 
 
 def worker_main(argv: list[str]) -> None:
-    """`--worker URL TOKEN SECONDS [--clock X,Y] [--click]`: one viewer process of `watch`."""
+    """`--worker [--clock X,Y] [--click] -- URL TOKEN SECONDS`: one viewer process of `watch`."""
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument("token")
