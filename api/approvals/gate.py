@@ -138,8 +138,9 @@ async def batch(p: Proposal) -> list[ProposedStep]:
 async def anthropic_computer(p: Proposal) -> list[ProposedStep]:
     body: AnthropicRequest = p.body
     session = p.session()
-    plan = anthropic_plan(body, session)[0]
-    planned = [plan.press, *plan.steps] if plan.press is not None else plan.steps
+    # Every call of a turn's `tool_uses`, as one proposal: the handler runs them all once approved.
+    planned = [step for plan in anthropic_plan(body, session).plans
+               for step in ([plan.press, *plan.steps] if plan.press is not None else plan.steps)]
     return await steps_of(planned, session, p.services.desktop.accessibility)
 
 

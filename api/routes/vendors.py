@@ -6,9 +6,11 @@ Both plan with api/convert/vendors.py (as the approval gate does) and run on the
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 
-from api.convert.vendors import anthropic_plan, openai_plan
+from api.convert.vendors import AnthropicPlans, anthropic_plan, openai_plan
 from api.http.operations import Operation
 from api.http.problems import problem_document
 from api.server.services import desktop_of, desktop_services
@@ -16,7 +18,8 @@ from desktop.actions import batch as steps
 from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as
 from desktop.screen.screenshots import ShotOptions
-from desktop.vendors import anthropic, openai
+from desktop.vendors import anthropic, anthropic_toolset, openai
+from desktop.x11.session import Session
 from sandbox_desktop_wire.actions import SettleOptions
 from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
@@ -35,21 +38,38 @@ async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> Ant
     with acting_as(ActionSource.ANTHROPIC):
         desktop = desktop_of(request)
         session = desktop.session()
-        plan, space, fit = anthropic_plan(body, session)
-        if plan.press is not None:
-            # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
-            try:
-                at = plan.press.at
-                if isinstance(at, steps.ElementAt):
-                    at, _found = await desktop.accessibility.locate(session, at.target)
-                await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
-                                           plan.press.button, down=True)
-            except DomainError as exc:
-                return AnthropicResult(**anthropic.error_result(problem_document(exc)["detail"]))
-        final = ShotOptions(scale=fit.scale) if plan.render == "screenshot" else None
-        settle = settle_of(body.settle) if plan.settle else None
-        outcome = await desktop_services(request).batches.run(session, plan.steps, settle, final)
-    return AnthropicResult(**anthropic.content(plan, outcome, space, lambda exc: problem_document(exc)["detail"]))
+        planned = anthropic_plan(body, session)
+        if planned.tool_use_ids is None:
+            return AnthropicResult(**await run_anthropic(request, session, planned.plans[0], planned, body.settle))
+        # A turn's calls in order; after the first that fails the rest do not run, as the SDK's runner does it.
+        results: list[dict[str, Any]] = []
+        for use_id, plan in zip(planned.tool_use_ids, planned.plans, strict=True):
+            if results and results[-1].get("is_error"):
+                result = anthropic.error_result(anthropic_toolset.NOT_EXECUTED, prefix="")
+            else:
+                result = await run_anthropic(request, session, plan, planned, body.settle)
+            results.append({"type": "tool_result", "tool_use_id": use_id, **result})
+    return AnthropicResult(tool_results=results)
+
+
+async def run_anthropic(request: Request, session: Session, plan: anthropic.Plan, planned: AnthropicPlans,
+                        settle: SettleOptions | None) -> dict[str, Any]:
+    """One call's tool_result fields."""
+    desktop = desktop_of(request)
+    if plan.press is not None:
+        # Outside the batch, as `POST /mouse/down` does it: a batch would release it when it ends.
+        try:
+            at = plan.press.at
+            if isinstance(at, steps.ElementAt):
+                at, _found = await desktop.accessibility.locate(session, at.target)
+            await desktop.mouse.button(session, at[0] if at else None, at[1] if at else None,
+                                       plan.press.button, down=True)
+        except DomainError as exc:
+            return anthropic.error_result(problem_document(exc)["detail"])
+    final = plan.shot or (ShotOptions(scale=planned.fit.scale) if plan.render == "screenshot" else None)
+    outcome = await desktop_services(request).batches.run(session, plan.steps, settle_of(settle) if plan.settle
+                                                          else None, final)
+    return anthropic.content(plan, outcome, planned.space, lambda exc: problem_document(exc)["detail"])
 
 
 async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerCallOutput:
@@ -72,7 +92,8 @@ async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerC
 
 OPERATIONS = [
     Operation("POST", "/v1/desktop/anthropic/computer", anthropic_computer,
-              "Run one Anthropic computer-tool action and answer the tool_result content to forward",
+              "Run an Anthropic computer-tool action, or computer toolset calls, and answer the tool_result content to "
+              "forward",
               body=AnthropicRequest, response=AnthropicResult, body_required=True, invalid_code=INVALID,
               errors=ERRORS, tags=("vendors",)),
     Operation("POST", "/v1/desktop/openai/computer", openai_computer,

@@ -18,20 +18,25 @@ class VendorModel(WireModel):
 
 
 class AnthropicTool(VendorModel):
-    """The `computer` tool definition given to the model."""
+    """The tool definition given to the model: a `computer` tool, or the `computer_toolset_20260801` entry."""
 
-    type: Literal["computer_20241022", "computer_20250124", "computer_20251124"]
+    type: Literal["computer_20241022", "computer_20250124", "computer_20251124", "computer_toolset_20260801"]
     name: str = "computer"
-    display_width_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
-    display_height_px: int = Field(ge=1, le=MAX_IMAGE_SIZE)
+    display_width_px: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE, description="Required for the "
+                                         "computer_* versions; the toolset has none (screenshots are sized within "
+                                         "the model's image limits)")
+    display_height_px: int | None = Field(default=None, ge=1, le=MAX_IMAGE_SIZE)
     display_number: int | None = Field(default=None, description="Ignored: the running desktop is used")
     enable_zoom: bool = False
+    configs: dict[str, dict[str, Any] | None] | None = Field(
+        default=None, description="computer_toolset_20260801: per-member configs as sent to the API; a member "
+        "with `enabled: false` is refused")
 
 
 class AnthropicInput(VendorModel):
-    """The `input` of the model's `tool_use` block, as is."""
+    """The `input` of the model's `tool_use` block, as is (a toolset member's input has no `action`)."""
 
-    action: str
+    action: str | None = Field(default=None, description="Required for the computer_* versions")
     coordinate: list[int] | None = None
     element: int | str | None = Field(default=None, description="Our extension: instead of `coordinate`, a number of "
                                       "the last set-of-marks screenshot (or an element id)")
@@ -43,20 +48,38 @@ class AnthropicInput(VendorModel):
     region: list[int] | None = Field(default=None, description="zoom: [x1, y1, x2, y2] in the display")
     key: str | None = Field(default=None, description="Modifiers held during a click or scroll (the reference "
                             "demo's spelling of `text`)")
+    repeat: int | None = Field(default=None, description="computer_toolset_20260801 `key`: times to press, 1-100")
+
+
+class AnthropicToolUse(VendorModel):
+    """One `tool_use` block of the assistant's turn, as the API sends it."""
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str = Field(min_length=1)
+    name: str
+    input: AnthropicInput = AnthropicInput()
+    toolset_name: str | None = None
 
 
 class AnthropicRequest(VendorModel):
     tool: AnthropicTool
-    input: AnthropicInput
+    input: AnthropicInput | None = Field(default=None, description="The tool_use input (`{}` when absent for a "
+                                         "toolset member)")
+    name: str | None = Field(default=None, description="computer_toolset_20260801: the member (`tool_use.name`)")
+    tool_uses: list[AnthropicToolUse] | None = Field(
+        default=None, min_length=1, description="computer_toolset_20260801: a turn's tool_use blocks, run in order "
+        "until one fails; instead of `name` and `input`")
     settle: SettleOptions | None = Field(default=None, description="Wait for the screen to settle before the "
                                          "screenshot (default quietMs 300, timeoutMs 5000)")
 
 
 class AnthropicResult(VendorModel):
-    """The tool_result fields to forward: `content` blocks, and `is_error` when the action failed."""
+    """The tool_result fields to forward: `content` blocks, and `is_error` when the action failed; for a turn's
+    `tool_uses`, `tool_results` instead: one `tool_result` block per tool_use, in order."""
 
-    content: list[dict[str, Any]]
+    content: list[dict[str, Any]] | None = None
     is_error: bool | None = None
+    tool_results: list[dict[str, Any]] | None = None
 
 
 class SafetyCheck(VendorModel):

@@ -1,5 +1,8 @@
 """Anthropic's `computer` tool (computer_20241022, _20250124, _20251124) as batch steps and a tool_result.
 
+(`computer_toolset_20260801`, one tool per action, is desktop/vendors/anthropic_toolset.py; it plans into the same
+`Plan` and answers through the same `content()`.)
+
 Pure translation, no X: `plan()` turns one tool input into steps of `desktop.actions.batch` in screen pixels
 (the model's points are pixels of a `display_width_px`x`display_height_px` image of the screen), and
 `content()` turns the batch's outcome into the tool_result content to forward to the model.
@@ -39,7 +42,7 @@ _CLICKS = {"left_click": (MouseButton.LEFT, 1), "right_click": (MouseButton.RIGH
            "triple_click": (MouseButton.LEFT, 3)}
 _SCROLL = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 
-Render = Literal["screenshot", "cursor", "zoom"]
+Render = Literal["screenshot", "cursor", "zoom", "text"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class Plan:
     press: batch.Button | None = None
     """left_mouse_down: a press that must outlive this request, so it is not run inside the batch
     (a batch releases the buttons it pressed)."""
+    shot: ShotOptions | None = None
+    """The final screenshot's own options (a toolset zoom's region and scale); None: the whole display."""
+    text: str | None = None
+    """render "text": the acknowledgement a toolset member answers."""
 
 
 class Translator:
@@ -204,8 +211,8 @@ def image_block(shot: Screenshot) -> dict[str, Any]:
                                         "data": base64.b64encode(shot.data).decode()}}
 
 
-def error_result(message: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": f"Error: {message}"}], "is_error": True}
+def error_result(message: str, prefix: str = "Error: ") -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"{prefix}{message}"}], "is_error": True}
 
 
 def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace,
@@ -214,6 +221,8 @@ def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace,
     words a failure (the route passes the problem's detail)."""
     if outcome.error is not None:
         return error_result(describe(outcome.error[1]))
+    if plan.render == "text":
+        return {"content": [{"type": "text", "text": plan.text}]}
     if plan.render == "cursor":
         pointer = outcome.results[-1].pointer
         assert pointer is not None

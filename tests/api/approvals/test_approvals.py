@@ -260,6 +260,19 @@ def test_vendor_endpoints_are_held(api: httpx.Client, agent: Any) -> None:
                           timeout=10)
     assert screenshot.status_code == 200  # nothing to hold
 
+    # The toolset: every call of a turn in one proposal, in screen pixels (a 1024x768 screen is shown unscaled).
+    toolset = {"type": "computer_toolset_20260801"}
+    uses = [{"type": "tool_use", "id": "t1", "name": "left_click", "input": {"coordinate": [30, 40]}},
+            {"type": "tool_use", "id": "t2", "name": "type", "input": {"text": "hi"}}]
+    answer = agent("POST", "/v1/desktop/anthropic/computer", json={"tool": toolset, "tool_uses": uses})
+    [held] = pending(api)
+    assert held["source"] == "anthropic" and [s["type"] for s in held["action"]["steps"]] == ["click", "type"]
+    assert (held["action"]["steps"][0]["x"], held["action"]["steps"][0]["y"]) == (30, 40)
+    decide(api, held["id"], "approve")
+    assert [r["tool_use_id"] for r in answer.result(WAIT_S).json()["tool_results"]] == ["t1", "t2"]
+    shot = api.post("/v1/desktop/anthropic/computer", json={"tool": toolset, "name": "screenshot"}, timeout=10)
+    assert shot.status_code == 200  # nothing to hold
+
     call = {"call_id": "c1", "actions": [{"type": "type", "text": "hi"}, {"type": "keypress", "keys": ["ENTER"]}]}
     answer = agent("POST", "/v1/desktop/openai/computer", json={"call": call})
     [held] = pending(api)
