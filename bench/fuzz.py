@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.conftest import launch_server
+from tests.conftest import SHARED, launch_server
 from tests.support.fuzzing import (
     FUZZ_DESKTOP,
     OPENED_LOG,
@@ -62,6 +62,10 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
         root = Path(tmp)
+        # Shared with the servers' desktops, as the tests' folders are (tests/conftest.py): the stub xdg-open
+        # and the files the cases name live here, and a sandboxed desktop sees its own /tmp, not the machine's.
+        root.chmod(0o755)
+        SHARED[:] = [root]
         report, documented, alive = main_phase(root, args.examples)
         stateful, opened, stateful_alive = stateful_phase(root / "stateful", args.examples)
     fuzzed = set(report.cases) | set(stateful.cases)
