@@ -26,9 +26,17 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _variable_name(value: str) -> str:
+    if not value or "=" in value:
+        raise ValueError("an environment variable's name must be non-empty and must not contain '='")
+    return value
+
+
 Command = Annotated[str, AfterValidator(_nonblank), AfterValidator(_no_nul)]
 NulFree = Annotated[str, AfterValidator(_no_nul)]
 """What exec() and chdir() take: a string without NUL bytes (otherwise a 400 naming the field)."""
+VariableName = Annotated[str, AfterValidator(_no_nul), AfterValidator(_variable_name)]
+"""What execve() takes as a variable's name: no NUL and no '=' (otherwise a 400 naming the field)."""
 
 
 class ProcessInfo(WireModel):
@@ -66,7 +74,7 @@ class ProcessCreateRequest(WireModel):
     command: Command = Field(description="Program to run, looked up in PATH")
     args: list[NulFree] | None = Field(default=None, description="Arguments (default none)")
     cwd: NulFree | None = None
-    env: dict[NulFree, NulFree] | None = Field(default=None, description="Added to the server's environment "
+    env: dict[VariableName, NulFree] | None = Field(default=None, description="Added to the server's environment "
                                                  "(and the desktop's DISPLAY etc. while it is active)")
     tty: bool | None = Field(default=None, description="Run on a pseudo-terminal (log stream \"pty\"); default false")
     interactive: bool | None = Field(default=None, description="Keep stdin open for POST .../input; default false")
@@ -78,7 +86,7 @@ class ProcessRunRequest(WireModel):
     command: Command = Field(description="Program to run, looked up in PATH")
     args: list[NulFree] | None = Field(default=None, description="Arguments (default none)")
     cwd: NulFree | None = None
-    env: dict[NulFree, NulFree] | None = None
+    env: dict[VariableName, NulFree] | None = None
     timeout_ms: int | None = Field(default=None, ge=0, description="0 or absent: defaultRunTimeoutMs; "
                                    "clamped to maxRunTimeoutMs")
     max_output_bytes: int | None = Field(default=None, ge=0, description="Per stream; clamped to maxOutputBytes")

@@ -24,6 +24,7 @@ namespace and exits, which ends the namespace.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -33,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import traceback
 
 from desktop.sandbox import landlock, linux, protocol
 
@@ -196,6 +198,8 @@ class Init:
             return self.end()
 
     def handle(self, message: protocol.Message, fds: list[int]) -> None:
+        """Serve one request. Whatever a request holds, it fails alone: an exception here would end the init, and
+        with it every program of the desktop."""
         try:
             match message:
                 case protocol.Spawn():
@@ -204,6 +208,12 @@ class Init:
                     self.open(message)
                 case protocol.Call():
                     self.call(message, fds)
+        except Exception as exc:  # the desktop outlives any one request
+            traceback.print_exc()  # to the server's log, which the init writes to
+            request_id = getattr(message, "id", None)
+            if isinstance(request_id, int) and not isinstance(message, protocol.Call):
+                with contextlib.suppress(OSError):
+                    protocol.send(self.channel, protocol.Failed(request_id, errno.EINVAL, "init", repr(exc)))
         finally:
             for fd in fds:
                 os.close(fd)
@@ -232,6 +242,9 @@ class Init:
         except OSError as exc:
             stage = "cwd" if request.cwd is not None and exc.filename == request.cwd else "exec"
             protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, stage, os.strerror(exc.errno or 0)))
+            return
+        except (ValueError, TypeError, UnicodeError) as exc:  # an embedded NUL, a '=' in a variable's name...
+            protocol.send(self.channel, protocol.Failed(request.id, errno.EINVAL, protocol.ARGUMENTS_STAGE, str(exc)))
             return
         finally:
             for target, _ in extra:

@@ -164,6 +164,11 @@ class Ready(Message):
     kind: ClassVar[str] = "ready"
 
 
+ARGUMENTS_STAGE = "arguments"
+"""A `Failed` stage: the request's own arguments cannot be used (an embedded NUL, a '=' in a variable's name);
+the caller's mistake, where every other stage is the machine's answer."""
+
+
 @dataclass(frozen=True)
 class Failed(Message):
     """A request (or the setup, id -1) failed with `errno` at `stage`."""

@@ -302,7 +302,8 @@ class Sandbox:
                     fds: Mapping[int, int], tty: bool = False, cgroups: Sequence[str] | None = None
                     ) -> SandboxedProcess:
         """Start a program in the sandbox with `fds` (target number -> our descriptor) as its descriptors.
-        Raises OSError (errno of the failing step, as a local spawn would) or SandboxGone."""
+        Raises OSError (errno of the failing step, as a local spawn would), ValueError (arguments no program can
+        take: an embedded NUL, a '=' in a variable's name) or SandboxGone."""
         channel = self._channel
         if channel is None or channel.closed:
             raise SandboxGone("the desktop's sandbox is not running")
@@ -316,6 +317,8 @@ class Sandbox:
                 raise Conflict(f"{argv[0]!r} cannot start: the desktop's apps are at their limit of {limit} processes "
                                f"and threads (limits.pids); end some of them, or raise it with PATCH "
                                f"/v1/desktops/{self.plan.desktop_id}", limit=limit)
+            if reply.stage == protocol.ARGUMENTS_STAGE:
+                raise ValueError(reply.message)  # as a local spawn raises it: the caller's mistake
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
         assert isinstance(reply, protocol.Spawned)
         process = SandboxedProcess(received[0], reply.pid)

@@ -154,6 +154,17 @@ def test_exits_and_failures_come_back_as_a_local_spawn_would(tmp_path: Path) -> 
     scenario(tmp_path, body)
 
 
+def test_arguments_no_program_can_take_fail_alone_as_a_local_spawn_would(tmp_path: Path) -> None:
+    """A ValueError, as subprocess raises it here, and the init (every program of the desktop) lives on."""
+    async def body(host: SandboxHost, sandbox: Sandbox) -> None:
+        for argv, env in ((["true"], {**ENV, "A=B": "x"}), (["true", "a\x00b"], ENV)):
+            with pytest.raises(ValueError):
+                await sandbox.spawn(argv, env, None, {0: 0, 1: 1, 2: 2})
+        assert await run(sandbox, "echo alive") == (0, "alive\n")
+
+    scenario(tmp_path, body)
+
+
 def test_a_descriptor_arrives_at_the_number_its_arguments_name(tmp_path: Path) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         read, write = os.pipe()
