@@ -102,7 +102,8 @@ def candidate_line(candidate: dict[str, Any]) -> str:
 
 async def act(client: AsyncClient, args: dict[str, Any]) -> Reply:
     try:
-        done = await client.act(args["element"], args["action"], value=args.get("value"))
+        done = await client.act(args["element"], args["action"], value=args.get("value"),
+                                scroll_into_view=args.get("scrollIntoView", True))
     except ConflictError as e:
         candidates = e.problem.get("candidates")
         if e.code != "element_ambiguous" or not isinstance(candidates, list):
@@ -148,5 +149,8 @@ TOOLS = [
          "select. A query matching no element or several is an error listing the candidates.", obj(
              ["element", "action"], element=ELEMENT,
              action=string("What to do", *(a.value for a in ElementAction)),
-             value=string("setValue: the text (or number) to set")), act),
+             value=string("setValue: the text (or number) to set"),
+             scrollIntoView={"type": "boolean", "default": True, "description": "click, and typing into a page's "
+                             "field: first scroll an element that is out of view into it (false: an error instead)"}),
+         act),
 ]

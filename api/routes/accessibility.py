@@ -116,7 +116,8 @@ async def act(request: Request, body: wire.ActRequest) -> wire.ActResponse:
     desktop = desktop_of(request)
     session = desktop.session()
     space = options_space(session, body.coordinates)
-    outcome = await desktop.accessibility.act(session, target_of(body.element), body.action, body.value)
+    outcome = await desktop.accessibility.act(session, target_of(body.element), body.action, body.value,
+                                              body.scroll_into_view)
     return act_model(outcome, space)
 
 

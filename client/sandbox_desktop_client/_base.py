@@ -384,10 +384,11 @@ def find(role: str | None, name: str | None, name_contains: str | None, name_reg
                 lambda r: FindResponse.model_validate(r.json()).elements, json=body)
 
 
-def act(element: Element, action: str, value: str | None) -> Call[ActResponse]:
+def act(element: Element, action: str, value: str | None, scroll_into_view: bool = True) -> Call[ActResponse]:
     target = element if isinstance(element, str | int) else as_json(element)
     return Call("POST", "/v1/desktop/accessibility/act", model(ActResponse),
-                json=wire(element=target, action=action, value=value))
+                json=wire(element=target, action=action, value=value,
+                          scroll_into_view=None if scroll_into_view else False))
 
 
 def marks() -> Call[list[Mark]]:

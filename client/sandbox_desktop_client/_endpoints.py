@@ -394,14 +394,15 @@ class Endpoints:
         return self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
 
     def act(self, element: Element, action: ElementActionName | ElementAction, *,
-            value: str | None = None) -> ActResponse:
+            value: str | None = None, scroll_into_view: bool = True) -> ActResponse:
         """`POST /v1/desktop/accessibility/act`: `click` (a real pointer click), `focus`, `invoke` (its
         default action), `setValue` (`value` into a field) or `select` one element: an id, a number of the
         last `screenshot(som=True)`, or a query (a wire-format dict such as `{"role": "button", "name":
         "OK"}`, or an `ElementQuery`) matching exactly one. Returns what was done and how. `NotFoundError`
         (`element_not_found`), `ConflictError` (`element_ambiguous` with the `candidates` in `.problem`,
-        `element_action_unsupported`)."""
-        return self.send(b.act(element, action, value))
+        `element_action_unsupported`, also for an element out of view when `scroll_into_view` is False: by
+        default a click scrolls it into view first)."""
+        return self.send(b.act(element, action, value, scroll_into_view))
 
     def marks(self) -> list[Mark]:
         """`GET /v1/desktop/accessibility/marks`: the number -> element table of the last

@@ -91,6 +91,8 @@ class ActRequest(WireModel):
                                    "exactly one element")
     action: ElementAction
     value: str | None = Field(default=None, max_length=100_000, description="setValue: the text (or number) to set")
+    scroll_into_view: bool = Field(default=True, description="click, and setValue into a page's field: first scroll an "
+                                   "element that is out of view into it (false: refuse with 409 saying where it is)")
     coordinates: CoordinateOptions | None = None
 
 

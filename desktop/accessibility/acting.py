@@ -31,7 +31,7 @@ from desktop.accessibility.atspi import (
 )
 from desktop.accessibility.errors import ElementActionUnsupported, ElementNotFound
 from desktop.accessibility.tree import Element, read_text, usable_bounds
-from desktop.core.geometry import Bounds
+from desktop.accessibility.view import WEB_DOCUMENT_ROLES, clickable_point, unsupported
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
 from desktop.x11.session import Session
@@ -43,7 +43,6 @@ READ_BACK_S = 1.0
 READ_BACK_POLL_S = 0.02
 """Reading the text back after typing: a field has no event this connection registers for, and this
 runs once per setValue, on the event loop (no X connection waits)."""
-WEB_DOCUMENT_ROLES = frozenset({"document-web", "document-frame"})
 
 
 @dataclass(frozen=True)
@@ -63,18 +62,18 @@ class Actor:
     session: Session
     mouse: Mouse
     keyboard: Keyboard
+    scroll_into_view: bool = True
+    """A click (and typing into a page's field) first scrolls an element that is out of view into it."""
 
-
-def _unsupported(element: Element, why: str) -> ElementActionUnsupported:
-    return ElementActionUnsupported(f"{element.role} {element.name!r} {why}", element=element.id,
-                                    actions=list(element.actions))
+    async def point(self, element: Element, ancestors: list[Element]) -> tuple[int, int]:
+        return await clickable_point(self.bus, self.session, self.mouse, element, ancestors, self.scroll_into_view)
 
 
 async def perform(actor: Actor, element: Element, ancestors: list[Element], action: ElementAction,
                   value: str | None) -> ActOutcome:
     match action:
         case ElementAction.CLICK:
-            point = visible_centre(actor.session, element, ancestors)
+            point = await actor.point(element, ancestors)
             await actor.mouse.click(actor.session, *point)
             return ActOutcome(element, action, ActedThrough.POINTER, point)
         case ElementAction.FOCUS:
@@ -94,32 +93,15 @@ async def call_required(bus: AtspiBus, element: Element, interface: str, member:
                         signature: str = "", body: tuple[object, ...] = ()) -> None:
     """Call an interface method that answers whether it did it; its absence or a refusal is a 409."""
     if interface not in element.interfaces:
-        raise _unsupported(element, f"cannot {action}: it has no {interface.rsplit('.', 1)[-1]} interface")
+        raise unsupported(element, f"cannot {action}: it has no {interface.rsplit('.', 1)[-1]} interface")
     try:
         [done] = await bus.call(element.bus, element.path, interface, member, signature, body)
     except AtspiError as exc:
         if exc.gone:
             raise ElementNotFound(f"element {element.id} no longer exists", element=element.id) from exc
-        raise _unsupported(element, f"refused to {action}: {exc}") from exc
+        raise unsupported(element, f"refused to {action}: {exc}") from exc
     if done is False:
-        raise _unsupported(element, f"refused to {action}")
-
-
-def visible_centre(session: Session, element: Element, ancestors: list[Element]) -> tuple[int, int]:
-    """The centre of the part of the element its ancestors (a scrolled list, the window) and the screen's
-    edges do not clip."""
-    if element.bounds is None or not element.showing:
-        raise _unsupported(element, "is not showing on the screen")
-    left, top = element.bounds.x, element.bounds.y
-    right, bottom = left + element.bounds.width, top + element.bounds.height
-    clips = [a.bounds for a in ancestors if a.bounds is not None]
-    clips.append(Bounds(0, 0, session.width, session.height))
-    for clip in clips:
-        left, top = max(left, clip.x), max(top, clip.y)
-        right, bottom = min(right, clip.x + clip.width), min(bottom, clip.y + clip.height)
-    if right <= left or bottom <= top:
-        raise _unsupported(element, "is scrolled out of view or off the screen")
-    return (left + right - 1) // 2, (top + bottom - 1) // 2
+        raise unsupported(element, f"refused to {action}")
 
 
 async def set_value(actor: Actor, element: Element, ancestors: list[Element], value: str) -> ActOutcome:
@@ -133,10 +115,10 @@ async def set_value(actor: Actor, element: Element, ancestors: list[Element], va
             await actor.bus.call(element.bus, element.path, PROPERTIES, "Set", "ssv",
                                  (VALUE, "CurrentValue", Variant("d", number)))
         except AtspiError as exc:
-            raise _unsupported(element, f"refused the value: {exc}") from exc
+            raise unsupported(element, f"refused the value: {exc}") from exc
         return ActOutcome(element, ElementAction.SET_VALUE, ActedThrough.ACCESSIBILITY)
     if "editable" not in element.states:
-        raise _unsupported(element, "holds no editable text")
+        raise unsupported(element, "holds no editable text")
     in_page = any(a.role in WEB_DOCUMENT_ROLES for a in ancestors)
     if not in_page and EDITABLE_TEXT in element.interfaces and await _set_text(actor.bus, element, value):
         return ActOutcome(element, ElementAction.SET_VALUE, ActedThrough.ACCESSIBILITY)
@@ -163,7 +145,7 @@ async def _type_over(actor: Actor, element: Element, ancestors: list[Element], v
     for attempt in range(TYPE_ATTEMPTS):
         if attempt:
             await _refresh_bounds(actor.bus, element)
-        await actor.mouse.click(actor.session, *visible_centre(actor.session, element, ancestors))
+        await actor.mouse.click(actor.session, *await actor.point(element, ancestors))
         await actor.keyboard.press_chords(actor.session, [SELECT_ALL])
         if value:
             await actor.keyboard.type_text(actor.session, value)
@@ -199,7 +181,7 @@ async def _reads(bus: AtspiBus, element: Element, value: str) -> bool:
 async def select(bus: AtspiBus, element: Element, parent: Element | None) -> None:
     """Select the element in its container (a list, a tab strip, a combo box's menu)."""
     if parent is None or SELECTION not in parent.interfaces:
-        raise _unsupported(element, "is not in a selectable container")
+        raise unsupported(element, "is not in a selectable container")
     try:
         [index] = await bus.call(element.bus, element.path, ACCESSIBLE, "GetIndexInParent")
     except AtspiError as exc:

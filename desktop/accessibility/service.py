@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from desktop.accessibility.acting import Actor, ActOutcome, perform, visible_centre
+from desktop.accessibility.acting import Actor, ActOutcome, perform
 from desktop.accessibility.atspi import (
     ROOT_PATH,
     AtspiBus,
@@ -44,6 +44,7 @@ from desktop.accessibility.tree import (
     prune_hidden,
     refresh,
 )
+from desktop.accessibility.view import visible_centre
 from desktop.accessibility.windows import assign_windows, scope_roots
 from desktop.core.errors import WindowNotFound
 from desktop.events.bus import EventBus
@@ -254,11 +255,13 @@ class Accessibility:
         return visible_centre(session, element, ancestors), element.id
 
     async def act(self, session: Session, target: Target, action: ElementAction,
-                  value: str | None = None) -> ActOutcome:
-        """Do `action` to the element `target` means (docs/accessibility.md "Acting on an element")."""
+                  value: str | None = None, scroll_into_view: bool = True) -> ActOutcome:
+        """Do `action` to the element `target` means (docs/accessibility.md "Acting on an element"); a
+        click on an element out of view scrolls it into view first unless `scroll_into_view` is off."""
         element, ancestors = await self.resolve(session, target)
         bus = await self.bus(session)
-        outcome = await perform(Actor(bus, session, self._mouse, self._keyboard), element, ancestors, action, value)
+        actor = Actor(bus, session, self._mouse, self._keyboard, scroll_into_view)
+        outcome = await perform(actor, element, ancestors, action, value)
         with contextlib.suppress(AtspiError, TimeoutError):  # gone with the action (a dialog's OK): as it was
             async with asyncio.timeout(READ_TIMEOUT_S):
                 await refresh(bus, element)

@@ -1,4 +1,5 @@
-"""The pure parts of accessibility: ids, states, queries, label and window matching, Chromium detection."""
+"""The pure parts of accessibility: ids, states, queries, label and window matching, Chromium detection, what
+clips an element."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from desktop.accessibility.atspi import STATE_BITS, decode_states, role_name
 from desktop.accessibility.labels import _label_for
 from desktop.accessibility.query import ElementQuery, roles_named
 from desktop.accessibility.tree import Element, element_id, parse_element_id, usable_bounds
+from desktop.accessibility.view import clips, visible_part
 from desktop.accessibility.windows import assign_windows
 from desktop.core.geometry import Bounds
 from desktop.windows.query import Rect, WindowInfo
@@ -123,3 +125,32 @@ def test_processes_on_a_desktop_start_chromium_with_the_switch() -> None:
     assert accessible_args("chromium", ["about:blank"], on_desktop)[0] == browsers.SWITCH
     assert accessible_args("chromium", ["about:blank"], {"PATH": "/usr/bin"}) == ["about:blank"]
     assert accessible_args("ls", None, on_desktop) == []
+
+
+SCREEN = Bounds(0, 0, 1280, 800)
+
+
+def test_inside_a_page_only_documents_and_frames_clip() -> None:
+    """A page's boxes do not hold what overflows them (a 100%-high body on a long page); the window, the
+    page's viewport and an iframe's do."""
+    window = element("frame", "Long - Chromium", bounds=Bounds(0, 0, 900, 650))
+    document = element("document-web", "Long", bounds=Bounds(4, 87, 892, 559))
+    wrapper = element("section", "", bounds=Bounds(4, -200, 877, 559))
+    button = Bounds(4, 500, 85, 21)
+    cuts = clips(SCREEN, [wrapper, document, window])
+    assert [owner.role if owner else None for owner, _ in cuts] == ["document-web", "frame", None]
+    assert visible_part(button, cuts) == (button, None)
+    iframe = element("internal-frame", "", bounds=Bounds(6, 138, 400, 200))
+    inner = element("document-web", "", bounds=Bounds(6, 138, 400, 200))
+    part, cut = visible_part(Bounds(14, 546, 90, 21), clips(SCREEN, [inner, iframe, wrapper, document, window]))
+    assert part is None and cut is inner
+
+
+def test_a_native_toolkits_containers_all_clip() -> None:
+    window = element("frame", "Pick", bounds=Bounds(0, 0, 300, 300))
+    pane = element("scroll-pane", "", bounds=Bounds(10, 50, 280, 200))
+    table = element("table", "", bounds=Bounds(10, 50, 280, 200))
+    part, cut = visible_part(Bounds(10, 900, 280, 20), clips(SCREEN, [table, pane, window]))
+    assert part is None and cut is table
+    part, _ = visible_part(Bounds(10, 240, 280, 20), clips(SCREEN, [table, pane, window]))
+    assert part == Bounds(10, 240, 280, 10)
