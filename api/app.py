@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import import_module
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -163,7 +164,8 @@ def create_app(config: ServerConfig) -> Starlette:
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,
                                       config.webrtc_public_addresses, lifecycle, takeover=config.takeover,
-                                      sandboxes=sandboxes, hidden=(default_state_dir,))
+                                      sandboxes=sandboxes, hidden=(default_state_dir,),
+                                      guest_hosts=(config.bind_host, urlsplit(config.url).hostname or "127.0.0.1"))
 
     tokens = TokenStore()
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from api.osworld.routes import Guest
+from api.osworld.server import GuestServer
 from desktop.actions.batch import Actions
 from desktop.core.dependencies import DependencyChecker
 from desktop.lifecycle.runtime import Desktop
@@ -65,6 +67,8 @@ class DesktopServices:
     lifecycle: Lifecycle
     batches: Actions
     """Runs batches of steps in order: `POST .../actions` and the vendor endpoints (desktop/actions/batch.py)."""
+    osworld: GuestServer
+    """Its OSWorld guest API on a port of its own, while `osworld` is on (docs/osworld.md)."""
 
     async def open(self) -> None:
         """Start the services that run without the desktop (catalog recovery, the stream's loop)."""
@@ -73,6 +77,7 @@ class DesktopServices:
 
     async def close(self) -> None:
         """Stop the desktop and everything it ran; its recording is finalised by the stop hooks."""
+        await self.osworld.stop()  # first: nothing may reach the desktop through its port while it stops
         await self.desktop.shutdown()
         await self.stream.shutdown()
         await self.recordings.shutdown()
@@ -82,9 +87,11 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
                            dependencies: DependencyChecker, public_addresses: tuple[str, ...],
                            lifecycle: Lifecycle | None = None,
                            takeover: TakeoverMode = TakeoverMode.REFUSE, sandboxes: SandboxHost | None = None,
-                           hidden: tuple[Path, ...] = ()) -> DesktopServices:
+                           hidden: tuple[Path, ...] = (), guest_hosts: tuple[str, str] = ("127.0.0.1", "127.0.0.1"),
+                           ) -> DesktopServices:
     """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md);
-    `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`."""
+    `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`;
+    `guest_hosts` where its OSWorld guest API listens (the server's address) and the host its URL names."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
                       home_template=lifecycle.home_template, takeover=takeover, sandboxes=sandboxes, hidden=hidden)
@@ -101,4 +108,6 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     desktop.hooks.failure.append(stream.on_desktop_failure)
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
                       desktop.accessibility.locate)
-    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches)
+    # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
+    guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts)
+    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)
