@@ -75,6 +75,7 @@ class CreateOptions(StartOptions, total=False):
     limits: Settings | None
     auto_pause_seconds: int | None
     auto_delete_seconds: int | None
+    osworld: bool | None
 
 
 class DesktopChanges(TypedDict, total=False):
@@ -87,6 +88,7 @@ class DesktopChanges(TypedDict, total=False):
     auto_delete_seconds: int | None
     network: Settings | None
     limits: Settings | None
+    osworld: bool | None
 
 
 @dataclass(frozen=True)
