@@ -15,19 +15,20 @@ import json
 import logging
 import posixpath
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from api.osworld.a11y import tree_xml
 from api.osworld.running import SHELL, BadCommand, InDesktop, Ran, temp_name
 from desktop.accessibility.query import WindowScope
 from desktop.core.errors import DomainError
+from desktop.files.filesystem import ReadHandle
 from desktop.lifecycle.runtime import Desktop
 from desktop.screen.screenshots import ShotOptions
 from desktop.windows import states as window_states
@@ -46,6 +47,7 @@ OPEN_TIMEOUT_S = 1800
 """Upstream's default wait of `/setup/open_file` for the opened file's window."""
 CLOSE_WAIT_S = 2.0
 PYTHON = "/usr/bin/python3"
+UPLOAD_CHUNK = 1 << 20
 DOWNLOAD = r"""
 import sys, urllib.request
 url, path = sys.argv[1], sys.argv[2]
@@ -219,14 +221,16 @@ class Guest:
 
     # -- files -------------------------------------------------------------------------------------
 
-    async def _write(self, path: str, data: bytes) -> None:
-        async def chunks() -> Any:
-            yield data
+    async def _write(self, path: str, data: bytes | AsyncIterator[bytes]) -> None:
+        """Write a file in the desktop, making its directories first, as upstream's upload does."""
+        async def once(body: bytes) -> AsyncIterator[bytes]:
+            yield body
+
         files = self.inside.files()
         parent = posixpath.dirname(path)
         if parent:
             await files.mkdir(parent)
-        await files.write(path, chunks())
+        await files.write(path, once(data) if isinstance(data, bytes) else data)
 
     async def _remove(self, path: str) -> None:
         with contextlib.suppress(DomainError):
@@ -249,13 +253,7 @@ class Guest:
             handle = await files.open(path)
         except DomainError as exc:
             return JSONResponse({"error": f"Failed to serve file: {exc}"}, status_code=500)
-        try:
-            body = b"".join([chunk async for chunk in handle.chunks()])
-        finally:
-            handle.close()
-        name = posixpath.basename(path)
-        return Response(body, media_type="application/octet-stream",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return streamed(handle, "application/octet-stream", posixpath.basename(path))
 
     async def upload(self, request: Request) -> Response:
         form = await request.form()
@@ -263,8 +261,12 @@ class Guest:
         if not isinstance(raw, str) or not isinstance(upload, UploadFile):
             return JSONResponse({"error": "file_path and file_data are required"}, status_code=400)
         path = self.inside.expand(raw)
+        async def parts() -> AsyncIterator[bytes]:
+            while chunk := await upload.read(UPLOAD_CHUNK):
+                yield chunk
+
         try:
-            await self._write(path, await upload.read())
+            await self._write(path, parts())
             size = (await self.inside.files().stat(path)).size
         except DomainError as exc:
             return JSONResponse({"error": f"Failed to upload file: {exc}"}, status_code=500)
@@ -362,12 +364,7 @@ class Guest:
             path = found if done.returncode == 0 and found else None
         if path is None or not await self._exists(path):
             return text("Wallpaper file not found", 404)
-        handle = await self.inside.files().open(path)
-        try:
-            body = b"".join([chunk async for chunk in handle.chunks()])
-        finally:
-            handle.close()
-        return Response(body, media_type="image/png")
+        return streamed(await self.inside.files().open(path), "image/png")
 
     # -- windows -----------------------------------------------------------------------------------
 
@@ -474,11 +471,10 @@ class Guest:
             return error("No recording in progress to stop.", 400)
         record = await self.recordings.stop_recording()
         _, path = await self.recordings.file(record.id)
-        body = await asyncio.to_thread(path.read_bytes)
-        if not body:
+        if not path.is_file() or path.stat().st_size == 0:
             return error(f"Recording failed. The output file is missing or empty. {record.last_error or ''}")
-        return Response(body, media_type="video/mp4",
-                        headers={"Content-Disposition": 'attachment; filename="recording.mp4"'})
+        # The server's own file (its recordings directory), not the desktop's: read as the server.
+        return FileResponse(path, media_type="video/mp4", filename="recording.mp4")
 
     # -- the app -----------------------------------------------------------------------------------
 
@@ -514,6 +510,21 @@ class Guest:
             ("/start_recording", self.start_recording, "POST"), ("/end_recording", self.end_recording, "POST"),
         ]
         return Starlette(routes=[route(path, handler, method) for path, handler, method in table])
+
+
+def streamed(handle: ReadHandle, media_type: str, attachment: str | None = None) -> Response:
+    """A file of the desktop sent as it is read, not held whole in memory (a task's files can be large)."""
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in handle.chunks():
+                yield chunk
+        finally:
+            handle.close()
+
+    headers = {"Content-Length": str(handle.size)}
+    if attachment is not None:
+        headers["Content-Disposition"] = f'attachment; filename="{attachment}"'
+    return StreamingResponse(body(), media_type=media_type, headers=headers)
 
 
 def _ran(done: Ran) -> dict[str, Any]:

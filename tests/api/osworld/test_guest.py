@@ -98,10 +98,14 @@ def test_screen_platform_cursor_and_screenshot(guest: httpx.Client) -> None:
     assert Image.open(io.BytesIO(shot.content)).size == (640, 400)
 
 
-def test_a_command_runs_as_the_desktops_user_in_its_home(guest: httpx.Client, desktops: list[dict[str, Any]]) -> None:
+def test_a_command_runs_as_the_desktops_user_in_its_home(api: httpx.Client, guest: httpx.Client, other: httpx.Client,
+                                                         desktops: list[dict[str, Any]]) -> None:
     uid = execute(guest, ["id", "-u"])
     assert uid["status"] == "success" and uid["returncode"] == 0 and uid["error"] == ""
-    assert int(uid["output"]) != 0  # the server runs as root here; the desktop as a uid of its own
+    own = api.post(f"/v1/desktops/{desktops[0]['id']}/processes/run", json={"command": "id", "args": ["-u"]})
+    # The desktop's own user (as its process API runs commands), not the server's root.
+    assert uid["output"] == own.json()["stdout"] and int(uid["output"]) != 0
+    assert execute(guest, ["id", "-u"])["output"] != execute(other, ["id", "-u"])["output"]
     where = execute(guest, "echo $HOME; pwd; echo $DISPLAY", shell=True)["output"].split()
     assert where[0] == where[1] and where[0].endswith(f"{desktops[0]['id']}/home")
     assert where[2] == desktops[0]["display"]
