@@ -205,12 +205,33 @@ def test_windows_launch_open_activate_size_and_close(guest: httpx.Client) -> Non
     assert missing.status_code == 404 and missing.text.startswith("Application/file not found")
 
 
+ST = "{https://accessibility.ubuntu.example.org/ns/state}"
+CP = "{https://accessibility.ubuntu.example.org/ns/component}"
+
+
 def test_accessibility_tree_and_terminal(guest: httpx.Client) -> None:
-    answer = guest.get("/accessibility")
-    assert answer.status_code == 200
-    root = ET.fromstring(answer.json()["AT"])
+    """A GTK dialog's tree in upstream's XML: its application, its buttons by role and name, their states
+    and screen boxes, its entry's text."""
+    launched = guest.post("/setup/launch", json={"command": ["zenity", "--entry", "--title", "guest-zen",
+                                                             "--text", "Your name", "--entry-text", "Ada"]})
+    assert launched.status_code == 200
+
+    def tree() -> ET.Element | None:
+        root = ET.fromstring(guest.get("/accessibility").json()["AT"])
+        return root if root.find(".//push-button[@name='OK']") is not None else None
+
+    root = wait_for(tree, "zenity's OK button in the tree", timeout=20)
     assert root.tag == "desktop-frame"
+    app = next(a for a in root.findall("application") if a.find(".//push-button[@name='OK']") is not None)
+    assert app.get("name") == "zenity"
+    ok = app.find(".//push-button[@name='OK']")
+    assert ok is not None and ok.get(f"{ST}showing") == "true" and ok.get(f"{ST}enabled") == "true"
+    x, y = (int(v) for v in (ok.get(f"{CP}screencoord") or "").strip("()").split(","))
+    width, height = (int(v) for v in (ok.get(f"{CP}size") or "").strip("()").split(","))
+    assert 0 <= x < 640 and 0 <= y < 400 and width > 0 and height > 0
+    assert any(entry.text == "Ada" for entry in app.iter("text"))
     assert guest.get("/terminal").json() == {"output": None, "status": "success"}
+    guest.post("/setup/close_window", json={"window_name": "guest-zen"})
 
 
 def test_recording_and_wallpaper(guest: httpx.Client) -> None:
@@ -247,6 +268,12 @@ def test_patch_turns_it_on_and_off_and_delete_closes_it(api: httpx.Client) -> No
         assert refused(on["port"])
         again = api.patch(base, json={"osworld": True}).json()["osworld"]
         assert httpx.get(f"{again['url']}/platform").text == "Linux"
+        # A paused desktop answers in upstream's error shape, and again once resumed.
+        assert api.post(f"{base}/pause").status_code == 200
+        paused = httpx.post(f"{again['url']}/screen_size")
+        assert paused.status_code == 500 and paused.json()["status"] == "error"
+        assert api.post(f"{base}/resume").status_code == 200
+        assert httpx.post(f"{again['url']}/screen_size").json() == {"width": 640, "height": 400}
     finally:
         assert api.delete(base).status_code == 204
     assert refused(again["port"])
