@@ -39,12 +39,19 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-class HostGuard:
-    """The guest API has no auth (OSWorld's harness sends none): a web page must not reach it by DNS
-    rebinding, so only IP literals and `localhost` are accepted as Host (a 403 otherwise)."""
+Authorize = Callable[[str], bool]
+"""Whether a bearer token grants control of the guest's desktop (the server's token, or a `control` token scoped
+to that desktop)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+
+class GuestGuard:
+    """The guest API has no auth by default (OSWorld's harness sends none): a web page must not reach it by DNS
+    rebinding, so only IP literals and `localhost` are accepted as Host (a 403 otherwise); a desktop that asked
+    for it (`osworldToken`) also wants a token that controls it (a 401 otherwise)."""
+
+    def __init__(self, app: ASGIApp, guest: GuestServer) -> None:
         self.app = app
+        self.guest = guest
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -56,14 +63,29 @@ class HostGuard:
                 await send({"type": "http.response.body", "body": b"the guest API answers only to an IP address "
                                                                   b"or localhost as Host"})
                 return
+            if self.guest.require_token:
+                scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1").partition(" ")
+                if scheme.lower() != "bearer" or not given.strip() or not self.guest.authorize(given.strip()):
+                    await send({"type": "http.response.start", "status": 401,
+                                "headers": [(b"content-type", b"application/json"),
+                                            (b"www-authenticate", b"Bearer")]})
+                    await send({"type": "http.response.body",
+                                "body": b'{"status": "error", "message": "this desktop\'s guest API wants '
+                                        b'Authorization: Bearer with the server\'s token or a control token of '
+                                        b'the desktop"}'})
+                    return
         await self.app(scope, receive, send)
 
 
 class GuestServer:
     """One desktop's guest API listener; `start`/`stop` may be called any number of times."""
 
-    def __init__(self, app: Callable[[], ASGIApp], host: str, public_host: str) -> None:
+    def __init__(self, app: Callable[[], ASGIApp], host: str, public_host: str,
+                 authorize: Authorize = lambda token: False) -> None:
         self._app = app
+        self.authorize = authorize
+        self.require_token = False
+        """Whether a request needs a token that controls the desktop (`osworldToken`); read at each request."""
         self.host = host
         """Where it listens: the server's own address (`--host`)."""
         self.public_host = public_host
@@ -93,7 +115,7 @@ class GuestServer:
                 sock.close()
                 raise
             # log_level None: uvicorn's loggers are the main server's too and keep the level it set.
-            config = uvicorn.Config(HostGuard(self._app()), lifespan="off", log_config=None, log_level=None,
+            config = uvicorn.Config(GuestGuard(self._app(), self), lifespan="off", log_config=None, log_level=None,
                                     access_log=False, loop="asyncio", http="httptools",
                                     timeout_graceful_shutdown=STOP_TIMEOUT_S)
             server = _QuietServer(config)

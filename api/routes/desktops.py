@@ -76,12 +76,16 @@ def resource(services: DesktopServices) -> DesktopResource:
 
 def osworld_model(services: DesktopServices) -> OsworldGuest | None:
     guest = services.osworld
-    return OsworldGuest(url=guest.url, port=guest.port) if guest.url is not None and guest.port is not None else None
+    if guest.url is None or guest.port is None:
+        return None
+    return OsworldGuest(url=guest.url, port=guest.port, token_required=guest.require_token)
 
 
-async def serve_osworld(services: DesktopServices, on: bool | None) -> None:
-    """Start or stop the desktop's guest API (None: leave it); a port that cannot be had is the machine's
-    trouble, a 503."""
+async def serve_osworld(services: DesktopServices, on: bool | None, token: bool | None) -> None:
+    """Start or stop the desktop's guest API (None: leave it), wanting a token or not (None: as it was); a port
+    that cannot be had is the machine's trouble, a 503."""
+    if token is not None:
+        services.osworld.require_token = token  # before a start: no request slips in without one
     if on is None:
         return
     if not on:
@@ -163,7 +167,7 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
     registry = server_of(request).desktops
     services = await registry.create(options, requested, lifecycle, sandbox.apply)
     try:
-        await serve_osworld(services, body.osworld)
+        await serve_osworld(services, body.osworld, body.osworld_token)
     except BaseException:
         await registry.delete(services.id)  # a desktop asked for with its guest API is not half made
         raise
@@ -255,7 +259,7 @@ async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopR
               for timer in Timer if timer.attribute in body.model_fields_set}
     settings = SandboxSettings.parse(body.network, body.limits).within(policy, creating=False)
     await settings.apply(services.desktop)
-    await serve_osworld(services, body.osworld)
+    await serve_osworld(services, body.osworld, body.osworld_token)
     if tags is not None:
         life.tags = tags
     for name, value in timers.items():

@@ -8,7 +8,9 @@ a module-global."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +90,12 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
                            lifecycle: Lifecycle | None = None,
                            takeover: TakeoverMode = TakeoverMode.REFUSE, sandboxes: SandboxHost | None = None,
                            hidden: tuple[Path, ...] = (), guest_hosts: tuple[str, str] = ("127.0.0.1", "127.0.0.1"),
+                           authorize: Callable[[str, str], bool] = lambda desktop_id, token: False,
                            ) -> DesktopServices:
     """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md);
     `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`;
-    `guest_hosts` where its OSWorld guest API listens (the server's address) and the host its URL names."""
+    `guest_hosts` where its OSWorld guest API listens (the server's address) and the host its URL names,
+    `authorize(desktop_id, token)` whether a token controls a desktop (for a guest API that wants one)."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
                       home_template=lifecycle.home_template, takeover=takeover, sandboxes=sandboxes, hidden=hidden)
@@ -109,5 +113,6 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
                       desktop.accessibility.locate)
     # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
-    guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts)
+    guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
+                        authorize=functools.partial(authorize, desktop_id))
     return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)

@@ -76,6 +76,7 @@ class CreateOptions(StartOptions, total=False):
     auto_pause_seconds: int | None
     auto_delete_seconds: int | None
     osworld: bool | None
+    osworld_token: bool | None
 
 
 class DesktopChanges(TypedDict, total=False):
@@ -89,6 +90,7 @@ class DesktopChanges(TypedDict, total=False):
     network: Settings | None
     limits: Settings | None
     osworld: bool | None
+    osworld_token: bool | None
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ class DesktopCreateRequest(DesktopStartRequest):
                                             "after it pauses")
     osworld: bool | None = Field(default=None, description="Serve the OSWorld guest API for this desktop on a port "
                                  "of its own, without auth (docs/osworld.md)")
+    osworld_token: bool | None = Field(default=None, description="Its guest API wants `Authorization: Bearer` with "
+                                       "the server's token or a control token of the desktop (default false)")
 
 
 class PauseQuery(QueryModel):
@@ -62,6 +64,7 @@ class DesktopPatchRequest(WireModel):
     limits: LimitsModel | None = Field(default=None, description="New limits, in force at once")
     osworld: bool | None = Field(default=None, description="Serve (true) or stop serving (false) the OSWorld guest "
                                  "API (docs/osworld.md)")
+    osworld_token: bool | None = Field(default=None, description="Whether its guest API wants a token")
 
 
 class OsworldGuest(WireModel):
@@ -69,6 +72,8 @@ class OsworldGuest(WireModel):
 
     url: str = Field(description="Its base URL: what OSWorld's harness calls `http://{vm_ip}:{server_port}`")
     port: int
+    token_required: bool = Field(default=False, description="Whether a request needs `Authorization: Bearer` with "
+                                 "the server's token or a control token of the desktop")
 
 
 class DesktopResource(WireModel):

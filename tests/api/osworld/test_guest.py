@@ -277,3 +277,29 @@ def test_patch_turns_it_on_and_off_and_delete_closes_it(api: httpx.Client) -> No
     finally:
         assert api.delete(base).status_code == 204
     assert refused(again["port"])
+
+
+def test_a_desktop_may_want_a_token_on_its_guest(srv: ServerProcess, api: httpx.Client,
+                                                 desktops: list[dict[str, Any]]) -> None:
+    desktop = create(api, osworld=True, osworldToken=True)
+    base = f"/v1/desktops/{desktop['id']}"
+    url = desktop["osworld"]["url"]
+
+    def token(desktop_id: str, role: str) -> str:
+        return str(api.post(f"/v1/desktops/{desktop_id}/tokens", json={"role": role}).json()["token"])
+
+    def answer(given: str | None) -> int:
+        headers = {"Authorization": f"Bearer {given}"} if given is not None else {}
+        return httpx.get(f"{url}/platform", headers=headers).status_code
+
+    try:
+        assert desktop["osworld"]["tokenRequired"] is True
+        assert answer(None) == 401 and answer("wrong") == 401
+        assert answer(srv.token) == 200
+        assert answer(token(desktop["id"], "control")) == 200
+        assert answer(token(desktop["id"], "view")) == 401  # a viewer may not run commands
+        assert answer(token(desktops[0]["id"], "control")) == 401  # another desktop's
+        assert api.patch(base, json={"osworldToken": False}).json()["osworld"]["tokenRequired"] is False
+        assert answer(None) == 200
+    finally:
+        api.delete(base)
