@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from desktop.accessibility.atspi import ACTION, SELECTION, TEXT, VALUE
+from desktop.accessibility.atspi import SELECTION, TEXT, VALUE
 from desktop.accessibility.service import ScopedSnapshot
 from desktop.accessibility.tree import Element
 
@@ -24,6 +24,8 @@ NAMESPACES = {
 
 for _prefix, _uri in NAMESPACES.items():
     ET.register_namespace(_prefix, _uri)
+
+IMAGE = "org.a11y.atspi.Image"
 
 MAX_DEPTH = 50
 """Upstream's limits, so a tree is as deep and as wide as theirs at most."""
@@ -43,18 +45,18 @@ def _ns(prefix: str, name: str) -> str:
 def _node(scoped: ScopedSnapshot, element: Element, depth: int) -> ET.Element:
     attributes = {"name": element.name}
     for state in sorted(element.states):
-        attributes[_ns("st", state.replace(" ", "-"))] = "true"
+        # pyatspi's names, as upstream writes them: STATE_MULTI_LINE is `multi_line`, ours `multi-line`.
+        attributes[_ns("st", state.replace("-", "_").replace(" ", "_"))] = "true"
     if element.bounds is not None and element.showing:
         b = element.bounds
         attributes[_ns("cp", "screencoord")] = f"({b.x}, {b.y})"
         attributes[_ns("cp", "size")] = f"({b.width}, {b.height})"
+    if IMAGE in element.interfaces:
+        attributes["image"] = "true"
     if SELECTION in element.interfaces:
         attributes["selection"] = "true"
     if VALUE in element.interfaces and element.value is not None and TEXT not in element.interfaces:
         attributes[_ns("val", "value")] = element.value
-    if ACTION in element.interfaces:
-        # Upstream lists each action's description and key binding; our tree knows only that there are some.
-        attributes[_ns("act", "click_desc")] = ""
     node = ET.Element(_tag(element.role), attributes)
     if TEXT in element.interfaces and element.value:
         node.text = element.value.replace("\ufffc", "").replace("\ufffd", "")

@@ -229,7 +229,8 @@ def test_accessibility_tree_and_terminal(guest: httpx.Client) -> None:
     x, y = (int(v) for v in (ok.get(f"{CP}screencoord") or "").strip("()").split(","))
     width, height = (int(v) for v in (ok.get(f"{CP}size") or "").strip("()").split(","))
     assert 0 <= x < 640 and 0 <= y < 400 and width > 0 and height > 0
-    assert any(entry.text == "Ada" for entry in app.iter("text"))
+    entry = next(e for e in app.iter("text") if e.text == "Ada")
+    assert entry.get(f"{ST}single_line") == "true" and entry.get(f"{ST}editable") == "true"  # pyatspi's names
     assert guest.get("/terminal").json() == {"output": None, "status": "success"}
     guest.post("/setup/close_window", json={"window_name": "guest-zen"})
 
