@@ -116,6 +116,21 @@ def test_a_command_runs_as_the_desktops_user_in_its_home(api: httpx.Client, gues
     assert missing.status_code == 500 and missing.json()["status"] == "error"
 
 
+def test_execute_with_verification(guest: httpx.Client) -> None:
+    passed = guest.post("/setup/execute_with_verification", json={
+        "command": "touch ~/verified.txt", "shell": True,
+        "verification": {"command_success": "test -f ~/verified.txt"}, "max_wait_time": 5, "check_interval": 0.2})
+    assert passed.status_code == 200, passed.text
+    assert passed.json()["verification"] == "passed" and passed.json()["returncode"] == 0
+    failed = guest.post("/execute_with_verification", json={
+        "command": ["true"], "verification": {"window_exists": "no-such-window"}, "max_wait_time": 1,
+        "check_interval": 0.2})
+    assert failed.status_code == 500
+    assert failed.json()["status"] == "verification_failed" and failed.json()["verification"] == "failed"
+    plain = guest.post("/execute_with_verification", json={"command": ["echo", "hi"]}).json()
+    assert plain == {"status": "success", "output": "hi\n", "error": "", "returncode": 0}
+
+
 def test_commands_see_only_their_own_desktops_processes(guest: httpx.Client, other: httpx.Client) -> None:
     launched = other.post("/setup/launch", json={"command": "sleep 4321", "shell": True})
     assert launched.status_code == 200 and "launched successfully" in launched.text
