@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import import_module
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -27,7 +28,7 @@ from api.http.operations import Operation
 from api.http.problems import handle_domain_error, handle_http_exception, handle_unexpected, refuse_websocket
 from api.http.router import IndexedRouter
 from api.mcp import http as mcp_http
-from api.middleware.auth import TokenAuthMiddleware
+from api.middleware.auth import TokenAuthMiddleware, tokens_match
 from api.middleware.browser_guard import BrowserGuardMiddleware, OriginPolicy
 from api.middleware.cors import CorsMiddleware
 from api.middleware.request_metrics import RequestMetricsMiddleware
@@ -49,6 +50,7 @@ from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
 from desktop.sandbox.host import SandboxHost
 from sandbox_desktop_client import local_servers
+from sandbox_desktop_wire.enums import TokenRole
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -163,7 +165,16 @@ def create_app(config: ServerConfig) -> Starlette:
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,
                                       config.webrtc_public_addresses, lifecycle, takeover=config.takeover,
-                                      sandboxes=sandboxes, hidden=(default_state_dir,))
+                                      sandboxes=sandboxes, hidden=(default_state_dir,),
+                                      guest_hosts=(config.bind_host, urlsplit(config.url).hostname or "127.0.0.1"),
+                                      authorize=controls)
+
+    def controls(desktop_id: str, given: str) -> bool:
+        """Whether a token controls a desktop: the server's, or a `control` token scoped to it."""
+        if config.token is not None and tokens_match(given, config.token):
+            return True
+        scoped = tokens.find(given)
+        return scoped is not None and scoped.desktop_id == desktop_id and scoped.role is TokenRole.CONTROL
 
     tokens = TokenStore()
     desktops = DesktopRegistry(build, default_state_dir / "desktops", default_state_dir, config.max_desktops,

@@ -319,6 +319,7 @@ def run_server(args: argparse.Namespace) -> int:
     announce = (args.port, token_file) if token_file is not None and args.port != 0 else None
     xauthority = (args.xauthority or (state_dir or default_state_dir()) / "xauthority").expanduser().resolve()
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
+                          bind_host=args.host,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
                           max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
                           approval_timeout=args.approval_timeout,

@@ -21,7 +21,7 @@ from api.server.desktop_services import DesktopServices, Lifecycle
 from api.server.registry import Ended
 from api.server.scoped_tokens import DEFAULT_TTL_S
 from api.server.services import desktop_services, server_of
-from desktop.core.errors import DesktopBusy, invalid_action
+from desktop.core.errors import DesktopBusy, StreamError, invalid_action
 from desktop.lifecycle.policy import Timer
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
 from sandbox_desktop_wire.desktop import DesktopStartRequest
@@ -31,6 +31,7 @@ from sandbox_desktop_wire.desktops import (
     DesktopPatchRequest,
     DesktopResource,
     NetworkQuery,
+    OsworldGuest,
     PauseQuery,
     TokenRequest,
     TokenResponse,
@@ -69,7 +70,31 @@ def resource(services: DesktopServices) -> DesktopResource:
         if life.auto_pause_seconds is not None and not desktop.paused and desktop.display_name else None,
         auto_delete_at=iso(desktop.paused_at + life.auto_delete_seconds)
         if life.auto_delete_seconds is not None and desktop.paused_at is not None else None,
+        osworld=osworld_model(services),
     )
+
+
+def osworld_model(services: DesktopServices) -> OsworldGuest | None:
+    guest = services.osworld
+    if guest.url is None or guest.port is None:
+        return None
+    return OsworldGuest(url=guest.url, port=guest.port, token_required=guest.require_token)
+
+
+async def serve_osworld(services: DesktopServices, on: bool | None, token: bool | None) -> None:
+    """Start or stop the desktop's guest API (None: leave it), wanting a token or not (None: as it was); a port
+    that cannot be had is the machine's trouble, a 503."""
+    if token is not None:
+        services.osworld.require_token = token  # before a start: no request slips in without one
+    if on is None:
+        return
+    if not on:
+        await services.osworld.stop()
+        return
+    try:
+        await services.osworld.start()
+    except OSError as exc:
+        raise StreamError(f"cannot listen for the OSWorld guest API on {services.osworld.host}: {exc}") from exc
 
 
 def kind_names(kinds: frozenset[ActionKind] | None) -> list[str] | None:
@@ -139,7 +164,13 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
     start = body.model_dump(exclude=set(DesktopCreateRequest.model_fields) - set(DesktopStartRequest.model_fields))
     requested = {name for name, value in start.items() if value is not None}
     options = start_options(DesktopStartRequest(**start))
-    services = await server_of(request).desktops.create(options, requested, lifecycle, sandbox.apply)
+    registry = server_of(request).desktops
+    services = await registry.create(options, requested, lifecycle, sandbox.apply)
+    try:
+        await serve_osworld(services, body.osworld, body.osworld_token)
+    except BaseException:
+        await registry.delete(services.id)  # a desktop asked for with its guest API is not half made
+        raise
     return Response(resource(services).to_json(), status_code=201, media_type="application/json",
                     headers={"Location": f"/v1/desktops/{services.id}"})
 
@@ -228,6 +259,7 @@ async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopR
               for timer in Timer if timer.attribute in body.model_fields_set}
     settings = SandboxSettings.parse(body.network, body.limits).within(policy, creating=False)
     await settings.apply(services.desktop)
+    await serve_osworld(services, body.osworld, body.osworld_token)
     if tags is not None:
         life.tags = tags
     for name, value in timers.items():
@@ -269,7 +301,8 @@ OPERATIONS = [
               "(`wait=false`: 202 at once)", query=PauseQuery, response=DesktopResource, errors=(404, 409), tags=TAGS),
     Operation("POST", ONE + "/connect", connect_desktop, "Resume the desktop if it is paused, then answer (an "
               "agent's turn begins)", response=DesktopResource, errors=(404, 409, 503), tags=TAGS),
-    Operation("PATCH", ONE, patch_desktop, "Change its tags, timers, network rules or limits",
+    Operation("PATCH", ONE, patch_desktop, "Change its tags, timers, network rules, limits or "
+              "OSWorld guest API",
               body=DesktopPatchRequest, response=DesktopResource, invalid_code=INVALID, body_required=True,
               errors=(400, 404), tags=TAGS),
     Operation("GET", ONE + "/network", desktop_network, "Its network rules and its newest connections",

@@ -44,6 +44,8 @@ class ServerConfig:
     """Start a desktop with these options when the server starts."""
     url: str = "http://127.0.0.1:2468"
     """Where the server is reachable, for the messages it prints."""
+    bind_host: str = "127.0.0.1"
+    """The address the server listens on (`--host`); a desktop's OSWorld guest API listens there too."""
     disabled_apis: frozenset[str] = frozenset()
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
     webrtc_public_addresses: tuple[str, ...] = ()

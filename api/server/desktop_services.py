@@ -8,10 +8,14 @@ a module-global."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from api.osworld.routes import Guest
+from api.osworld.server import GuestServer
 from desktop.actions.batch import Actions
 from desktop.core.dependencies import DependencyChecker
 from desktop.lifecycle.runtime import Desktop
@@ -65,6 +69,8 @@ class DesktopServices:
     lifecycle: Lifecycle
     batches: Actions
     """Runs batches of steps in order: `POST .../actions` and the vendor endpoints (desktop/actions/batch.py)."""
+    osworld: GuestServer
+    """Its OSWorld guest API on a port of its own, while `osworld` is on (docs/osworld.md)."""
 
     async def open(self) -> None:
         """Start the services that run without the desktop (catalog recovery, the stream's loop)."""
@@ -73,6 +79,7 @@ class DesktopServices:
 
     async def close(self) -> None:
         """Stop the desktop and everything it ran; its recording is finalised by the stop hooks."""
+        await self.osworld.stop()  # first: nothing may reach the desktop through its port while it stops
         await self.desktop.shutdown()
         await self.stream.shutdown()
         await self.recordings.shutdown()
@@ -82,9 +89,13 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
                            dependencies: DependencyChecker, public_addresses: tuple[str, ...],
                            lifecycle: Lifecycle | None = None,
                            takeover: TakeoverMode = TakeoverMode.REFUSE, sandboxes: SandboxHost | None = None,
-                           hidden: tuple[Path, ...] = ()) -> DesktopServices:
+                           hidden: tuple[Path, ...] = (), guest_hosts: tuple[str, str] = ("127.0.0.1", "127.0.0.1"),
+                           authorize: Callable[[str, str], bool] = lambda desktop_id, token: False,
+                           ) -> DesktopServices:
     """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md);
-    `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`."""
+    `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`;
+    `guest_hosts` where its OSWorld guest API listens (the server's address) and the host its URL names,
+    `authorize(desktop_id, token)` whether a token controls a desktop (for a guest API that wants one)."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
                       home_template=lifecycle.home_template, takeover=takeover, sandboxes=sandboxes, hidden=hidden)
@@ -101,4 +112,7 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     desktop.hooks.failure.append(stream.on_desktop_failure)
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
                       desktop.accessibility.locate)
-    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches)
+    # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
+    guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
+                        authorize=functools.partial(authorize, desktop_id))
+    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)

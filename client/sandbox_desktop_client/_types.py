@@ -75,6 +75,8 @@ class CreateOptions(StartOptions, total=False):
     limits: Settings | None
     auto_pause_seconds: int | None
     auto_delete_seconds: int | None
+    osworld: bool | None
+    osworld_token: bool | None
 
 
 class DesktopChanges(TypedDict, total=False):
@@ -87,6 +89,8 @@ class DesktopChanges(TypedDict, total=False):
     auto_delete_seconds: int | None
     network: Settings | None
     limits: Settings | None
+    osworld: bool | None
+    osworld_token: bool | None
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,8 @@ class Desktops:
                max_height: int | None = None, approve: list[str] | None = None,
                network: Settings | None = None, limits: Settings | None = None,
                auto_pause_seconds: int | None = None,
-               auto_delete_seconds: int | None = None) -> DesktopClient:
+               auto_delete_seconds: int | None = None, osworld: bool | None = None,
+               osworld_token: bool | None = None) -> DesktopClient:
         """`POST /v1/desktops`: create and start a desktop in a sandbox of its own; returns an
         `DesktopClient` on it.
 
@@ -162,8 +163,9 @@ class Desktops:
         server's `--approve`). `network` is what it may reach (`{"egress": "none"}`, `{"egress": "allowlist",
         "allow": ["example.com:443"]}`, `{"forwardHostPorts": [8000]}`), `limits` what its apps may use
         (`{"memoryMb": 512, "pids": 256, "cpu": 1.0}`), `auto_pause_seconds` pauses it after that much active
-        time and `auto_delete_seconds` deletes it that long after it pauses (docs/security.md); the other
-        options are `Client.start`'s.
+        time and `auto_delete_seconds` deletes it that long after it pauses (docs/security.md), `osworld`
+        serves OSWorld's guest API for it on a port of its own (its resource's `osworld`; docs/osworld.md), which
+        wants a token with `osworld_token`; the other options are `Client.start`'s.
         Raises `ClientError` (429 `too_many_desktops` beyond the server's `--max-desktops`, 400/422
         for a value out of range, naming the field) and `ServerError` as `start` does."""
         created = self._client.send(d.create_desktop(
@@ -172,7 +174,8 @@ class Desktops:
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
             max_width=max_width, max_height=max_height, approve=approve, network=network, limits=limits,
-            auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds))
+            auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds, osworld=osworld,
+            osworld_token=osworld_token))
         return self.attach(created.id)
 
     def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:
@@ -237,13 +240,15 @@ class DesktopClient(Client):
     def update(self, *, tags: Mapping[str, str] | None = None, ttl_seconds: int | None = None,
                idle_timeout_seconds: int | None = None, auto_pause_seconds: int | None = None,
                auto_delete_seconds: int | None = None, network: Settings | None = None,
-               limits: Settings | None = None) -> DesktopResource:
-        """`PATCH /v1/desktops/{id}`: change its tags (replaced whole), timers, network rules or limits, in
-        force at once; what is left out (None) stays as it is. `ClientError` 400 naming a refused field."""
+               limits: Settings | None = None, osworld: bool | None = None,
+               osworld_token: bool | None = None) -> DesktopResource:
+        """`PATCH /v1/desktops/{id}`: change its tags (replaced whole), timers, network rules, limits or its
+        OSWorld guest API (on or off), in force at once; what is left out (None) stays as it is. `ClientError`
+        400 naming a refused field."""
         return self.send(d.update_desktop(
             self.id, tags=tags, ttl_seconds=ttl_seconds, idle_timeout_seconds=idle_timeout_seconds,
             auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds, network=network,
-            limits=limits))
+            limits=limits, osworld=osworld, osworld_token=osworld_token))
 
     def network(self, *, limit: int | None = None) -> NetworkResponse:
         """`GET /v1/desktops/{id}/network`: its network rules as applied, and its newest connections (allowed,

@@ -38,6 +38,10 @@ class DesktopCreateRequest(DesktopStartRequest):
                                            "much active time, counted from creation or the last resume")
     auto_delete_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS, description="Delete this long "
                                             "after it pauses")
+    osworld: bool | None = Field(default=None, description="Serve the OSWorld guest API for this desktop on a port "
+                                 "of its own, without auth (docs/osworld.md)")
+    osworld_token: bool | None = Field(default=None, description="Its guest API wants `Authorization: Bearer` with "
+                                       "the server's token or a control token of the desktop (default false)")
 
 
 class PauseQuery(QueryModel):
@@ -58,6 +62,18 @@ class DesktopPatchRequest(WireModel):
     auto_delete_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     network: NetworkRulesModel | None = Field(default=None, description="New rules, in force at once")
     limits: LimitsModel | None = Field(default=None, description="New limits, in force at once")
+    osworld: bool | None = Field(default=None, description="Serve (true) or stop serving (false) the OSWorld guest "
+                                 "API (docs/osworld.md)")
+    osworld_token: bool | None = Field(default=None, description="Whether its guest API wants a token")
+
+
+class OsworldGuest(WireModel):
+    """Where a desktop's OSWorld guest API answers (docs/osworld.md)."""
+
+    url: str = Field(description="Its base URL: what OSWorld's harness calls `http://{vm_ip}:{server_port}`")
+    port: int
+    token_required: bool = Field(default=False, description="Whether a request needs `Authorization: Bearer` with "
+                                 "the server's token or a control token of the desktop")
 
 
 class DesktopResource(WireModel):
@@ -89,6 +105,7 @@ class DesktopResource(WireModel):
     auto_delete_seconds: int | None = None
     auto_pause_at: str | None = Field(default=None, description="When it pauses by itself, while it runs")
     auto_delete_at: str | None = Field(default=None, description="When it is deleted by itself, while it is paused")
+    osworld: OsworldGuest | None = Field(default=None, description="Its OSWorld guest API, while it is served")
 
 
 class DesktopListResponse(WireModel):

@@ -1,0 +1,1 @@
+"""The OSWorld guest API of a desktop (docs/osworld.md)."""
