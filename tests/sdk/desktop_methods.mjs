@@ -22,7 +22,10 @@ const LINE = "compat héllo wörld ✓ 日本語";
 const PASTE = "pasted ünïcode ✓ 🙂\n";
 const TITLE = `sdk-compat-${process.pid}`;
 const DIR = `${tmpdir()}/sdk-compat-${process.pid}-${Date.now()}`;
-const TYPED = `${DIR}/typed.txt`;
+// Beside DIR, not in it: the desktop's apps run as its own user, in its own view of the files, and DIR is made by
+// the server's file API (the machine's, as the server's user). The runner points TMPDIR at a folder the desktop
+// sees and may write to (tests/clients/reference_sdk/test_sdk_compat.py).
+const TYPED = `${DIR}-typed.txt`;
 
 /** Fails unless every listed field of `value` has the given `typeof` ("integer" for whole numbers). */
 function shape(what, value, fields, optional = {}) {

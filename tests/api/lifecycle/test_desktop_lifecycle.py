@@ -195,15 +195,27 @@ def test_repeated_crashes_end_in_failed_with_last_error(api: httpx.Client) -> No
     assert api.post("/v1/desktop/start", json={"displayNum": 140}).json()["state"] == "active"
 
 
-def test_display_is_chosen_when_the_requested_one_is_taken(api: httpx.Client) -> None:
-    squatter = subprocess.Popen(["Xvfb", ":150", "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
-    try:
+def squat_a_display(first: int) -> tuple[int, subprocess.Popen[bytes]]:
+    """An X server of this test's own on the first number from `first` that it gets (a server of a test running
+    beside this one may hold some): its number and its process."""
+    for number in range(first, first + 20):
+        squatter = subprocess.Popen(["Xvfb", f":{number}", "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while not x_answers(":150") and time.monotonic() < deadline:
+        while squatter.poll() is None and not x_answers(f":{number}") and time.monotonic() < deadline:
             time.sleep(0.05)
-        body = api.post("/v1/desktop/start", json={"displayNum": 150}).json()
-        # The next free number up: :151 unless a desktop of a test running beside this one holds it.
-        assert body["state"] == "active" and int(body["display"].removeprefix(":")) > 150, body
+        if squatter.poll() is None and x_answers(f":{number}"):
+            return number, squatter
+        squatter.kill()
+        squatter.wait()
+    raise AssertionError(f"no display from :{first} to :{first + 19} could be taken")
+
+
+def test_display_is_chosen_when_the_requested_one_is_taken(api: httpx.Client) -> None:
+    number, squatter = squat_a_display(150)
+    try:
+        body = api.post("/v1/desktop/start", json={"displayNum": number}).json()
+        # The next free number up, unless a desktop of a test running beside this one holds it.
+        assert body["state"] == "active" and int(body["display"].removeprefix(":")) > number, body
         assert squatter.poll() is None
     finally:
         squatter.kill()

@@ -42,10 +42,15 @@ METHODS = (
 
 
 @pytest.fixture(scope="module")
-def checks(srv: ServerProcess) -> list[dict[str, Any]]:
-    """Runs the SDK script once against the module's server (token set, no desktop yet)."""
+def checks(srv: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Runs the SDK script once against the module's server (token set, no desktop yet). Its files go to a folder
+    shared with the desktop (pytest's, tests/conftest.py) that the desktop's own user may write to: its terminal
+    writes what was typed there."""
     assert srv.token, "the server must have a token: the script checks the SDK sends it"
-    env = dict(os.environ, SANDBOX_URL=srv.url, SANDBOX_TOKEN=srv.token, SANDBOX_DISPLAY_NUM=str(DISPLAY_NUM))
+    meeting = tmp_path_factory.mktemp("sdk-files")
+    meeting.chmod(0o1777)
+    env = dict(os.environ, SANDBOX_URL=srv.url, SANDBOX_TOKEN=srv.token, SANDBOX_DISPLAY_NUM=str(DISPLAY_NUM),
+               TMPDIR=str(meeting))
     done = subprocess.run([str(NODE), str(SCRIPT)], cwd=SDK_DIR, env=env, capture_output=True, text=True,
                           timeout=90)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
