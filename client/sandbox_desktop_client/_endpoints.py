@@ -363,7 +363,9 @@ class Endpoints:
         (`seq`, `type`, `t`, `at`, then its own fields as extras: `event.model_extra`); `events.missed` says
         how many this reader lost by falling behind."""
         call = b.events(types, since)
+        # The Accept says it is a stream: the command socket's transport sends it over HTTP (docs/websocket.md).
         with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
+                               headers={"accept": "text/event-stream"},
                                timeout=events_timeout(self.timeout)) as response:
             if not response.is_success:
                 response.read()

@@ -1,0 +1,206 @@
+"""The command WebSocket as an httpx transport (docs/websocket.md): `Client(url, transport="websocket")` sends each
+request as one message on `/v1/desktop/ws` and turns its answer back into an `httpx.Response`, so every method
+parses it exactly as over HTTP: the same return types, the same `ApiError`s.
+
+A message names its request by method and target (`{"id": 7, "method": "POST", "target": "/v1/desktop/mouse/click",
+"body": {...}}`), which the server accepts besides op names: the transport sees httpx requests, not operations.
+An endless event stream (`events()`, sent with `Accept: text/event-stream`) is the one request the socket cannot
+answer; it goes over HTTP, as without this transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import threading
+from typing import Any
+
+import httpx
+
+try:
+    from websockets.asyncio.client import ClientConnection as AsyncConnection
+    from websockets.asyncio.client import connect as async_connect
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import ClientConnection, connect
+except ImportError as exc:  # an optional dependency: the client's own are httpx and pydantic only
+    raise ImportError("transport=\"websocket\" needs the websockets package: "
+                      "pip install 'sandbox-desktop-client[websocket]'") from exc
+
+SOCKET_PATH = "/v1/desktop/ws"
+FORWARDED = ("accept", "prefer", "range", "if-range", "content-type")
+"""The request headers a message carries: those an operation reads (the server ignores any other)."""
+STREAM = "text/event-stream"
+
+
+def socket_url(url: str) -> str:
+    base = url.rstrip("/")
+    return ("wss" + base[5:] if base.startswith("https") else "ws" + base.removeprefix("http")) + SOCKET_PATH
+
+
+def encode(request: httpx.Request, ident: int, prefix: str) -> tuple[str, bytes | None]:
+    """The message for `request` and, for a raw body (a file's bytes), the binary frame after it."""
+    target = request.url.raw_path.decode("ascii")
+    message: dict[str, Any] = {"id": ident, "method": request.method, "target": target[len(prefix):] or "/"}
+    headers = {name: request.headers[name] for name in FORWARDED if name in request.headers}
+    content = request.content
+    binary = None
+    if content:
+        if headers.get("content-type", "").split(";")[0] == "application/json":
+            message["body"] = json.loads(content)
+            del headers["content-type"]
+        else:
+            message["binary"] = True
+            binary = content
+    if headers:
+        message["headers"] = headers
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False), binary
+
+
+def decode(answer: dict[str, Any], binary: bytes | None, request: httpx.Request) -> httpx.Response:
+    if binary is not None:
+        content = binary
+    elif "body" in answer:
+        content = json.dumps(answer["body"], ensure_ascii=False).encode()
+    else:
+        content = b""
+    return httpx.Response(answer["status"], headers=answer.get("headers", {}), content=content, request=request)
+
+
+def read_timeout(request: httpx.Request) -> float | None:
+    timeout = request.extensions.get("timeout", {})
+    return timeout.get("read") if isinstance(timeout, dict) else None
+
+
+def handshake_headers(request: httpx.Request) -> dict[str, str]:
+    return {"Authorization": request.headers["authorization"]} if "authorization" in request.headers else {}
+
+
+class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
+    """One socket per client, opened at the first request: any number of requests in flight on it, each answered
+    by its id (the server answers in order)."""
+
+    def __init__(self, url: str, **http_options: Any) -> None:
+        self._url = socket_url(url)
+        self._prefix = httpx.URL(url).raw_path.decode("ascii").rstrip("/")
+        self._http = httpx.AsyncHTTPTransport(**http_options)
+        self._ids = itertools.count(1)
+        self._socket: AsyncConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._waiting: dict[int, asyncio.Future[tuple[dict[str, Any], bytes | None]]] = {}
+        self._opening = asyncio.Lock()
+        self._sending = asyncio.Lock()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.headers.get("accept") == STREAM:
+            return await self._http.handle_async_request(request)
+        await request.aread()
+        socket = await self._open(request)
+        ident = next(self._ids)
+        text, binary = encode(request, ident, self._prefix)
+        answer: asyncio.Future[tuple[dict[str, Any], bytes | None]] = asyncio.get_running_loop().create_future()
+        self._waiting[ident] = answer
+        try:
+            async with self._sending:  # a body's binary frame must follow its own message
+                await socket.send(text)
+                if binary is not None:
+                    await socket.send(binary)
+            found, content = await asyncio.wait_for(answer, read_timeout(request))
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(f"no answer to {request.method} {request.url.path}", request=request) from exc
+        except WebSocketException as exc:
+            raise httpx.ReadError(f"command socket: {exc}", request=request) from exc
+        finally:
+            self._waiting.pop(ident, None)
+        return decode(found, content, request)
+
+    async def _open(self, request: httpx.Request) -> AsyncConnection:
+        async with self._opening:
+            if self._socket is None:
+                try:
+                    self._socket = await async_connect(self._url, additional_headers=handshake_headers(request),
+                                                       max_size=None, compression=None)
+                except (OSError, WebSocketException) as exc:
+                    raise httpx.ConnectError(f"command socket {self._url}: {exc}", request=request) from exc
+                self._reader = asyncio.create_task(self._read(self._socket))
+            return self._socket
+
+    async def _read(self, socket: AsyncConnection) -> None:
+        """Answers to their waiting requests; when the socket ends, each still waiting fails (and the next
+        request opens a new one)."""
+        error: Exception = httpx.ReadError("the command socket closed")
+        try:
+            while True:
+                answer = json.loads(await socket.recv())
+                binary = await socket.recv() if answer.get("binary") is not None else None
+                waiting = self._waiting.get(answer.get("id"))
+                if waiting is not None and not waiting.done():
+                    waiting.set_result((answer, binary if isinstance(binary, bytes) else None))
+        except (WebSocketException, ValueError, OSError) as exc:
+            error = httpx.ReadError(f"the command socket closed: {exc}")
+        finally:
+            if self._socket is socket:
+                self._socket = None
+            for waiting in self._waiting.values():
+                if not waiting.done():
+                    waiting.set_exception(error)
+
+    async def aclose(self) -> None:
+        if self._socket is not None:
+            await self._socket.close()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        await self._http.aclose()
+
+
+class WebSocketTransport(httpx.BaseTransport):
+    """`AsyncWebSocketTransport` for the sync client: one request at a time per socket (threads take turns)."""
+
+    def __init__(self, url: str, **http_options: Any) -> None:
+        self._url = socket_url(url)
+        self._prefix = httpx.URL(url).raw_path.decode("ascii").rstrip("/")
+        self._http = httpx.HTTPTransport(**http_options)
+        self._ids = itertools.count(1)
+        self._socket: ClientConnection | None = None
+        self._stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.headers.get("accept") == STREAM:
+            return self._http.handle_request(request)
+        request.read()
+        with self._lock:
+            socket = self._open(request)
+            ident = next(self._ids)
+            text, binary = encode(request, ident, self._prefix)
+            try:
+                socket.send(text)
+                if binary is not None:
+                    socket.send(binary)
+                while True:  # answers of requests that timed out before come first: skipped
+                    answer = json.loads(socket.recv(read_timeout(request)))
+                    content = socket.recv(read_timeout(request)) if answer.get("binary") is not None else None
+                    if answer.get("id") == ident:
+                        return decode(answer, content if isinstance(content, bytes) else None, request)
+            except TimeoutError as exc:
+                raise httpx.ReadTimeout(f"no answer to {request.method} {request.url.path}", request=request) from exc
+            except (WebSocketException, OSError) as exc:
+                self._socket = None
+                raise httpx.ReadError(f"command socket: {exc}", request=request) from exc
+
+    def _open(self, request: httpx.Request) -> ClientConnection:
+        if self._socket is None:
+            try:
+                # As a context manager: the one way every websockets version from 12 supports without a warning.
+                self._socket = self._stack.enter_context(connect(
+                    self._url, additional_headers=handshake_headers(request), max_size=None, compression=None))
+            except (OSError, WebSocketException) as exc:
+                raise httpx.ConnectError(f"command socket {self._url}: {exc}", request=request) from exc
+        return self._socket
+
+    def close(self) -> None:
+        with self._lock:
+            self._stack.close()
+            self._socket = None
+        self._http.close()
