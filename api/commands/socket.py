@@ -44,6 +44,8 @@ handshake's, checked once by the middleware and again on every message."""
 HANDSHAKE_ONLY = frozenset({b"connection", b"upgrade", b"authorization", b"content-length", b"content-type",
                             b"transfer-encoding"})
 JSON_TYPES = ("application/json", PROBLEM_MEDIA_TYPE)
+ANSWER_SKIPS = frozenset({"content-length", "vary"})
+"""Response headers an answer leaves out: its frame has its length, and there is no HTTP cache to vary."""
 
 OPERATIONS = [
     Operation("GET", COMMAND_SOCKET_PATH, upgrade_required,
@@ -203,20 +205,26 @@ class Connection:
         self.state = scope.get("state")
 
     async def run(self) -> None:
-        worker = asyncio.create_task(self.work())
+        reader, worker = asyncio.create_task(self.read()), asyncio.create_task(self.work())
         try:
-            await self.read()
-        except WebSocketDisconnect:
-            pass
+            # The reader ends when the client leaves; the worker only when sending fails (it left) or on a bug.
+            await asyncio.wait((reader, worker), return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.closed.set()  # a running operation that watches for its client leaving sees it go
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
-                await worker
+            for task in (reader, worker):
+                task.cancel()
+            for outcome in await asyncio.gather(reader, worker, return_exceptions=True):
+                if isinstance(outcome, Exception) and not isinstance(outcome, (WebSocketDisconnect, OSError)):
+                    logger.error("command socket failed", exc_info=outcome)
+                    with contextlib.suppress(Exception):
+                        await self.websocket.close(1011, "internal error")
 
     async def read(self) -> None:
         while True:
-            frame = await self.websocket.receive()
+            try:
+                frame = await self.websocket.receive()
+            except RuntimeError:  # received after the disconnect (the worker saw it first)
+                return
             if frame["type"] == "websocket.disconnect":
                 return
             text = frame.get("text")
@@ -306,7 +314,7 @@ class Connection:
                 status = message["status"]
                 for name, value in message.get("headers", []):
                     key = name.decode("latin-1").lower()
-                    if key != "content-length":
+                    if key not in ANSWER_SKIPS:
                         text = value.decode("latin-1")
                         answer_headers[key] = f"{answer_headers[key]}, {text}" if key in answer_headers else text
             elif message["type"] == "http.response.body":

@@ -159,3 +159,13 @@ def test_the_approval_gate_and_switched_off_apis_hold_on_the_socket(gated: Serve
         assert denied_soon["status"] == 403 and denied_soon["body"]["code"] == "approval_expired"
         off = ask(ws, op="server.processes.get")
         assert off["status"] == 403 and off["body"]["code"] == "api_disabled"
+
+
+def test_a_client_leaving_with_requests_queued_leaves_the_server_well(srv: ServerProcess, api: httpx.Client) -> None:
+    with socket(srv) as ws:
+        for i in range(50):
+            ws.send(json.dumps({"id": i, "op": "mouse.move", "body": {"x": 10 + i, "y": 10}}))
+    with socket(srv) as ws:  # gone without reading: the next socket is answered at once
+        assert ask(ws, op="status")["status"] == 200
+    assert api.get("/v1/desktop/status").status_code == 200
+    assert "command socket failed" not in srv.log()
