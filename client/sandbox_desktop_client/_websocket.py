@@ -44,28 +44,35 @@ def encode(request: httpx.Request, ident: int, prefix: str) -> tuple[str, bytes 
     target = request.url.raw_path.decode("ascii")
     message: dict[str, Any] = {"id": ident, "method": request.method, "target": target[len(prefix):] or "/"}
     headers = {name: request.headers[name] for name in FORWARDED if name in request.headers}
+    if headers.get("accept") == "*/*":  # httpx's default, which no operation reads
+        del headers["accept"]
     content = request.content
-    binary = None
-    if content:
-        if headers.get("content-type", "").split(";")[0] == "application/json":
-            message["body"] = json.loads(content)
-            del headers["content-type"]
-        else:
-            message["binary"] = True
-            binary = content
+    json_body = bool(content) and headers.get("content-type", "").split(";")[0] == "application/json"
+    if json_body:
+        del headers["content-type"]
+    elif content:
+        message["binary"] = True
     if headers:
         message["headers"] = headers
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False), binary
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    if json_body:  # httpx wrote it as JSON already: put in as it is, not parsed and written again
+        return text[:-1] + ',"body":' + content.decode() + "}", None
+    return text, content or None
 
 
-def decode(answer: dict[str, Any], binary: bytes | None, request: httpx.Request) -> httpx.Response:
-    if binary is not None:
-        content = binary
-    elif "body" in answer:
-        content = json.dumps(answer["body"], ensure_ascii=False).encode()
-    else:
-        content = b""
-    return httpx.Response(answer["status"], headers=answer.get("headers", {}), content=content, request=request)
+def split_answer(text: str) -> tuple[dict[str, Any], bytes | None]:
+    """An answer's members and its JSON body's text. The server writes `body` last, so its text is cut out
+    rather than parsed here and written again for httpx: `,"body":` cannot occur earlier, where every quote
+    inside a string is escaped."""
+    at = text.find(',"body":')
+    if at < 0:
+        return json.loads(text), None
+    return json.loads(text[:at] + "}"), text[at + 8:-1].encode()
+
+
+def decode(answer: dict[str, Any], content: bytes | None, request: httpx.Request) -> httpx.Response:
+    return httpx.Response(answer["status"], headers=answer.get("headers", {}), content=content or b"",
+                          request=request)
 
 
 def read_timeout(request: httpx.Request) -> float | None:
@@ -132,11 +139,14 @@ class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
         error: Exception = httpx.ReadError("the command socket closed")
         try:
             while True:
-                answer = json.loads(await socket.recv())
-                binary = await socket.recv() if answer.get("binary") is not None else None
-                waiting = self._waiting.get(answer.get("id"))
+                frame = await socket.recv()
+                answer, content = split_answer(frame if isinstance(frame, str) else frame.decode())
+                if answer.get("binary") is not None:
+                    binary = await socket.recv()
+                    content = binary if isinstance(binary, bytes) else binary.encode()
+                waiting = self._waiting.get(answer.get("id", 0))
                 if waiting is not None and not waiting.done():
-                    waiting.set_result((answer, binary if isinstance(binary, bytes) else None))
+                    waiting.set_result((answer, content))
         except (WebSocketException, ValueError, OSError) as exc:
             error = httpx.ReadError(f"the command socket closed: {exc}")
         finally:
@@ -179,10 +189,13 @@ class WebSocketTransport(httpx.BaseTransport):
                 if binary is not None:
                     socket.send(binary)
                 while True:  # answers of requests that timed out before come first: skipped
-                    answer = json.loads(socket.recv(read_timeout(request)))
-                    content = socket.recv(read_timeout(request)) if answer.get("binary") is not None else None
+                    frame = socket.recv(read_timeout(request))
+                    answer, content = split_answer(frame if isinstance(frame, str) else frame.decode())
+                    if answer.get("binary") is not None:
+                        image = socket.recv(read_timeout(request))
+                        content = image if isinstance(image, bytes) else image.encode()
                     if answer.get("id") == ident:
-                        return decode(answer, content if isinstance(content, bytes) else None, request)
+                        return decode(answer, content, request)
             except TimeoutError as exc:
                 raise httpx.ReadTimeout(f"no answer to {request.method} {request.url.path}", request=request) from exc
             except (WebSocketException, OSError) as exc:
