@@ -16,6 +16,7 @@ import itertools
 import json
 import threading
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
@@ -39,25 +40,40 @@ def socket_url(url: str) -> str:
     return ("wss" + base[5:] if base.startswith("https") else "ws" + base.removeprefix("http")) + SOCKET_PATH
 
 
+def message(ident: int, method: str, target: str, headers: dict[str, str], json_body: str | None,
+            content: bytes | None) -> tuple[str, bytes | None]:
+    """A request's text frame and, for a raw body (a file's bytes), the binary frame after it."""
+    members: dict[str, Any] = {"id": ident, "method": method, "target": target}
+    if headers:
+        members["headers"] = headers
+    if content:
+        members["binary"] = True
+    text = json.dumps(members, separators=(",", ":"), ensure_ascii=False)
+    if json_body is not None:  # JSON already: put in as it is, not parsed and written again
+        return text[:-1] + ',"body":' + json_body + "}", None
+    return text, content or None
+
+
 def encode(request: httpx.Request, ident: int, prefix: str) -> tuple[str, bytes | None]:
-    """The message for `request` and, for a raw body (a file's bytes), the binary frame after it."""
-    target = request.url.raw_path.decode("ascii")
-    message: dict[str, Any] = {"id": ident, "method": request.method, "target": target[len(prefix):] or "/"}
+    """The message for an httpx request."""
+    target = request.url.raw_path.decode("ascii")[len(prefix):] or "/"
     headers = {name: request.headers[name] for name in FORWARDED if name in request.headers}
     if headers.get("accept") == "*/*":  # httpx's default, which no operation reads
         del headers["accept"]
     content = request.content
-    json_body = bool(content) and headers.get("content-type", "").split(";")[0] == "application/json"
-    if json_body:
+    if content and headers.get("content-type", "").split(";")[0] == "application/json":
         del headers["content-type"]
-    elif content:
-        message["binary"] = True
-    if headers:
-        message["headers"] = headers
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-    if json_body:  # httpx wrote it as JSON already: put in as it is, not parsed and written again
-        return text[:-1] + ',"body":' + content.decode() + "}", None
-    return text, content or None
+        return message(ident, request.method, target, headers, content.decode(), None)
+    return message(ident, request.method, target, headers, None, content)
+
+
+def call_target(path: str, params: dict[str, Any]) -> str:
+    """A `Call`'s path and query string, each value as httpx writes it (`true`, repeated keys for a list)."""
+    if not params:
+        return path
+    pairs = [(key, one) for key, value in params.items() for one in (value if isinstance(value, list) else [value])]
+    return path + "?" + urlencode([(key, "true" if one is True else "false" if one is False else
+                                    "" if one is None else str(one)) for key, one in pairs])
 
 
 def split_answer(text: str) -> tuple[dict[str, Any], bytes | None]:
@@ -70,9 +86,16 @@ def split_answer(text: str) -> tuple[dict[str, Any], bytes | None]:
     return json.loads(text[:at] + "}"), text[at + 8:-1].encode()
 
 
-def decode(answer: dict[str, Any], content: bytes | None, request: httpx.Request) -> httpx.Response:
+def decode(answer: dict[str, Any], content: bytes | None, request: httpx.Request | None) -> httpx.Response:
     return httpx.Response(answer["status"], headers=answer.get("headers", {}), content=content or b"",
                           request=request)
+
+
+def call_message(ident: int, method: str, path: str, params: dict[str, Any], body: Any,
+                 content: bytes | None) -> tuple[str, bytes | None]:
+    """The message for a client's `Call` (_base.py): what `send_call` sends, without an httpx request."""
+    json_body = None if body is None else json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return message(ident, method, call_target(path, params), {}, json_body, content)
 
 
 def read_timeout(request: httpx.Request) -> float | None:
@@ -80,17 +103,17 @@ def read_timeout(request: httpx.Request) -> float | None:
     return timeout.get("read") if isinstance(timeout, dict) else None
 
 
-def handshake_headers(request: httpx.Request) -> dict[str, str]:
-    return {"Authorization": request.headers["authorization"]} if "authorization" in request.headers else {}
 
 
 class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
     """One socket per client, opened at the first request: any number of requests in flight on it, each answered
-    by its id (the server answers in order)."""
+    by its id (the server answers in order). `send_call` is the clients' own way in, past httpx's request
+    machinery (most of a call's client-side CPU); other requests come through httpx as to any transport."""
 
-    def __init__(self, url: str, **http_options: Any) -> None:
+    def __init__(self, url: str, token: str | None, **http_options: Any) -> None:
         self._url = socket_url(url)
         self._prefix = httpx.URL(url).raw_path.decode("ascii").rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.AsyncHTTPTransport(**http_options)
         self._ids = itertools.count(1)
         self._socket: AsyncConnection | None = None
@@ -103,9 +126,22 @@ class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
         if request.headers.get("accept") == STREAM:
             return await self._http.handle_async_request(request)
         await request.aread()
-        socket = await self._open(request)
         ident = next(self._ids)
-        text, binary = encode(request, ident, self._prefix)
+        answer, content = await self._exchange(ident, *encode(request, ident, self._prefix), read_timeout(request),
+                                               request)
+        return decode(answer, content, request)
+
+    async def send_call(self, method: str, path: str, params: dict[str, Any], body: Any, content: bytes | None,
+                        timeout: float | None) -> httpx.Response:
+        """A client's call (its method, path, query, JSON or raw body), answered as an `httpx.Response`."""
+        ident = next(self._ids)
+        answer, found = await self._exchange(ident, *call_message(ident, method, path, params, body, content),
+                                             timeout, None)
+        return decode(answer, found, None)
+
+    async def _exchange(self, ident: int, text: str, binary: bytes | None, timeout: float | None,
+                        request: httpx.Request | None) -> tuple[dict[str, Any], bytes | None]:
+        socket = await self._open(request)
         answer: asyncio.Future[tuple[dict[str, Any], bytes | None]] = asyncio.get_running_loop().create_future()
         self._waiting[ident] = answer
         try:
@@ -113,21 +149,20 @@ class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
                 await socket.send(text)
                 if binary is not None:
                     await socket.send(binary)
-            found, content = await asyncio.wait_for(answer, read_timeout(request))
+            return await asyncio.wait_for(answer, timeout)
         except TimeoutError as exc:
-            raise httpx.ReadTimeout(f"no answer to {request.method} {request.url.path}", request=request) from exc
+            raise httpx.ReadTimeout(f"no answer to message {ident} in {timeout} s", request=request) from exc
         except WebSocketException as exc:
             raise httpx.ReadError(f"command socket: {exc}", request=request) from exc
         finally:
             self._waiting.pop(ident, None)
-        return decode(found, content, request)
 
-    async def _open(self, request: httpx.Request) -> AsyncConnection:
+    async def _open(self, request: httpx.Request | None) -> AsyncConnection:
         async with self._opening:
             if self._socket is None:
                 try:
-                    self._socket = await async_connect(self._url, additional_headers=handshake_headers(request),
-                                                       max_size=None, compression=None)
+                    self._socket = await async_connect(self._url, additional_headers=self._headers, max_size=None,
+                                                       compression=None)
                 except (OSError, WebSocketException) as exc:
                     raise httpx.ConnectError(f"command socket {self._url}: {exc}", request=request) from exc
                 self._reader = asyncio.create_task(self._read(self._socket))
@@ -167,9 +202,10 @@ class AsyncWebSocketTransport(httpx.AsyncBaseTransport):
 class WebSocketTransport(httpx.BaseTransport):
     """`AsyncWebSocketTransport` for the sync client: one request at a time per socket (threads take turns)."""
 
-    def __init__(self, url: str, **http_options: Any) -> None:
+    def __init__(self, url: str, token: str | None, **http_options: Any) -> None:
         self._url = socket_url(url)
         self._prefix = httpx.URL(url).raw_path.decode("ascii").rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.HTTPTransport(**http_options)
         self._ids = itertools.count(1)
         self._socket: ClientConnection | None = None
@@ -180,34 +216,47 @@ class WebSocketTransport(httpx.BaseTransport):
         if request.headers.get("accept") == STREAM:
             return self._http.handle_request(request)
         request.read()
+        ident = next(self._ids)
+        answer, content = self._exchange(ident, *encode(request, ident, self._prefix), read_timeout(request),
+                                         request)
+        return decode(answer, content, request)
+
+    def send_call(self, method: str, path: str, params: dict[str, Any], body: Any, content: bytes | None,
+                  timeout: float | None) -> httpx.Response:
+        """A client's call (its method, path, query, JSON or raw body), answered as an `httpx.Response`."""
+        ident = next(self._ids)
+        answer, found = self._exchange(ident, *call_message(ident, method, path, params, body, content), timeout,
+                                       None)
+        return decode(answer, found, None)
+
+    def _exchange(self, ident: int, text: str, binary: bytes | None, timeout: float | None,
+                  request: httpx.Request | None) -> tuple[dict[str, Any], bytes | None]:
         with self._lock:
             socket = self._open(request)
-            ident = next(self._ids)
-            text, binary = encode(request, ident, self._prefix)
             try:
                 socket.send(text)
                 if binary is not None:
                     socket.send(binary)
                 while True:  # answers of requests that timed out before come first: skipped
-                    frame = socket.recv(read_timeout(request))
+                    frame = socket.recv(timeout)
                     answer, content = split_answer(frame if isinstance(frame, str) else frame.decode())
                     if answer.get("binary") is not None:
-                        image = socket.recv(read_timeout(request))
+                        image = socket.recv(timeout)
                         content = image if isinstance(image, bytes) else image.encode()
                     if answer.get("id") == ident:
-                        return decode(answer, content, request)
+                        return answer, content
             except TimeoutError as exc:
-                raise httpx.ReadTimeout(f"no answer to {request.method} {request.url.path}", request=request) from exc
+                raise httpx.ReadTimeout(f"no answer to message {ident} in {timeout} s", request=request) from exc
             except (WebSocketException, OSError) as exc:
                 self._socket = None
                 raise httpx.ReadError(f"command socket: {exc}", request=request) from exc
 
-    def _open(self, request: httpx.Request) -> ClientConnection:
+    def _open(self, request: httpx.Request | None) -> ClientConnection:
         if self._socket is None:
             try:
                 # As a context manager: the one way every websockets version from 12 supports without a warning.
                 self._socket = self._stack.enter_context(connect(
-                    self._url, additional_headers=handshake_headers(request), max_size=None, compression=None))
+                    self._url, additional_headers=self._headers, max_size=None, compression=None))
             except (OSError, WebSocketException) as exc:
                 raise httpx.ConnectError(f"command socket {self._url}: {exc}", request=request) from exc
         return self._socket

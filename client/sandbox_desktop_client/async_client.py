@@ -45,13 +45,15 @@ class AsyncClient(AsyncEndpoints):
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  transport: Literal["http", "websocket"] | httpx.AsyncBaseTransport = "http",
                  **httpx_options: Any) -> None:
+        token = resolve_token(token, url)
+        commands = None
         if transport == "websocket":
             from ._websocket import AsyncWebSocketTransport  # here: `websockets` is needed by this option only
-            transport = AsyncWebSocketTransport(url)
+            transport = commands = AsyncWebSocketTransport(url, token)
         if not isinstance(transport, str):
             httpx_options["transport"] = transport
-        http = httpx.AsyncClient(**client_options(url, resolve_token(token, url), timeout), **httpx_options)
-        super().__init__(http, timeout, None)
+        http = httpx.AsyncClient(**client_options(url, token, timeout), **httpx_options)
+        super().__init__(http, timeout, None, commands)
 
     @property
     def desktops(self) -> AsyncDesktops:
@@ -214,7 +216,7 @@ class AsyncDesktopClient(AsyncClient):
 
     def __init__(self, client: AsyncClient, desktop_id: str) -> None:
         # Not `AsyncClient.__init__`, which opens a connection pool: a handle uses its client's.
-        AsyncEndpoints.__init__(self, client._http, client.timeout, desktop_id)
+        AsyncEndpoints.__init__(self, client._http, client.timeout, desktop_id, client._commands)
         self.id = desktop_id
 
     @classmethod

@@ -46,13 +46,15 @@ class Client(Endpoints):
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  transport: Literal["http", "websocket"] | httpx.BaseTransport = "http",
                  **httpx_options: Any) -> None:
+        token = resolve_token(token, url)
+        commands = None
         if transport == "websocket":
             from ._websocket import WebSocketTransport  # here: `websockets` is needed by this option only
-            transport = WebSocketTransport(url)
+            transport = commands = WebSocketTransport(url, token)
         if not isinstance(transport, str):
             httpx_options["transport"] = transport
-        http = httpx.Client(**client_options(url, resolve_token(token, url), timeout), **httpx_options)
-        super().__init__(http, timeout, None)
+        http = httpx.Client(**client_options(url, token, timeout), **httpx_options)
+        super().__init__(http, timeout, None, commands)
 
     @property
     def desktops(self) -> Desktops:
@@ -215,7 +217,7 @@ class DesktopClient(Client):
 
     def __init__(self, client: Client, desktop_id: str) -> None:
         # Not `Client.__init__`, which opens a connection pool: a handle uses its client's.
-        Endpoints.__init__(self, client._http, client.timeout, desktop_id)
+        Endpoints.__init__(self, client._http, client.timeout, desktop_id, client._commands)
         self.id = desktop_id
 
     @classmethod

@@ -4,17 +4,18 @@ return types as over HTTP, errors included, the calls sent over the command sock
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
-from sandbox_desktop_client import AsyncClient, Client, ClientError
+from sandbox_desktop_client import AsyncClient, Client, ClientError, NotFoundError
 from sandbox_desktop_client._websocket import AsyncWebSocketTransport, WebSocketTransport
 from tests.conftest import ServerProcess
 
 DESKTOP = {"displayNum": 545, "width": 800, "height": 600}
 
 
-def test_the_client_option_sync(srv: ServerProcess) -> None:
+def test_the_client_option_sync(srv: ServerProcess, tmp_path: Path) -> None:
     with Client(srv.url, token=srv.token, transport="websocket") as client:
         assert client.move(200, 100).x == 200
         assert client.click(201, 101).x == 201
@@ -27,6 +28,9 @@ def test_the_client_option_sync(srv: ServerProcess) -> None:
         assert client.desktops.attach("default").mouse_position().x == 201
         client.write_file("~/ws.txt", b"over the socket\x00\xff")  # a raw body: the binary frame after its message
         assert client.read_file("~/ws.txt") == b"over the socket\x00\xff"
+        with pytest.raises(NotFoundError):  # a download: through httpx and the transport, not `send_call`
+            client.download_recording("rec_missing", tmp_path / "missing.mp4")
+        assert not (tmp_path / "missing.mp4").exists()
         # The one stream goes over HTTP: the first event replayed arrives as over HTTP.
         assert next(iter(client.events(since=0))).seq >= 1
         transport = client._http._transport
