@@ -21,6 +21,8 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from api.approvals import gate as approval_policy
+from api.commands.socket import OPERATIONS as COMMAND_OPERATIONS
+from api.commands.socket import CommandSocket
 from api.convert.sandbox import SandboxSettings
 from api.http.desktop_paths import per_desktop, per_desktop_websockets
 from api.http.openapi import build_openapi
@@ -187,7 +189,11 @@ def create_app(config: ServerConfig) -> Starlette:
     metrics = Metrics(desktops)
     services = ServerServices(config=config, processes=processes, desktops=desktops, metrics=metrics,
                               tokens=tokens, version=VERSION, sandboxes=sandboxes)
-    single = [op for op in collect_operations() if not is_disabled(op.path, config.disabled_apis)]
+    every = [*collect_operations(), *COMMAND_OPERATIONS]
+    single = [op for op in every if not is_disabled(op.path, config.disabled_apis)]
+    # The command socket (docs/websocket.md) names every operation, a switched-off one too: its messages answer
+    # the 403 an HTTP request would.
+    commands = CommandSocket(every)
     # The approval gate: a guard on each operation a policy may hold (api/approvals/gate.py).
     operations = approval_policy.guarded([*single, *per_desktop(single)])
     # MCP over HTTP (docs/mcp.md) is an ASGI app of its own rather than an Operation: it streams, and answers its
@@ -239,7 +245,7 @@ def create_app(config: ServerConfig) -> Starlette:
             await sandboxes.close()
 
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
-    sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS, *DESKTOP_TERMINAL_WEBSOCKETS]
+    sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS, *DESKTOP_TERMINAL_WEBSOCKETS, *commands.routes()]
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *sockets,
               *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]

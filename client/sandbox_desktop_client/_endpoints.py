@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -43,22 +43,33 @@ from ._types import (
     VideoCodec,
 )
 
+if TYPE_CHECKING:  # imported where the option is taken: `websockets` is needed by it only
+    from ._websocket import WebSocketTransport
+
 T = TypeVar("T")
 
 
 class Endpoints:
     """A desktop's endpoints as methods: each sends its `Call` over `_http` to the desktop `_desktop`."""
 
-    def __init__(self, http: httpx.Client, timeout: float, desktop: str | None) -> None:
+    def __init__(self, http: httpx.Client, timeout: float, desktop: str | None,
+                 commands: WebSocketTransport | None = None) -> None:
         self.timeout = timeout
         self._http = http
         self._desktop = desktop
         """The desktop this client drives: None for `/v1/desktop` (`default`), else a handle's desktop's id."""
+        self._commands = commands
+        """The command socket's transport with `transport="websocket"` (also `_http`'s), else None."""
 
     def send(self, call: Call[T]) -> T:
         """Send one prepared `Call` and return its parsed answer; raises `ApiError` for a non-2xx status."""
-        response = self._http.request(call.method, b.scoped(call.path, self._desktop),
-                                      **request_options(call, self.timeout))
+        path = b.scoped(call.path, self._desktop)
+        if self._commands is not None:  # straight onto the socket: httpx's request machinery is most of the cost
+            timeout = self.timeout + call.extra_timeout if self.timeout is not None else None
+            response = self._commands.send_call(call.method, path, call.params, call.json, call.content,
+                                                timeout)
+        else:
+            response = self._http.request(call.method, path, **request_options(call, self.timeout))
         check(response)
         return call.parse(response)
 
@@ -363,7 +374,9 @@ class Endpoints:
         (`seq`, `type`, `t`, `at`, then its own fields as extras: `event.model_extra`); `events.missed` says
         how many this reader lost by falling behind."""
         call = b.events(types, since)
+        # The Accept says it is a stream: the command socket's transport sends it over HTTP (docs/websocket.md).
         with self._http.stream(call.method, b.scoped(call.path, self._desktop), params=call.params,
+                               headers={"accept": "text/event-stream"},
                                timeout=events_timeout(self.timeout)) as response:
             if not response.is_success:
                 response.read()

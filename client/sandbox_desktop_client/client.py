@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -34,7 +34,9 @@ class Client(Endpoints):
 
     `url` defaults to http://127.0.0.1:2468; `token` to $SANDBOX_DESKTOP_TOKEN, then to the one a server
     on this machine announced (docs/security.md); `timeout` (seconds) is httpx's per request, with what a
-    call waits on the server added. Other keyword arguments go to `httpx.Client` (`verify=`, `transport=`).
+    call waits on the server added. `transport="websocket"` sends every call over one command WebSocket
+    (docs/websocket.md): the same methods and answers, with less work per call; it needs the `websockets`
+    package. Other keyword arguments go to `httpx.Client` (`verify=`, or an httpx `transport=`).
 
     Every method raises an `ApiError` subclass for a non-2xx answer (see the package's docstring) and
     `httpx.TransportError` when no answer came; a method's docstring names the errors it adds.
@@ -42,9 +44,17 @@ class Client(Endpoints):
     """
 
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 transport: Literal["http", "websocket"] | httpx.BaseTransport = "http",
                  **httpx_options: Any) -> None:
-        http = httpx.Client(**client_options(url, resolve_token(token, url), timeout), **httpx_options)
-        super().__init__(http, timeout, None)
+        token = resolve_token(token, url)
+        commands = None
+        if transport == "websocket":
+            from ._websocket import WebSocketTransport  # here: `websockets` is needed by this option only
+            transport = commands = WebSocketTransport(url, token)
+        if not isinstance(transport, str):
+            httpx_options["transport"] = transport
+        http = httpx.Client(**client_options(url, token, timeout), **httpx_options)
+        super().__init__(http, timeout, None, commands)
 
     @property
     def desktops(self) -> Desktops:
@@ -210,7 +220,7 @@ class DesktopClient(Client):
 
     def __init__(self, client: Client, desktop_id: str) -> None:
         # Not `Client.__init__`, which opens a connection pool: a handle uses its client's.
-        Endpoints.__init__(self, client._http, client.timeout, desktop_id)
+        Endpoints.__init__(self, client._http, client.timeout, desktop_id, client._commands)
         self.id = desktop_id
 
     @classmethod

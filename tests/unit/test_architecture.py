@@ -19,7 +19,8 @@ PACKAGES = ("desktop", "api", "streaming", "recording", "pytest_sandbox_desktop"
 DESKTOP_ROOMS = ("core", "sandbox", "x11", "processes", "sound", "screen", "windows", "events", "control", "input",
                  "accessibility", "clipboard", "files", "apps", "actions", "vendors", "lifecycle")
 """desktop/'s rooms, lowest first: each may import only itself and the rooms before it (docs/architecture.md)."""
-API_ROOMS = ("http", "middleware", "osworld", "server", "convert", "approvals", "routes", "mcp", "app", "cli")
+API_ROOMS = ("http", "middleware", "osworld", "server", "convert", "approvals", "routes", "mcp", "commands", "app",
+             "cli")
 """api/'s rooms, lowest first (`app` is the module api/app.py, which assembles the server)."""
 
 MAX_LINES = 450

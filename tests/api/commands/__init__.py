@@ -1,0 +1,1 @@
+"""The command WebSocket (docs/websocket.md)."""
