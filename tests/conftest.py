@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -95,11 +95,12 @@ class ServerProcess:
 
 
 def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str, str] | None = None,
-                  wait: bool = True) -> ServerProcess:
+                  wait: bool = True, pass_fds: Sequence[int] = ()) -> ServerProcess:
     """Start a server; `token=""` makes a random one (passed with --token), `None` passes no token flag (the
     server then reads $SANDBOX_DESKTOP_TOKEN or makes its own; pass "--no-token" for an open server).
 
-    Its announcement for local clients goes to `tmp/xdg-state` ($XDG_STATE_HOME), never the user's own."""
+    Its announcement for local clients goes to `tmp/xdg-state` ($XDG_STATE_HOME), never the user's own.
+    `pass_fds` stay open in it (a server whose own descriptors then start above them)."""
     if token == "":
         token = secrets.token_urlsafe(16)
     port = free_port()
@@ -116,7 +117,7 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
     full_env.update(env or {})
     log = open(log_path, "wb")  # noqa: SIM115 - the child owns it for its lifetime
     proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                            start_new_session=True)
+                            start_new_session=True, pass_fds=pass_fds)
     server = ServerProcess(f"http://127.0.0.1:{port}", token, state_dir, proc, log_path, args)
     if wait:
         wait_healthy(server)
