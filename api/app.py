@@ -51,6 +51,7 @@ from desktop.files import calls as file_calls
 from desktop.lifecycle import options as options_module
 from desktop.processes import ProcessManager
 from desktop.sandbox.host import SandboxHost
+from desktop.x11 import xlib_poll
 from sandbox_desktop_client import local_servers
 from sandbox_desktop_wire.enums import TokenRole
 
@@ -154,6 +155,8 @@ def disabled_routes(disabled: frozenset[str]) -> list[BaseRoute]:
 
 def create_app(config: ServerConfig) -> Starlette:
     """Build the ASGI app: the server's services (docs/architecture.md), its routes and middleware."""
+    # Its X connections work past descriptor 1023, where python-xlib's select() fails (desktop/x11/xlib_poll.py).
+    xlib_poll.install()
     processes = ProcessManager()
     dependencies = DependencyChecker()
     default_state_dir = config.state_dir or options_module.default_state_dir()

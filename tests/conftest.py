@@ -94,12 +94,21 @@ class ServerProcess:
         return self.proc.returncode
 
 
+OCCUPY = ("import os, sys\n"
+          "while os.open(os.devnull, os.O_RDONLY) < int(sys.argv[1]): pass\n"
+          "[os.set_inheritable(fd, True) for fd in range(3, int(sys.argv[1]) + 1)]\n"
+          "os.execv(sys.argv[2], sys.argv[2:])")
+"""Take descriptors 3 to argv[1], keep them across exec, and become the server (same pid)."""
+
+
 def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str, str] | None = None,
-                  wait: bool = True) -> ServerProcess:
+                  wait: bool = True, occupy_fds: int = 0) -> ServerProcess:
     """Start a server; `token=""` makes a random one (passed with --token), `None` passes no token flag (the
     server then reads $SANDBOX_DESKTOP_TOKEN or makes its own; pass "--no-token" for an open server).
 
-    Its announcement for local clients goes to `tmp/xdg-state` ($XDG_STATE_HOME), never the user's own."""
+    Its announcement for local clients goes to `tmp/xdg-state` ($XDG_STATE_HOME), never the user's own.
+    `occupy_fds`: it starts with descriptors 3 to `occupy_fds` taken (/dev/null), so its own come after them,
+    as in a server holding many desktops."""
     if token == "":
         token = secrets.token_urlsafe(16)
     port = free_port()
@@ -111,6 +120,8 @@ def launch_server(tmp: Path, *extra: str, token: str | None = "", env: dict[str,
             *(f"--share={path}" for path in SHARED), *extra]
     if token:
         args.append(f"--token={token}")  # `=`: a token may start with "-"
+    if occupy_fds:
+        args = [sys.executable, "-c", OCCUPY, str(occupy_fds), *args]
     full_env = {k: v for k, v in os.environ.items() if k != "SANDBOX_DESKTOP_TOKEN"}
     full_env["XDG_STATE_HOME"] = str(tmp / "xdg-state")
     full_env.update(env or {})

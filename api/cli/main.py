@@ -265,6 +265,7 @@ def run_server(args: argparse.Namespace) -> int:
     from api.app import create_app
     from api.middleware.browser_guard import HostPolicy
     from api.middleware.cors import CorsPolicy
+    from api.server import descriptors
     from api.server.config import McpOptions, ServerConfig
     from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
@@ -329,6 +330,8 @@ def run_server(args: argparse.Namespace) -> int:
                           desktop_policy=args.desktop_policy or DesktopPolicy(),
                           sandbox_uids=args.sandbox_uids or UidRange())
     configure_logging(args.log_level, args.log_format)
+    # Before any desktop: each holds tens of descriptors in this process (api/server/descriptors.py).
+    descriptors.raise_limit()
     # The server's X clients (screenshots, input, the live view) find each sandboxed desktop's cookie here.
     os.environ["XAUTHORITY"] = str(xauthority)
     app = create_app(config)

@@ -1,7 +1,7 @@
 """The desktop clipboard: X selections owned and read by one dedicated thread per display.
 
 A selection exists only while its owner answers requests for it, so the clipboard thread keeps its
-own connection and a hidden window, and sleeps on the X socket plus a wake-up pipe (no polling).
+own connection and a hidden window, and sleeps on the X socket plus a wake-up (desktop/x11/wakeup.py; no polling).
 The event loop hands it commands and awaits futures: a write answers as soon as the server confirms
 our ownership, and no call ever waits on another client's transfer. When the X server goes away
 the thread ends; the next call starts a new one (the old value went with the old server). The same
@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import selectors
 import threading
 import time
 from collections import deque
@@ -39,6 +37,7 @@ from desktop.x11.selection import (
     resolve,
 )
 from desktop.x11.session import Session
+from desktop.x11.wakeup import Wakeup
 from desktop.x11.xdnd import DragSource, DropResult
 from sandbox_desktop_wire.enums import ClipboardSelection
 
@@ -197,9 +196,7 @@ class ClipboardThread:
         self._lock = threading.Lock()  # guards _closed against a submit racing the thread's exit
         self._closed = False
         self._stopping = False
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
+        self._wakeup = Wakeup()
         self._thread = threading.Thread(target=self._run, name=f"clipboard{display_name}", daemon=True)
 
     @property
@@ -249,8 +246,7 @@ class ClipboardThread:
                 future.set_exception(ConnectionLost(f"clipboard thread for {self.display_name} has ended"))
                 return
             self._commands.append((command, future))
-            with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
-                os.write(self._wake_w, b"\0")
+            self._wakeup.wake()
 
     def _run(self) -> None:
         try:
@@ -274,23 +270,20 @@ class ClipboardThread:
         self._close(failure)
 
     def _loop(self, x: _Connection) -> None:
-        with selectors.DefaultSelector() as selector:
-            selector.register(x.display.fileno(), selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            while True:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self._wake_r, 4096)
-                self._run_commands(x)
-                if self._stopping:
-                    return
-                x.expire()
-                x.settle()
-                # Again: the events just handled may have set a nearer deadline (a drop's next XdndPosition).
-                deadline = x.expire()
-                x.display.flush()
-                if x.display.pending_events():  # read while expiring waited on a reply: handle them at once
-                    deadline = time.monotonic()
-                selector.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._wakeup.watch(x.display.fileno())
+        while True:
+            self._wakeup.clear()
+            self._run_commands(x)
+            if self._stopping:
+                return
+            x.expire()
+            x.settle()
+            # Again: the events just handled may have set a nearer deadline (a drop's next XdndPosition).
+            deadline = x.expire()
+            x.display.flush()
+            if x.display.pending_events():  # read while expiring waited on a reply: handle them at once
+                deadline = time.monotonic()
+            self._wakeup.sleep(None if deadline is None else deadline - time.monotonic())
 
     def _run_commands(self, x: _Connection) -> None:
         while self._commands:
@@ -304,14 +297,13 @@ class ClipboardThread:
                 resolve(future, error=exc)
 
     def _close(self, failure: BaseException) -> None:
-        """Fail the commands still queued and free the pipe; later submits fail at once."""
+        """Fail the commands still queued and free the wake-up; later submits fail at once."""
         with self._lock:
             self._closed = True
             for _, future in self._commands:
                 resolve(future, error=failure)
             self._commands.clear()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            self._wakeup.close()
 
 
 class Clipboard:

@@ -1,7 +1,7 @@
 """The X watcher: one thread per desktop that turns X events into bus events (docs/events.md).
 
-The thread owns its own python-xlib connection and sleeps in `select` on the X socket and a wake-up pipe
-(the pattern of desktop/clipboard/owner.py): an idle desktop costs nothing, and an event is published within
+The thread owns its own python-xlib connection and sleeps on the X socket and a wake-up (desktop/x11/wakeup.py,
+as desktop/clipboard/owner.py does): an idle desktop costs nothing, and an event is published within
 one wake-up of its arrival. It selects
 
 - SubstructureNotify and PropertyChange on the root: `_NET_CLIENT_LIST` (windows managed or gone),
@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import selectors
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +45,7 @@ from desktop.events.event_types import (
 )
 from desktop.windows.query import active_window_id, client_window_ids, describe_windows
 from desktop.x11.thread import open_display
+from desktop.x11.wakeup import Wakeup
 from sandbox_desktop_wire.enums import ClipboardSelection
 
 logger = logging.getLogger("sandbox_desktop.xwatch")
@@ -298,9 +297,7 @@ class WatchThread(threading.Thread):
         self._on_exit = on_exit
         self._screen = False
         self._stopping = False
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
+        self._wakeup = Wakeup()
         self.error: Exception | None = None
 
     def set_screen(self, on: bool) -> None:
@@ -312,8 +309,7 @@ class WatchThread(threading.Thread):
         self._wake()
 
     def _wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):  # a full pipe already means "wake up"
-            os.write(self._wake_w, b"\0")
+        self._wakeup.wake()
 
     def run(self) -> None:
         try:
@@ -331,19 +327,15 @@ class WatchThread(threading.Thread):
             logger.exception("event watcher on %s failed", self.display_name)
             self.error = exc
         finally:
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            self._wakeup.close()
             self._on_exit(self)
 
     def _loop(self, watch: _Watch) -> None:
-        with selectors.DefaultSelector() as selector:
-            selector.register(watch.d.fileno(), selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            while not self._stopping:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self._wake_r, 4096)
-                if self._screen != (watch.damage is not None):
-                    watch.set_screen(self._screen)
-                watch.drain()
-                deadline = watch.screen.due(time.monotonic())
-                selector.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._wakeup.watch(watch.d.fileno())
+        while not self._stopping:
+            self._wakeup.clear()
+            if self._screen != (watch.damage is not None):
+                watch.set_screen(self._screen)
+            watch.drain()
+            deadline = watch.screen.due(time.monotonic())
+            self._wakeup.sleep(None if deadline is None else deadline - time.monotonic())

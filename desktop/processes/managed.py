@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from desktop.core.errors import Conflict
 from desktop.processes.child import Child
@@ -23,29 +24,39 @@ the stream ended (a grandchild that keeps the pipe open must not hold them forev
 
 
 class ProcessOutput:
-    """Where a child's output goes: the log buffer, and the log file if one was asked for."""
+    """Where a child's output goes: the log buffer, and the log file if one was asked for.
+
+    The file is opened for each write rather than held: the processes with one are a desktop's own (Xvfb,
+    openbox, its buses), which write a few lines in their lives, and each descriptor held for every desktop
+    lowers how many desktops a server's limit allows (docs/operations.md, "Descriptors")."""
 
     def __init__(self, logs: LogBuffer, log_path: Path | None) -> None:
         self.logs = logs
-        self._file: IO[bytes] | None = None
+        self._path: Path | None = None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
+            self._path = log_path
+            self._append(b"")  # created now: the log exists from the start, even for a silent process
 
     def write(self, stream: LogStream, data: bytes) -> None:
         self.logs.append(stream, data)
-        if self._file is not None:
+        if self._path is not None:
+            self._append(data)
+
+    def _append(self, data: bytes) -> None:
+        assert self._path is not None
+        try:
+            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
             try:
-                self._file.write(data)  # one small unbuffered append per chunk
-            except OSError as exc:
-                logger.warning("log file %s: %s; no longer writing it", self._file.name, exc)
-                self.close()
+                os.write(fd, data)  # one small append per chunk
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.warning("log file %s: %s; no longer writing it", self._path, exc)
+            self._path = None
 
     def close(self) -> None:
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
+        self._path = None
 
 
 class ManagedProcess:

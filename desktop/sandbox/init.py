@@ -181,9 +181,13 @@ class Init:
         wake_r, wake_w = (_high(fd) for fd in os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC))
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # poll, not select: its descriptors sit at OWN_FDS_FROM and up, a few from select's limit of 1023.
+        poller = select.poll()
+        poller.register(self.channel.fileno(), select.POLLIN)
+        poller.register(wake_r, select.POLLIN)
         try:
             while True:
-                readable, _, _ = select.select([self.channel.fileno(), wake_r], [], [])
+                readable = {fd for fd, _ in poller.poll()}
                 if wake_r in readable:
                     with contextlib.suppress(BlockingIOError):
                         while os.read(wake_r, 4096):

@@ -13,11 +13,28 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
 
 
 class NftError(RuntimeError):
     """The library refused a script; the message is what `nft` would have printed."""
+
+
+FD_SETSIZE = 1024
+MARGIN = 64
+"""Descriptors other threads may open between the check and the context's socket."""
+
+
+def _refuse_high_descriptors() -> None:
+    """The context opens its netlink socket at the lowest free number, for good, and the library waits on it
+    with select() (libnftables 1.0's mnl_batch_talk): at 1024 or above, glibc aborts the whole server ("bit
+    out of range 0 - FD_SETSIZE on fd_set"). Where no low number is free, `nethost.nft` runs the command."""
+    probe = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    os.close(probe)
+    if probe >= FD_SETSIZE - MARGIN:
+        raise OSError(f"libnftables: the lowest free descriptor is {probe}; its select() needs one below "
+                      f"{FD_SETSIZE}")
 
 
 class LibNft:
@@ -39,6 +56,7 @@ class LibNft:
         lib.nft_ctx_free.restype = None
         lib.nft_ctx_free.argtypes = [ctypes.c_void_p]
         self._lib = lib
+        _refuse_high_descriptors()
         self._ctx = lib.nft_ctx_new(0)  # NFT_CTX_DEFAULT
         if not self._ctx:
             raise OSError("libnftables: nft_ctx_new failed")

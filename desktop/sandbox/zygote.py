@@ -49,8 +49,12 @@ def main(argv: list[str]) -> int:
         importlib.import_module(name)
     protocol.send(server, _trial())
     gc.freeze()  # what is imported by now is shared with every init: keep the collector from touching it
+    # poll, not select: the socket keeps the number it had in the server, which may be past select's 1023.
+    poller = select.poll()
+    poller.register(server.fileno(), select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
     while True:
-        readable, _, _ = select.select([server.fileno(), wake_r], [], [])
+        readable = {fd for fd, _ in poller.poll()}
         if wake_r in readable:
             _drain(wake_r)
             _reap()
