@@ -16,11 +16,10 @@ import pytest
 from PIL import Image
 
 from tests.conftest import assert_problem, wait_for
+from tests.support.accessibility import ACT, FIND, act, find
 from tests.support.browser import desktop_page
 
 DESKTOP = {"displayNum": 231, "width": 1280, "height": 800}
-FIND = "/v1/desktop/accessibility/find"
-ACT = "/v1/desktop/accessibility/act"
 TREE = "/v1/desktop/accessibility/tree"
 
 pytestmark = pytest.mark.skipif(not (shutil.which("zenity") and shutil.which("chromium")),
@@ -42,11 +41,6 @@ body { margin: 0; background: #fff; font: 16px sans-serif }
 </body></html>"""
 
 
-def find(api: httpx.Client, **query: Any) -> list[dict[str, Any]]:
-    response = api.post(FIND, json=query)
-    assert response.status_code == 200, response.text
-    elements: list[dict[str, Any]] = response.json()["elements"]
-    return elements
 
 
 def find_one(api: httpx.Client, what: str, timeout: float = 15, **query: Any) -> dict[str, Any]:
@@ -55,11 +49,6 @@ def find_one(api: httpx.Client, what: str, timeout: float = 15, **query: Any) ->
     return found[0]
 
 
-def act(api: httpx.Client, element: Any, action: str, **extra: Any) -> dict[str, Any]:
-    response = api.post(ACT, json={"element": element, "action": action, **extra})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def output_of(api: httpx.Client, process_id: str) -> str:

@@ -17,11 +17,10 @@ import httpx
 import pytest
 
 from tests.conftest import assert_problem, wait_for
+from tests.support.accessibility import ACT, act, find
 from tests.support.browser import desktop_page
 
 DESKTOP = {"displayNum": 647, "width": 1280, "height": 800}
-FIND = "/v1/desktop/accessibility/find"
-ACT = "/v1/desktop/accessibility/act"
 
 pytestmark = pytest.mark.skipif(not (shutil.which("zenity") and shutil.which("chromium")),
                                 reason="needs zenity and chromium (scripts/setup.sh test installs them)")
@@ -51,18 +50,8 @@ html, body {{ margin: 0; height: 100%; font: 16px sans-serif }}
 </section></body></html>"""
 
 
-def find(api: httpx.Client, **query: Any) -> list[dict[str, Any]]:
-    response = api.post(FIND, json=query)
-    assert response.status_code == 200, response.text
-    elements: list[dict[str, Any]] = response.json()["elements"]
-    return elements
 
 
-def act(api: httpx.Client, element: Any, action: str, **extra: Any) -> dict[str, Any]:
-    response = api.post(ACT, json={"element": element, "action": action, **extra})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def said(api: httpx.Client, text: str) -> None:

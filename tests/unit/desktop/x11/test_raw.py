@@ -3,8 +3,6 @@ same answers, errors come back as codes, and events read on the way reach python
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -12,24 +10,13 @@ from Xlib import X, Xatom
 from Xlib.display import Display
 
 from desktop.x11 import raw as xraw
+from tests.support.xvfb import free_display
 
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    """An Xvfb of this module's on whatever display is free (`-displayfd`): a fixed number may belong to a
-    desktop another test worker's server just started, and would then answer for this one."""
-    read, write = os.pipe()
-    # -noreset: without it the server regenerates when a test's last connection closes, and drops a
-    # connection that comes in meanwhile (the next test's).
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp",
-                             "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as announced:
-        number = announced.readline().strip()
-    assert number, "Xvfb did not start"
-    yield f":{number}"
-    proc.kill()
-    proc.wait()
+    with free_display() as name:
+        yield name
 
 
 @pytest.fixture(params=["socket", "queue"])

@@ -7,7 +7,6 @@ import os
 import resource
 import select
 import socket
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -16,23 +15,15 @@ from Xlib import X, Xatom
 from Xlib.display import Display
 
 from desktop.x11 import xlib_poll
+from tests.support.xvfb import free_display
 
 HIGH = 1500
 
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    """An Xvfb on whatever display is free (`-displayfd`: a fixed number may be another worker's)."""
-    read, write = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp",
-                             "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as announced:
-        number = announced.readline().strip()
-    assert number, "Xvfb did not start"
-    yield f":{number}"
-    proc.kill()
-    proc.wait()
+    with free_display() as name:
+        yield name
 
 
 @pytest.fixture
