@@ -15,8 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.accessibility.test_accessibility import FIND, TREE, act, find, find_one
+from tests.api.accessibility.test_accessibility import TREE, find_one
 from tests.conftest import wait_for
+from tests.support.accessibility import FIND, act, find
 
 DESKTOP = {"displayNum": 236, "width": 1280, "height": 800}
 
