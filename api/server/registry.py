@@ -134,7 +134,7 @@ class DesktopRegistry:
             await services.open()
             if prepare is not None:
                 await prepare(services.desktop)
-            await services.desktop.start(options, requested)
+            await services.desktop.ensure_started(options, requested)
         except BaseException:
             await services.close()
             await asyncio.to_thread(shutil.rmtree, state_dir, True)

@@ -44,10 +44,21 @@ class DesktopSandbox:
         made = cls(host, display)
         try:
             runtime = await asyncio.to_thread(prepare_runtime_dir, f":{display.number}")
-            if host.network is not None:
-                made.network = await host.network.create(desktop_id, rules or NetworkRules())
-            if host.cgroups is not None:
-                made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id), limits)
+
+            async def network() -> None:
+                if host.network is not None:
+                    made.network = await host.network.create(desktop_id, rules or NetworkRules())
+
+            async def cgroup() -> None:
+                if host.cgroups is not None:
+                    made.cgroup = await asyncio.to_thread(host.cgroups.create, _cgroup_name(desktop_id), limits)
+
+            # Independent of each other (nft on one side, cgroupfs on the other): made at once, a few ms off a
+            # create; on a failure of either, `close` below removes what the other made.
+            done = await asyncio.gather(network(), cgroup(), return_exceptions=True)
+            failed = next((result for result in done if isinstance(result, BaseException)), None)
+            if failed is not None:
+                raise failed
             rootless = host.rootless is not None
             home = server_home() if rootless else None
             plan = SandboxPlan(desktop_id, layout.root / "sandbox", layout.home, runtime, display.number,
