@@ -24,7 +24,7 @@ from starlette.requests import Request
 from api.approvals.proposals import KEY, POINTER, TYPE, pointer, steps_of, summary, target_text, typed
 from api.convert.actions import plan_batch
 from api.convert.elements import target_of
-from api.convert.vendors import anthropic_plan, openai_plan
+from api.convert.vendors import anthropic_plan, gemini_plan, openai_plan
 from api.http.desktop_paths import desktop_path
 from api.http.operations import Guard, Operation
 from api.server.desktop_services import DesktopServices
@@ -48,7 +48,7 @@ from sandbox_desktop_wire.mouse import (
     MouseScrollRequest,
 )
 from sandbox_desktop_wire.processes import ProcessCreateRequest, ProcessRunRequest
-from sandbox_desktop_wire.vendors import AnthropicRequest, OpenAIRequest
+from sandbox_desktop_wire.vendors import AnthropicRequest, GeminiRequest, OpenAIRequest
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ class Gate:
     describe: Describe
     source: ActionSource | None = None
     """The action log's source the handler acts as (`acting_as`); None: the request's (rest, mcp)."""
+    confirms: Callable[[list[ProposedStep]], bool] | None = None
+    """Whether the request itself asks for a person (Gemini's `require_confirmation`): held under any policy that
+    holds something, whatever its steps' kinds."""
 
 
 # -- mouse and keyboard (screen pixels) ------------------------------------------------------------------
@@ -151,6 +154,32 @@ async def openai_computer(p: Proposal) -> list[ProposedStep]:
     return await steps_of(plan.steps, session, p.services.desktop.accessibility)
 
 
+CONFIRMATION = "safety-confirmation"
+"""The step that carries a Gemini call's `require_confirmation` explanation into the approval."""
+
+
+async def gemini_computer(p: Proposal) -> list[ProposedStep]:
+    body: GeminiRequest = p.body
+    session = p.session()
+    plan = gemini_plan(body, session)  # the handler's 400s and 422s too, before asking anyone
+    proposed = await steps_of(plan.steps, session, p.services.desktop.accessibility)
+    if plan.browser is not None:
+        # What the browser move amounts to: opening a URL is a launch; back and forward are keys.
+        if plan.browser.kind in ("navigate", "open"):
+            proposed.append(ProposedStep(kind=ActionKind.LAUNCH, type="open",
+                                         command=plan.browser.url or "the web browser"))
+        else:
+            proposed.append(ProposedStep(kind=KEY, type="key", keys="alt+Left" if plan.browser.kind == "back"
+                                         else "alt+Right"))
+    if plan.confirm is not None:
+        proposed.append(ProposedStep(type=CONFIRMATION, command=plan.confirm))
+    return proposed
+
+
+def gemini_confirms(proposed: list[ProposedStep]) -> bool:
+    return any(s.type == CONFIRMATION for s in proposed)
+
+
 # -- elements, apps, processes ------------------------------------------------------------------------------
 
 _ELEMENT_KINDS = {ElementAction.CLICK: POINTER, ElementAction.INVOKE: POINTER, ElementAction.SELECT: POINTER,
@@ -212,6 +241,7 @@ DESKTOP_GATES: dict[tuple[str, str], Gate] = {
     ("POST", "/actions"): Gate(batch, ActionSource.BATCH),
     ("POST", "/anthropic/computer"): Gate(anthropic_computer, ActionSource.ANTHROPIC),
     ("POST", "/openai/computer"): Gate(openai_computer, ActionSource.OPENAI),
+    ("POST", "/gemini/computer"): Gate(gemini_computer, ActionSource.GEMINI, gemini_confirms),
     ("POST", "/accessibility/act"): Gate(element_act),
     ("POST", "/launch"): Gate(launch),
     ("POST", "/open"): Gate(open_target),
@@ -254,6 +284,9 @@ def guard_for(operation: Operation) -> Guard | None:
             return
         proposed = await gate.describe(Proposal(kwargs.get("body"), services))
         kinds = sorted({s.kind for s in proposed if s.kind is not None and s.kind in held})
+        if not kinds and gate.confirms is not None and gate.confirms(proposed):
+            # Asked for by the request: its own kinds, or (a wait) the policy's.
+            kinds = sorted({s.kind for s in proposed if s.kind is not None}) or sorted(held)
         if not kinds:
             return
         desktop = services.desktop

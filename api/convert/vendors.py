@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from desktop.core.errors import FieldError, field_errors, invalid_action
 from desktop.input.coordinates import CoordinateSpace, ImageFit
-from desktop.vendors import anthropic, anthropic_toolset, openai
+from desktop.vendors import anthropic, anthropic_toolset, gemini, openai
 from desktop.vendors.common import display_space
 from desktop.x11.session import Session
-from sandbox_desktop_wire.vendors import AnthropicRequest, OpenAIRequest
+from sandbox_desktop_wire.vendors import AnthropicRequest, GeminiRequest, OpenAIRequest
 
 
 @dataclass(frozen=True)
@@ -93,3 +93,9 @@ def openai_plan(body: OpenAIRequest, session: Session) -> tuple[openai.Plan, Coo
     space, fit = display_space(session.width, session.height, body.display_width, body.display_height,
                                "display_width")
     return openai.Translator(space).plan(body.call.model_dump(exclude_none=True)), space, fit
+
+
+def gemini_plan(body: GeminiRequest, session: Session) -> gemini.Plan:
+    """The functionCall's plan on the 0-999 grid over the whole screen (Gemini is never told a display size)."""
+    call = body.function_call
+    return gemini.Translator(session.width, session.height, body.search_url).plan(call.name, call.args)

@@ -1,6 +1,6 @@
 """Vendor computer-use endpoints: a model's tool call in, the result to send back to the model out.
 
-Both plan with api/convert/vendors.py (as the approval gate does) and run on the batch coordinator of
+Each plans with api/convert/vendors.py (as the approval gate does) and runs on the batch coordinator of
 `POST /v1/desktop/actions`, so a vendor call and a batch never interleave and settle the same way.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from api.convert.vendors import AnthropicPlans, anthropic_plan, openai_plan
+from api.convert.vendors import AnthropicPlans, anthropic_plan, gemini_plan, openai_plan
 from api.http.operations import Operation
 from api.http.problems import problem_document
 from api.server.services import desktop_of, desktop_services
@@ -18,12 +18,19 @@ from desktop.actions import batch as steps
 from desktop.core.errors import DomainError
 from desktop.events.action_log import acting_as
 from desktop.screen.screenshots import ShotOptions
-from desktop.vendors import anthropic, anthropic_toolset, openai
+from desktop.vendors import anthropic, anthropic_toolset, browser, gemini, openai
 from desktop.x11.session import Session
 from sandbox_desktop_wire.actions import SettleOptions
 from sandbox_desktop_wire.enums import ActionSource
 from sandbox_desktop_wire.problems import ProblemCode
-from sandbox_desktop_wire.vendors import AnthropicRequest, AnthropicResult, ComputerCallOutput, OpenAIRequest
+from sandbox_desktop_wire.vendors import (
+    AnthropicRequest,
+    AnthropicResult,
+    ComputerCallOutput,
+    GeminiRequest,
+    GeminiResult,
+    OpenAIRequest,
+)
 
 INVALID = ProblemCode.DESKTOP_INVALID_ACTION
 ERRORS = (409, 502, 503)
@@ -90,6 +97,27 @@ async def openai_computer(request: Request, *, body: OpenAIRequest) -> ComputerC
     return ComputerCallOutput(**openai.call_output(body.call.call_id, checks, outcome.shot))
 
 
+async def gemini_computer(request: Request, *, body: GeminiRequest) -> GeminiResult:
+    with acting_as(ActionSource.GEMINI):
+        desktop = desktop_of(request)
+        session = desktop.session()
+        plan = gemini_plan(body, session)
+        steps_run = plan.steps
+        if plan.browser is not None:
+            # The browser first (outside the batch: launching waits for a window); a browser just launched at
+            # the URL needs no keys.
+            start = plan.browser.url or "about:blank"
+            launched = await browser.focus_browser(desktop.windows, desktop.apps, session, start)
+            steps_run = [] if launched else gemini.browser_keys(plan.browser)
+        outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle),
+                                                              ShotOptions(scale=1.0))
+        if outcome.error is not None:
+            raise outcome.error[1]
+        assert outcome.shot is not None
+        url = await browser.focused_url(desktop.windows, desktop.accessibility, session)
+    return GeminiResult(parts=gemini.parts(plan.name, url, plan.confirm is not None, outcome.shot))
+
+
 OPERATIONS = [
     Operation("POST", "/v1/desktop/anthropic/computer", anthropic_computer,
               "Run an Anthropic computer-tool action, or computer toolset calls, and answer the tool_result content to "
@@ -100,4 +128,9 @@ OPERATIONS = [
               "Run an OpenAI computer_call (one action or a batch) and answer the computer_call_output item",
               body=OpenAIRequest, response=ComputerCallOutput, body_required=True, invalid_code=INVALID,
               errors=ERRORS, tags=("vendors",)),
+    Operation("POST", "/v1/desktop/gemini/computer", gemini_computer,
+              "Run a Gemini computer-use functionCall and answer the functionResponse and screenshot parts to send "
+              "back",
+              body=GeminiRequest, response=GeminiResult, body_required=True, invalid_code=INVALID,
+              errors=(404, *ERRORS), tags=("vendors",)),
 ]

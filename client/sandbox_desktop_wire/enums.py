@@ -82,6 +82,8 @@ class ActionSource(enum.StrEnum):
     """`POST /v1/desktop/anthropic/computer`."""
     OPENAI = "openai"
     """`POST /v1/desktop/openai/computer`."""
+    GEMINI = "gemini"
+    """`POST /v1/desktop/gemini/computer`."""
     MCP = "mcp"
     """A tool call through `/v1/mcp`."""
     STREAM = "stream"

@@ -120,3 +120,33 @@ class ComputerCallOutput(VendorModel):
     call_id: str
     acknowledged_safety_checks: list[SafetyCheck]
     output: ComputerScreenshot
+
+
+DEFAULT_SEARCH_URL = "https://www.google.com/"
+
+
+class GeminiFunctionCall(VendorModel):
+    """The `functionCall` of the model's `Part`, as the REST API writes it."""
+
+    name: str = Field(description="One of the computer-use functions: click_at, hover_at, type_text_at, "
+                      "scroll_document, scroll_at, key_combination, drag_and_drop, wait_5_seconds, navigate, go_back, "
+                      "go_forward, search, open_web_browser")
+    args: dict[str, Any] = Field(default={}, description="Points and magnitudes on the 0-999 grid; a "
+                                 "`safety_decision` of `require_confirmation` is held for approval when approvals "
+                                 "are on")
+    id: str | None = None
+
+
+class GeminiRequest(VendorModel):
+    """A Gemini `Part` holding a `functionCall` (camelCase, as the REST API sends it), and our options."""
+
+    function_call: GeminiFunctionCall = Field(alias="functionCall")
+    search_url: str = Field(default=DEFAULT_SEARCH_URL, alias="searchUrl", min_length=1,
+                            description="Where `search` navigates (Gemini's `search` takes no arguments)")
+    settle: SettleOptions | None = Field(default=None, description="default quietMs 300, timeoutMs 5000")
+
+
+class GeminiResult(VendorModel):
+    """The `Part`s to send back in the next user turn: a `functionResponse`, then the screenshot as `inlineData`."""
+
+    parts: list[dict[str, Any]]
