@@ -127,7 +127,8 @@ def test_navigate_back_forward_and_search_on_local_pages(api: httpx.Client, disp
     b, c = page(tmp_path, "b.html", "Page B"), page(tmp_path, "c.html", "Page C")
     with desktop_page(api, tmp_path, "a.html", "<!doctype html><title>Page A</title><h1>Page A</h1>"):
         wait_for(lambda: title(display).startswith("Page A"), "page A")
-        assert parts(api, "open_web_browser").get("url") == (tmp_path / "a.html").as_uri()
+        # The URL is read from the page's accessibility tree, which Chromium may still be building: asked again.
+        wait_for(lambda: parts(api, "open_web_browser").get("url") == (tmp_path / "a.html").as_uri(), "page A's URL")
         parts(api, "navigate", url=b.as_uri())
         wait_for(lambda: title(display).startswith("Page B"), "page B")
         wait_for(lambda: parts(api, "open_web_browser").get("url") == b.as_uri(), "the page's URL")

@@ -100,7 +100,7 @@ def test_record_and_download_an_mp4(srv: ServerProcess, tmp_path: Path) -> None:
     assert target.read_bytes()[4:8] == b"ftyp"
     # Read raw bytes: text mode would turn the in-place `\r` redraws into newlines.
     raw = subprocess.run([sys.executable, "-m", "api.cli.main", "record", "download", rec_id,
-                          "-o", str(tmp_path / "again.mp4"), "--url", srv.url, "--token", srv.token or ""],
+                          "-o", str(tmp_path / "again.mp4"), "--url", srv.url, f"--token={srv.token or ''}"],
                          cwd=REPO, capture_output=True, timeout=30)
     assert raw.returncode == 0, raw.stderr
     assert re.fullmatch(rb"(\r\[[#.]{30}\] +\d+% [\d.]+/[\d.]+ MB)+\n", raw.stderr), raw.stderr

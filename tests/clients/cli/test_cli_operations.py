@@ -182,7 +182,7 @@ def on_a_terminal(srv: ServerProcess, *argv: str) -> tuple[subprocess.CompletedP
     """A command whose standard output is a terminal, and what the terminal got."""
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([sys.executable, "-m", "api.cli", *argv, "--url", srv.url, "--token", srv.token or ""],
+        done = subprocess.run([sys.executable, "-m", "api.cli", *argv, "--url", srv.url, f"--token={srv.token or ''}"],
                               cwd=REPO, stdout=follower, stderr=subprocess.PIPE, timeout=60)
         os.close(follower)
         shown = b""
