@@ -130,7 +130,7 @@ def test_navigate_back_forward_and_search_on_local_pages(api: httpx.Client, disp
         # The URL is read from the page's accessibility tree, which Chromium may still be building: asked again.
         wait_for(lambda: parts(api, "open_web_browser").get("url") == (tmp_path / "a.html").as_uri(), "page A's URL")
         parts(api, "navigate", url=b.as_uri())
-        wait_for(lambda: title(display).startswith("Page B"), "page B")
+        wait_for(lambda: title(display).startswith("Page B"), "page B", 30)
         wait_for(lambda: parts(api, "open_web_browser").get("url") == b.as_uri(), "the page's URL")
         parts(api, "go_back")
         wait_for(lambda: title(display).startswith("Page A"), "back at page A")
