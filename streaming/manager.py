@@ -41,9 +41,11 @@ from streaming.control import Access, Control, ControlChange, ControlRefused
 
 if TYPE_CHECKING:  # the WebRTC stack, imported once the live view starts (module doc)
     from streaming.audio import OpusFeed
+    from streaming.media_socket import MediaLink
     from streaming.peer import ViewerPeer
     from streaming.pipeline import VideoPipeline
     from streaming.signaling import Link, SignalingSession
+    from streaming.track import PacketTrack, ViewerTrack
 
 logger = logging.getLogger("sandbox_desktop.stream")
 
@@ -109,7 +111,8 @@ class StreamManager:
         self._tasks: set[asyncio.Task[Any]] = set()
         """Viewer connections being served, and background work (pipelines closing)."""
         self._pipelines: dict[VideoCodec, VideoPipeline] = {}
-        self._peers: dict[ViewerPeer, str] = {}
+        self._watchers: dict[ViewerTrack, str] = {}
+        """The video track of each viewer that watches (a WebRTC peer's or a WebSocket viewer's), and whose."""
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._unavailable: str | None = None
@@ -227,12 +230,16 @@ class StreamManager:
             raise StreamNotActive("desktop streaming is not active; POST /v1/desktop/stream/start first")
         return self._config
 
-    async def serve(self, link: Link, access: Access = Access.ADMIN, name: str | None = None) -> None:
+    async def serve(self, link: Link, access: Access = Access.ADMIN, name: str | None = None,
+                    media_link: MediaLink | None = None) -> None:
         """Serve one viewer's signalling WebSocket until it closes (the socket is already accepted). `access`
         comes from its credential (a view-only token watches only); `name` (checked by `viewer_name`) is
-        made unique and is the viewer's id."""
+        made unique and is the viewer's id. With `media_link` (the same socket), the media go over it
+        instead of WebRTC (streaming/media_socket.py)."""
+        from streaming.media_socket import MediaSocketSession
         from streaming.signaling import SignalingSession
-        viewer = SignalingSession(self._unique_name(name), link, self, access)
+        viewer = (SignalingSession(self._unique_name(name), link, self, access) if media_link is None
+                  else MediaSocketSession(self._unique_name(name), media_link, self, access))
         if self._config is None:  # stopped between the handshake and now
             await viewer.disconnect("desktop streaming is not active")
             return
@@ -289,10 +296,9 @@ class StreamManager:
         return list(self._sessions)
 
     def watching(self) -> set[str]:
-        return set(self._peers.values())
+        return set(self._watchers.values())
 
     def open_peer(self, on_message: Callable[[bytes | str], None], on_state: Callable[[str], None]) -> ViewerPeer:
-        from streaming.audio import DesktopAudioTrack, OpusFeed
         from streaming.peer import ViewerPeer
         from streaming.ports import HostPolicy
         config = self.require_config()
@@ -300,29 +306,44 @@ class StreamManager:
         # and the public addresses a NAT forwards the range from.
         policy = HostPolicy(ports=config.ports, loopback=True, public_addresses=self.public_addresses)
         peer = ViewerPeer(config.codec, policy, on_message, on_state)
-        if self.sound is not None and self.sound.available:
-            if self.audio is None:
-                self.audio = OpusFeed(self.sound)
-            peer.add_audio(DesktopAudioTrack(self.audio))
+        audio = self.audio_track()
+        if audio is not None:
+            peer.add_audio(audio)
         return peer
+
+    def audio_track(self) -> PacketTrack | None:
+        """A viewer's track of the desktop's sound from the one Opus encoder; None when the desktop has none."""
+        from streaming.audio import DesktopAudioTrack, OpusFeed
+        if self.sound is None or not self.sound.available:
+            return None
+        if self.audio is None:
+            self.audio = OpusFeed(self.sound)
+        return DesktopAudioTrack(self.audio)
 
     def attach(self, peer: ViewerPeer, viewer: str) -> None:
         """Start sending video to a viewer's peer whose answer was applied."""
+        self.attach_video(peer.track, viewer, peer.codec or self.require_config().codec)
+
+    def detach(self, peer: ViewerPeer) -> None:
+        self.detach_video(peer.track)
+
+    def attach_video(self, track: ViewerTrack, viewer: str, codec: VideoCodec) -> None:
+        """Send `codec`'s pictures to a viewer's track, from the next keyframe: its codec's one encoder, started
+        for the first viewer of either transport."""
         config = self.require_config()
-        codec = peer.codec or config.codec
         pipeline = self._pipelines.get(codec)
         if pipeline is None:
             from streaming.pipeline import VideoPipeline
             pipeline = VideoPipeline(self.desktop.frames, config.display, codec, config.fps)
             self._pipelines[codec] = pipeline
-        pipeline.attach(peer.track)
-        self._peers[peer] = viewer
+        pipeline.attach(track)
+        self._watchers[track] = viewer
 
-    def detach(self, peer: ViewerPeer) -> None:
-        """Stop sending to a peer; the last one out stops its pipeline."""
-        self._peers.pop(peer, None)
+    def detach_video(self, track: ViewerTrack) -> None:
+        """Stop sending to a track; the last one out stops its pipeline."""
+        self._watchers.pop(track, None)
         for codec, pipeline in list(self._pipelines.items()):
-            pipeline.detach(peer.track)
+            pipeline.detach(track)
             if not pipeline.tracks:
                 del self._pipelines[codec]
                 self._spawn(pipeline.close())

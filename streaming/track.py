@@ -35,6 +35,11 @@ class PacketTrack(MediaStreamTrack):
         self._pending: collections.deque[av.Packet] = collections.deque()
         self._ready = asyncio.Event()
 
+    @property
+    def pending(self) -> int:
+        """Packets queued and not yet taken by `recv()`."""
+        return len(self._pending)
+
     def _queue(self, packet: av.Packet) -> None:
         self._pending.append(packet)
         self._ready.set()

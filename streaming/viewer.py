@@ -45,14 +45,16 @@ from streaming.ports import HostPolicy, host_policy
 SIGNALING_PATH = "/v1/desktop/stream/signaling"
 
 
-def signaling_url(base: str, token: str | None, name: str | None = None) -> str:
-    """`http://host:port` (or a ws:// URL, or a signalling URL of one desktop such as
-    `http://host:port/v1/desktops/ID/stream/signaling`) → the signalling WebSocket URL with `access_token`
-    (and the viewer's `name`, docs/control.md)."""
+def signaling_url(base: str, token: str | None, name: str | None = None, socket: str = SIGNALING_PATH) -> str:
+    """`http://host:port` (or a ws:// URL, or a viewer socket URL of one desktop such as
+    `http://host:port/v1/desktops/ID/stream/signaling`) → the URL of the viewer socket `socket` (the signalling
+    one, or `/v1/desktop/stream/ws`: the tail is kept for one desktop's) with `access_token` (and the viewer's
+    `name`, docs/control.md)."""
     parts = urlsplit(base)
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
-    given = parts.path.endswith("/stream/signaling")
-    path = parts.path if given else parts.path.rstrip("/") + SIGNALING_PATH
+    given = re.fullmatch(r"(.*)/stream/(signaling|ws)", parts.path)
+    tail = socket.rsplit("/stream/", 1)[1]
+    path = f"{given.group(1)}/stream/{tail}" if given else parts.path.rstrip("/") + socket
     query = f"access_token={quote(token, safe='')}" if token else parts.query
     if name is not None:
         query = "&".join(filter(None, (query, f"name={quote(name, safe='')}")))
@@ -123,7 +125,64 @@ class Received:
     data: list[bytes] = field(default_factory=list)
 
 
-class Viewer:
+class ViewerSession:
+    """What every live-view client does the same on either transport: neko's events on its WebSocket
+    (control, the clipboard) and input as neko's binary frames (`_send_input` says where they go)."""
+
+    _ws: ClientConnection | None = None
+    received: Received
+
+    async def emit(self, event: str, payload: dict[str, Any]) -> None:
+        assert self._ws is not None
+        await self._ws.send(json.dumps({"event": event, "payload": payload}))
+
+    # -- shared control and the clipboard (docs/control.md) -----------------------------------------
+
+    async def request(self, takeover: bool = False) -> None:
+        await self.emit("control/request", {"takeover": True} if takeover else {})
+
+    async def give(self, viewer: str) -> None:
+        await self.emit("control/give", {"id": viewer})
+
+    async def take(self) -> None:
+        await self.emit("control/take", {})
+
+    async def release(self) -> None:
+        await self.emit("control/release", {})
+
+    async def set_clipboard(self, text: str) -> None:
+        await self.emit("clipboard/set", {"text": text})
+
+    def events_named(self, event: str) -> list[dict[str, Any]]:
+        """The payloads of every `event` received so far, oldest first."""
+        return [payload for name, payload in self.received.events if name == event]
+
+    def _send_input(self, message: bytes) -> None:
+        raise NotImplementedError
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        self._send_input(HEADER.pack(opcode, len(payload)) + payload)
+
+    # -- input (neko's binary opcodes) -----------------------------------------------------------
+
+    def move(self, x: int, y: int) -> None:
+        self._send(OP_MOVE, struct.pack("!HH", x, y))
+
+    def button(self, button: int, down: bool) -> None:
+        self._send(OP_BUTTON_DOWN if down else OP_BUTTON_UP, struct.pack("!I", button))
+
+    def key(self, keysym: int, down: bool) -> None:
+        self._send(OP_KEY_DOWN if down else OP_KEY_UP, struct.pack("!I", keysym))
+
+    def scroll(self, dx: int, dy: int) -> None:
+        self._send(OP_SCROLL, struct.pack("!hhB", dx, dy, 0))
+
+    def ping(self) -> None:
+        now = int(time.time() * 1000)
+        self._send(OP_PING, struct.pack("!II", *divmod(now, 0xFFFFFFFF)))
+
+
+class Viewer(ViewerSession):
     """One viewer: a WebSocket for signalling and an aiortc peer connection receiving the video."""
 
     def __init__(self, base_url: str, token: str | None = None, *, addresses: Iterable[str] = ("127.0.0.1",),
@@ -187,24 +246,6 @@ class Viewer:
         """The codec the answer accepted first (the one the server sends)."""
         return first_video_codec(self.answer_sdp) if self.answer_sdp else None
 
-    # -- input (neko's binary opcodes) -----------------------------------------------------------
-
-    def move(self, x: int, y: int) -> None:
-        self._send(OP_MOVE, struct.pack("!HH", x, y))
-
-    def button(self, button: int, down: bool) -> None:
-        self._send(OP_BUTTON_DOWN if down else OP_BUTTON_UP, struct.pack("!I", button))
-
-    def key(self, keysym: int, down: bool) -> None:
-        self._send(OP_KEY_DOWN if down else OP_KEY_UP, struct.pack("!I", keysym))
-
-    def scroll(self, dx: int, dy: int) -> None:
-        self._send(OP_SCROLL, struct.pack("!hhB", dx, dy, 0))
-
-    def ping(self) -> None:
-        now = int(time.time() * 1000)
-        self._send(OP_PING, struct.pack("!II", *divmod(now, 0xFFFFFFFF)))
-
     async def request_keyframe(self) -> None:
         """Send a PLI as a browser does after losing packets (aiortc has no public call for it).
 
@@ -216,35 +257,10 @@ class Viewer:
             raise RuntimeError("the offer announces no video SSRC to ask a keyframe of")
         await self._pc.getReceivers()[0]._send_rtcp_pli(ssrc)
 
-    async def emit(self, event: str, payload: dict[str, Any]) -> None:
-        assert self._ws is not None
-        await self._ws.send(json.dumps({"event": event, "payload": payload}))
-
-    # -- shared control and the clipboard (docs/control.md) -----------------------------------------
-
-    async def request(self, takeover: bool = False) -> None:
-        await self.emit("control/request", {"takeover": True} if takeover else {})
-
-    async def give(self, viewer: str) -> None:
-        await self.emit("control/give", {"id": viewer})
-
-    async def take(self) -> None:
-        await self.emit("control/take", {})
-
-    async def release(self) -> None:
-        await self.emit("control/release", {})
-
-    async def set_clipboard(self, text: str) -> None:
-        await self.emit("clipboard/set", {"text": text})
-
-    def events_named(self, event: str) -> list[dict[str, Any]]:
-        """The payloads of every `event` received so far, oldest first."""
-        return [payload for name, payload in self.received.events if name == event]
-
-    def _send(self, opcode: int, payload: bytes) -> None:
+    def _send_input(self, message: bytes) -> None:
         if self._channel is None or self._channel.readyState != "open":
             raise RuntimeError("the data channel is not open")
-        self._channel.send(HEADER.pack(opcode, len(payload)) + payload)
+        self._channel.send(message)
 
     # -- signalling ------------------------------------------------------------------------------
 

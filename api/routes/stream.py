@@ -1,6 +1,9 @@
-"""`/v1/desktop/stream`: the live view's lifecycle and its signalling WebSocket (docs/streaming.md)."""
+"""`/v1/desktop/stream`: the live view's lifecycle, its signalling WebSocket and its WebSocket transport
+(docs/streaming.md)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.routing import WebSocketRoute
@@ -18,6 +21,7 @@ from streaming.control import Access
 from streaming.manager import StreamManager, StreamStatus, viewer_name
 
 SIGNALING_PATH = "/v1/desktop/stream/signaling"
+MEDIA_SOCKET_PATH = "/v1/desktop/stream/ws"
 
 
 def stream_of(request: Request | WebSocket) -> StreamManager:
@@ -49,17 +53,23 @@ async def status(request: Request) -> DesktopStreamStatusResponse:
 
 
 class WebSocketLink:
-    """The signalling session's view of a Starlette WebSocket: text in, text out, close."""
+    """The viewer session's view of a Starlette WebSocket: text in, text out, close; binary both ways for the
+    WebSocket transport."""
 
     def __init__(self, websocket: WebSocket) -> None:
         self.websocket = websocket
+        self.on_binary: Callable[[bytes], None] | None = None
+        """Where binary messages go (the WebSocket transport's input); dropped while None (signalling)."""
 
     async def send(self, text: str) -> None:
         await self.websocket.send_text(text)
 
+    async def send_bytes(self, data: bytes) -> None:
+        await self.websocket.send_bytes(data)
+
     async def receive(self) -> str | None:
-        """The next text message (binary frames are not part of the protocol); None once closed."""
-        for _ in range(1_000_000):  # skips at most this many binary frames in a row
+        """The next text message, binary ones handed to `on_binary` meanwhile; None once closed."""
+        for _ in range(1 << 40):  # one iteration per message: ends when the socket closes
             if self.websocket.client_state != WebSocketState.CONNECTED:
                 return None
             try:
@@ -70,6 +80,8 @@ class WebSocketLink:
                 return None
             if message.get("text") is not None:
                 return str(message["text"])
+            if message.get("bytes") is not None and self.on_binary is not None:
+                self.on_binary(message["bytes"])
         return None
 
     async def close(self, code: int, reason: str) -> None:
@@ -91,6 +103,15 @@ def access_of(websocket: WebSocket) -> Access:
 async def signaling(websocket: WebSocket) -> None:
     """neko's signalling protocol; before the upgrade, a 409 problem when streaming is not active and a 400
     naming `name` for an unusable `?name=`."""
+    await serve_viewer(websocket, media=False)
+
+
+async def media_socket(websocket: WebSocket) -> None:
+    """The WebSocket transport: the signalling session with the video, sound and input on the socket."""
+    await serve_viewer(websocket, media=True)
+
+
+async def serve_viewer(websocket: WebSocket, media: bool) -> None:
     manager = stream_of(websocket)
     given = websocket.query_params.get("name")
     try:
@@ -100,7 +121,8 @@ async def signaling(websocket: WebSocket) -> None:
         await refuse_websocket(websocket, exc)
         return
     await websocket.accept()
-    await manager.serve(WebSocketLink(websocket), access_of(websocket), name)
+    link = WebSocketLink(websocket)
+    await manager.serve(link, access_of(websocket), name, media_link=link if media else None)
 
 
 OPERATIONS = [
@@ -116,6 +138,10 @@ OPERATIONS = [
               "Live-view signalling over a WebSocket (neko v3 events; ?access_token= for browsers, ?name= the "
               "viewer's name; docs/control.md)",
               upgrade=True, errors=(400, 409), tags=("stream",)),
+    Operation("GET", MEDIA_SOCKET_PATH, upgrade_required,
+              "The live view over one WebSocket on this port, for viewers UDP does not reach: H.264 (or JPEG) and "
+              "Opus as binary messages, input and control as on the signalling socket (docs/streaming.md)",
+              upgrade=True, errors=(400, 409), tags=("stream",), operation_id="stream_websocket"),
 ]
 
-WEBSOCKET_ROUTES = [WebSocketRoute(SIGNALING_PATH, signaling)]
+WEBSOCKET_ROUTES = [WebSocketRoute(SIGNALING_PATH, signaling), WebSocketRoute(MEDIA_SOCKET_PATH, media_socket)]

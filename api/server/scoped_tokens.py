@@ -33,6 +33,7 @@ MAX_TOKENS = 4096
 # What a view token may do on its desktop: (method, path below the desktop's prefix).
 _VIEW = {("GET", "/status"), ("HEAD", "/status"), ("GET", "/screenshot"), ("HEAD", "/screenshot"),
          ("GET", "/display/info"), ("GET", "/windows"), ("GET", "/stream/status"), ("WS", "/stream/signaling"),
+         ("WS", "/stream/ws"),
          ("GET", "/health/ready"),
          ("WS", "/ws")}  # the command socket: each message is then held to this list (docs/websocket.md)
 
