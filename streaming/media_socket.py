@@ -3,7 +3,8 @@
 The same session as WebRTC's (streaming/signaling.py: neko's JSON events, control, clipboard, roles), with
 the media on the socket instead of a peer connection:
 - text, both ways: the signalling session's events, minus `signal/*`; the viewer asks for its media with
-  `media/request {video: "h264"|"jpeg"|"none", audio: bool}` and is answered `media/provide`;
+  `media/request {video: "h264"|"jpeg"|"none", audio: bool}` and is answered `media/provide`; a decoder that
+  lost the picture asks `media/keyframe` (as a PLI does on WebRTC);
 - binary, viewer → server: input as the data channel's neko frames (streaming/input.py decodes both);
 - binary, server → viewer: one message per access unit, `MEDIA_HEADER` (kind, flags, timestamp in µs)
   then the payload: H.264 Annex-B access units of the live view's shared encoder (the packets WebRTC viewers
@@ -106,6 +107,7 @@ class MediaSocketSession(SignalingSession):
         for event in SIGNAL_EVENTS:
             del self._handlers[event]
         self._handlers["media/request"] = self._media_request
+        self._handlers["media/keyframe"] = self._keyframe
         self._video: ViewerTrack | None = None
         self._audio: PacketTrack | None = None
         self._senders: list[asyncio.Task[None]] = []
@@ -149,6 +151,11 @@ class MediaSocketSession(SignalingSession):
         if audio is not None:
             self._audio = audio
             self._senders.append(self._start(self._send_audio(audio)))
+
+    async def _keyframe(self, payload: dict[str, Any]) -> None:
+        """The viewer's decoder lost the picture (a PLI's equivalent): a keyframe, throttled as PLIs are."""
+        if self._video is not None:
+            self._video.request_keyframe()
 
     def _start(self, work: Any) -> asyncio.Task[None]:
         return asyncio.get_running_loop().create_task(work, name=f"stream-ws-{self.id}")

@@ -4,7 +4,7 @@
 
 import { ApiError, DEFAULT_DESKTOP, call, decodeBase64, desktopPath, desktopSelection, token } from "./api.js";
 import { checkGone, desktopEntry, initDesktops, markSelected, refreshDesktops, tickDesktops } from "./desktops.js";
-import { LiveView } from "./stream.js";
+import { LiveView, TRANSPORTS } from "./stream.js";
 import { $, action, auth, bytes, clearMessages, duration, element, positiveInt, reportError, showMessage } from "./ui.js";
 
 const STATUS_POLL_MS = 2000;
@@ -332,7 +332,14 @@ const STATE_TEXT = {
   negotiating: "negotiating…", connected: "connected", disconnected: "disconnected", failed: "failed",
 };
 
+const TRANSPORT_TEXT = { webrtc: "WebRTC", websocket: "WebSocket" };
+
 const live = new LiveView($("live-video"), {
+  onTransport(mode, reason) {
+    const label = $("live-transport");
+    label.dataset.transport = mode;
+    label.textContent = `${TRANSPORT_TEXT[mode]}: ${reason}`;
+  },
   onState(state, detail) {
     const label = $("live-state");
     label.dataset.state = state;
@@ -362,7 +369,7 @@ const live = new LiveView($("live-video"), {
     if (error) showMessage(`clipboard: ${error}`);
     else $("live-clipboard").textContent = `clipboard synced (${[...text].length} characters)`;
   },
-});
+}, { canvas: $("live-canvas") });
 
 /** Who watches, who holds control, and the buttons this viewer may use (docs/control.md). */
 function renderControl({ me, host, takeover, sessions, admin, canHost }) {
@@ -397,6 +404,7 @@ async function connectLive() {
   await action(null, scoped("live view"), async () => {
     live.name = $("live-name").value.trim();
     sessionStorage.setItem("liveName", live.name);
+    live.transport = $("live-transport-choice").value;
     try {
       await live.connect();
     } catch (error) {
@@ -471,6 +479,9 @@ function init() {
   $("live-connect").addEventListener("click", connectLive);
   $("live-disconnect").addEventListener("click", () => live.disconnect());
   $("live-name").value = sessionStorage.getItem("liveName") || "";
+  // `#transport=websocket` (or webrtc, auto) picks the live view's transport; `#live` connects at once.
+  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  if (TRANSPORTS.includes(params.get("transport"))) $("live-transport-choice").value = params.get("transport");
   $("live-request-control").addEventListener("click", () => {
     live.requestControl();
     $("live-video").focus({ preventScroll: true });
@@ -495,6 +506,7 @@ function init() {
   }, 1000);
   // For debugging from the console (and the tests).
   window.inspector = { live, poll, refreshStatus, refreshLists, refreshDesktops, showDesktop };
+  if (params.has("live") && token.get()) connectLive();
 }
 
 init();

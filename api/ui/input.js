@@ -65,8 +65,8 @@ export function pongRoundTrip(buffer, now = Date.now()) {
  * Returns null outside the picture.
  */
 export function screenPoint(video, clientX, clientY, screen) {
-  const width = video.videoWidth;
-  const height = video.videoHeight;
+  const width = video.videoWidth ?? video.width; // a <video>, or the <canvas> of the WebSocket transport
+  const height = video.videoHeight ?? video.height;
   if (!width || !height) return null;
   const box = video.getBoundingClientRect();
   const scale = Math.min(box.width / width, box.height / height);

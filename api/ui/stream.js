@@ -2,12 +2,22 @@
 // Speaks the reference SDK's side (docs/streaming.md): the server offers, we answer. Unlike the SDK it
 // joins as a watcher and asks for control only when the person says so (docs/control.md); the
 // controller's browser clipboard and the desktop's are kept in step over the same socket.
+//
+// Where UDP does not get through, the same session runs over one WebSocket on the server's port
+// (`/stream/ws`): video on a <canvas> (socket_media.js), input as the same binary frames on the socket.
+// `transport` "auto" tries WebRTC and falls back when ICE has not connected within ICE_TIMEOUT_MS.
 
 import { call, desktopPath, socketUrl } from "./api.js";
 import { InputCapture, encode, pongRoundTrip } from "./input.js";
+import { KIND, SocketMedia, decodesH264, parseMessage } from "./socket_media.js";
 
 const PING_INTERVAL_MS = 2000;
 const STATS_INTERVAL_MS = 1000;
+export const ICE_TIMEOUT_MS = 2000;
+export const TRANSPORTS = ["auto", "webrtc", "websocket"];
+
+/** The inspector's server: its token and its selected desktop (api.js). An embedded viewer brings its own. */
+const INSPECTOR_ENDPOINT = { call, path: (rest) => desktopPath(rest), socketUrl };
 
 /**
  * One viewer. Callbacks: onState(state, detail) with state in idle | connecting | signalling |
@@ -15,9 +25,17 @@ const STATS_INTERVAL_MS = 1000;
  * with control = {me, host, takeover, sessions: [{id, role, access}], admin, canHost}; onClipboard(text, error).
  */
 export class LiveView {
-  constructor(video, callbacks) {
+  constructor(video, callbacks, { canvas = null, endpoint = INSPECTOR_ENDPOINT } = {}) {
     this.video = video;
+    this.canvas = canvas; // where the WebSocket transport draws (no canvas: WebRTC only)
     this.callbacks = callbacks;
+    this.endpoint = endpoint;
+    this.transport = "auto"; // asked for: auto | webrtc | websocket
+    this.videoFormat = null; // the WebSocket transport's video: null picks h264 when WebCodecs decodes it, else jpeg
+    this.mode = null; // in use: webrtc | websocket
+    this.reason = "";
+    this.media = null;
+    this.iceTimer = null;
     this.ws = null;
     this.pc = null;
     this.channel = null;
@@ -45,22 +63,31 @@ export class LiveView {
    */
   async connect() {
     this.disconnect();
-    const statusPath = desktopPath("/stream/status");
-    const startPath = desktopPath("/stream/start");
-    const signaling = desktopPath("/stream/signaling");
+    const { call: request, path } = this.endpoint;
     this.timings = { start: performance.now() };
     this.setState("connecting");
-    const status = await call("GET", statusPath);
+    const status = await request("GET", path("/stream/status"));
     if (this.state !== "connecting") return; // disconnected (or another desktop selected) meanwhile
-    if (!status.active) await call("POST", startPath);
+    if (!status.active) await request("POST", path("/stream/start"));
     if (this.state !== "connecting") return;
-    this.openSocket(signaling);
+    if (this.transport === "websocket") {
+      this.openSocket("websocket", "asked for");
+    } else if (this.transport === "auto" && this.canvas && !window.RTCPeerConnection) {
+      this.openSocket("websocket", "this browser has no WebRTC");
+    } else {
+      this.openSocket("webrtc", this.transport === "webrtc" ? "asked for" : "tried first");
+    }
   }
 
-  openSocket(path) {
-    const url = new URL(socketUrl(path));
+  /** Open the viewer socket of `mode` (WebRTC's signalling, or the WebSocket transport) and say why. */
+  openSocket(mode, reason) {
+    this.mode = mode;
+    this.reason = reason;
+    this.callbacks.onTransport?.(mode, reason);
+    const url = new URL(this.endpoint.socketUrl(this.endpoint.path(mode === "websocket" ? "/stream/ws" : "/stream/signaling")));
     if (this.name) url.searchParams.set("name", this.name);
     const ws = new WebSocket(url.toString());
+    ws.binaryType = "arraybuffer";
     this.ws = ws;
     let initialised = false;
     ws.onopen = () => {
@@ -68,7 +95,10 @@ export class LiveView {
       this.setState("signalling");
     };
     ws.onmessage = (event) => {
-      if (typeof event.data !== "string") return;
+      if (typeof event.data !== "string") {
+        this.receiveMedia(event.data);
+        return;
+      }
       let message;
       try {
         message = JSON.parse(event.data);
@@ -105,7 +135,11 @@ export class LiveView {
         if (payload.control_takeover) this.takeover = payload.control_takeover;
         this.showControl();
         // A watcher until the person asks for control (the SDK asks at once; we do not).
-        this.send("signal/request", { video: {}, audio: {} });
+        if (this.mode === "websocket") await this.requestMedia();
+        else this.send("signal/request", { video: {}, audio: {} });
+        break;
+      case "media/provide":
+        this.startMedia(payload);
         break;
       case "signal/provide":
       case "signal/offer":
@@ -178,6 +212,8 @@ export class LiveView {
       if (state === "connected") {
         this.timings.connected ??= performance.now();
         this.setState("connected");
+      } else if (state === "failed" && this.transport === "auto" && this.canvas) {
+        this.fallBack("the WebRTC connection failed");
       } else if (state === "failed") {
         this.fail("the WebRTC connection failed (no network path between this browser and the server's candidates)");
       } else if (state === "disconnected") {
@@ -190,6 +226,78 @@ export class LiveView {
     await pc.setLocalDescription(answer);
     this.send("signal/answer", { sdp: pc.localDescription.sdp });
     this.startTimers();
+    if (this.transport === "auto" && this.canvas) {
+      clearTimeout(this.iceTimer);
+      this.iceTimer = setTimeout(() => {
+        if (this.pc === pc && pc.connectionState !== "connected") {
+          this.fallBack(`WebRTC did not connect within ${ICE_TIMEOUT_MS / 1000} s`);
+        }
+      }, ICE_TIMEOUT_MS);
+    }
+  }
+
+  /** WebRTC did not get through: the same session again over the WebSocket transport. */
+  fallBack(reason) {
+    const ws = this.ws;
+    this.ws = null; // its close is ours: not a disconnection to report
+    this.teardownPeer();
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, "falling back to the WebSocket transport");
+    this.setState("signalling", reason);
+    this.openSocket("websocket", reason);
+  }
+
+  /** The WebSocket transport's media: H.264 where WebCodecs decodes it, JPEG pictures otherwise. */
+  async requestMedia() {
+    let format = this.videoFormat;
+    if (!format) {
+      format = (await decodesH264()) ? "h264" : "jpeg";
+      if (format === "jpeg") this.reason += "; JPEG pictures: this browser has no H.264 decoder (WebCodecs)";
+      this.callbacks.onTransport?.(this.mode, this.reason);
+    }
+    this.send("media/request", { video: format, audio: false });
+  }
+
+  startMedia(payload) {
+    this.media?.close();
+    this.showSurface("websocket");
+    this.media = new SocketMedia(this.canvas, payload.video?.format || "h264", {
+      onPicture: () => {
+        if (this.timings.firstFrame !== undefined) return;
+        this.timings.firstFrame = performance.now();
+        this.timings.connected ??= this.timings.firstFrame;
+        this.setState("connected");
+      },
+      askKeyframe: () => this.send("media/keyframe", {}),
+      onError: (message) => this.callbacks.onError(`live view: ${message}`),
+    });
+    this.input?.detach();
+    this.input = new InputCapture(this.canvas, (bytes) => this.sendInput(bytes), () => this.screen);
+    this.setState("negotiating", "waiting for the first picture");
+    this.startTimers();
+  }
+
+  receiveMedia(buffer) {
+    const message = parseMessage(buffer);
+    if (!message) return;
+    if (message.kind === KIND.DATA) {
+      const rtt = pongRoundTrip(buffer.slice(buffer.byteLength - message.body.byteLength));
+      if (rtt !== null) this.stats.rttMs = rtt;
+    } else if (this.media) {
+      this.media.receive(message);
+    }
+  }
+
+  /** Show the <video> (WebRTC) or the <canvas> (the WebSocket transport). */
+  showSurface(mode) {
+    if (!this.canvas) return;
+    this.canvas.hidden = mode !== "websocket";
+    this.video.hidden = mode === "websocket";
+  }
+
+  /** The picture's size, whichever element shows it. */
+  pictureSize() {
+    if (this.mode === "websocket" && this.canvas) return { videoWidth: this.canvas.width, videoHeight: this.canvas.height };
+    return { videoWidth: this.video.videoWidth, videoHeight: this.video.videoHeight };
   }
 
   async addCandidate(candidate) {
@@ -214,7 +322,11 @@ export class LiveView {
   }
 
   sendInput(bytes) {
-    if (this.channel && this.channel.readyState === "open") this.channel.send(bytes);
+    if (this.mode === "websocket") {
+      if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(bytes);
+    } else if (this.channel && this.channel.readyState === "open") {
+      this.channel.send(bytes);
+    }
   }
 
   /** Time of the first presented frame, and a frame count that does not depend on getStats. */
@@ -244,6 +356,10 @@ export class LiveView {
   }
 
   async sampleStats() {
+    if (this.media) {
+      this.sampleSocketStats();
+      return;
+    }
     if (!this.pc) return;
     const report = await this.pc.getStats();
     let inbound = null;
@@ -263,7 +379,21 @@ export class LiveView {
       this.stats.fps = (sample.frames - previous.frames) / seconds;
       this.stats.kbps = (8 * (sample.bytes - previous.bytes)) / 1000 / seconds;
     }
-    this.callbacks.onStats(this.stats, this.video);
+    this.callbacks.onStats(this.stats, this.pictureSize());
+  }
+
+  sampleSocketStats() {
+    const sample = { t: performance.now(), frames: this.media.pictures, bytes: this.media.bytes };
+    const previous = this.previousSample;
+    this.previousSample = sample;
+    this.stats.framesDecoded = sample.frames;
+    this.stats.codec = this.media.format === "jpeg" ? "JPEG" : this.media.codec;
+    if (previous && sample.t > previous.t) {
+      const seconds = (sample.t - previous.t) / 1000;
+      this.stats.fps = (sample.frames - previous.frames) / seconds;
+      this.stats.kbps = (8 * (sample.bytes - previous.bytes)) / 1000 / seconds;
+    }
+    this.callbacks.onStats(this.stats, this.pictureSize());
   }
 
   /** Everything the page shows about control: who is here, in which role, and what this viewer may do. */
@@ -336,6 +466,10 @@ export class LiveView {
   }
 
   teardownPeer() {
+    clearTimeout(this.iceTimer);
+    this.iceTimer = null;
+    this.media?.close();
+    this.media = null;
     this.stopTimers();
     this.frameWatch = null;
     this.input?.detach();
@@ -359,6 +493,8 @@ export class LiveView {
     this.teardownPeer();
     if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, "viewer disconnected");
     this.video.srcObject = null;
+    this.showSurface("webrtc");
+    this.mode = null;
     this.setState(state);
   }
 

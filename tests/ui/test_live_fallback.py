@@ -1,0 +1,171 @@
+"""The inspector's live view where UDP does not get through: it falls back to the WebSocket transport.
+
+Real headless Chromiums in a network namespace (tests/support/browser.py) whose UDP nftables drops both
+ways, so WebRTC's ICE cannot connect; each loads the inspector from the server itself (through a TCP
+forwarder on our end of the veth pair) and connects in the automatic transport:
+- as the page is, on a private http:// address: no secure context, so no WebCodecs, and the server's
+  JPEG pictures are what it draws;
+- with that origin treated as secure (a Chromium flag): H.264 decoded by WebCodecs' VideoDecoder.
+Each must show the desktop on its canvas and get a click to an X client (tests/support/xprobe.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, launch_server, wait_for
+from tests.support.browser import Browser, Forwarder, Page, PrivateNetwork
+from tests.support.inspector_fixtures import click, needs_chromium, text
+from tests.support.xprobe import Probe
+
+pytestmark = needs_chromium
+
+DESKTOP = {"displayNum": 287, "width": 800, "height": 600, "streamVideoCodec": "h264"}
+PROBE = (120, 100, 360, 260)  # x, y, width, height
+NO_UDP = """table inet nodgram {
+  chain out {
+    type filter hook output priority 0;
+    meta l4proto udp drop
+  }
+  chain in {
+    type filter hook input priority 0;
+    meta l4proto udp drop
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[PrivateNetwork]:
+    """The browser's namespace, its UDP dropped both ways (TCP, the page and its WebSocket, still pass)."""
+    with PrivateNetwork.create() as net:
+        subprocess.run(["ip", "netns", "exec", net.name, "nft", "-f", "-"], input=NO_UDP, text=True, check=True,
+                       capture_output=True, timeout=10)
+        yield net
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory, network: PrivateNetwork) -> Iterator[ServerProcess]:
+    server = launch_server(tmp_path_factory.mktemp("fallback"), "--allowed-host", network.outer)
+    try:
+        with server.client() as api:
+            started = api.post("/v1/desktop/start", json=DESKTOP)
+            assert started.status_code == 200, started.text
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def page_url(srv: ServerProcess, network: PrivateNetwork) -> Iterator[str]:
+    """The inspector's address as the browser sees it: the forwarder on our end of the pair."""
+    port = urlsplit(srv.url).port
+    assert port is not None
+    forwarder = Forwarder(network.outer, ("127.0.0.1", port))
+    host, fport = forwarder.address
+    yield f"http://{host}:{fport}/ui/"
+    forwarder.close()
+
+
+@pytest.fixture(scope="module")
+def api(srv: ServerProcess) -> Iterator[httpx.Client]:
+    with srv.client() as client:
+        yield client
+
+
+@pytest.fixture
+def probe(api: httpx.Client, tmp_path: Path) -> Iterator[Probe]:
+    display = str(api.get("/v1/desktop/display/info").json()["display"])
+    x, y, w, h = PROBE
+    p = Probe(display, tmp_path / "events.jsonl", f"{w}x{h}+{x}+{y}")
+    yield p
+    p.close()
+
+
+def open_inspector(browser: Browser, url: str, srv: ServerProcess) -> Page:
+    """The inspector, told to connect its live view at once in the automatic transport (`#live`)."""
+    return browser.new_page(f"{url}#token={srv.token}&live")
+
+
+def canvas_state(page: Page) -> dict[str, Any]:
+    """The canvas's size and how many distinct colours a sample of its pixels has (1: blank)."""
+    return dict(page.evaluate(
+        "(() => { const c = document.getElementById('live-canvas');"
+        " if (!c.width || c.hidden) return {width: 0, colours: 0};"
+        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; const seen = new Set();"
+        " for (let i = 0; i < d.length; i += 4 * 997) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);"
+        " return {width: c.width, height: c.height, colours: seen.size}; })()"))
+
+
+def click_on_screen(page: Page, x: int, y: int) -> None:
+    """A trusted click where screen pixel (x, y) is drawn in the letterboxed canvas (object-fit: contain)."""
+    box = page.evaluate("(() => { const c = document.getElementById('live-canvas'); c.scrollIntoView({block: 'center'});"
+                        " const r = c.getBoundingClientRect();"
+                        " return {left: r.left, top: r.top, width: r.width, height: r.height, cw: c.width, ch: c.height};"
+                        " })()")
+    scale = min(box["width"] / box["cw"], box["height"] / box["ch"])
+    left = box["left"] + (box["width"] - box["cw"] * scale) / 2
+    top = box["top"] + (box["height"] - box["ch"] * scale) / 2
+    page.click(left + (x + 0.5) * scale, top + (y + 0.5) * scale)
+
+
+def falls_back_and_clicks(page: Page, probe: Probe, api: httpx.Client) -> str:
+    """The checks both browsers share; returns the transport label's text."""
+    page.wait_for("document.getElementById('live-transport').dataset.transport === 'websocket'",
+                  "the fallback to the WebSocket transport", 15)
+    page.wait_for("document.getElementById('live-state').dataset.state === 'connected'", "the first picture", 15)
+    label = text(page, "live-transport")
+    assert label.startswith("WebSocket: WebRTC did not connect within 2 s") or \
+        label.startswith("WebSocket: the WebRTC connection failed"), label
+    assert page.evaluate("document.getElementById('live-video').hidden") is True
+    state = wait_for(lambda: (s := canvas_state(page))["colours"] > 1 and s, "a non-blank canvas")
+    assert (state["width"], state["height"]) == (800, 600)
+    click(page, "live-request-control")
+    wait_for(lambda: api.get("/v1/desktop/stream/status").json().get("controller"), "the page in control")
+    x, y, w, h = PROBE
+    target = (x + w // 2, y + h // 2)
+    click_on_screen(page, *target)
+    press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
+    assert press["button"] == 1 and abs(press["rootX"] - target[0]) <= 1 and abs(press["rootY"] - target[1]) <= 1
+    return label
+
+
+def test_udp_dropped_falls_back_to_jpeg_pictures_on_the_socket(srv: ServerProcess, api: httpx.Client, page_url: str,
+                                                                network: PrivateNetwork, probe: Probe) -> None:
+    browser = Browser.launch(netns=network.name)
+    try:
+        page = open_inspector(browser, page_url, srv)
+        # A private http:// address is no secure context: no WebCodecs, so the page asks for JPEG.
+        assert page.evaluate("typeof VideoDecoder") == "undefined"
+        label = falls_back_and_clicks(page, probe, api)
+        assert "JPEG pictures: this browser has no H.264 decoder" in label
+        page.wait_for("window.inspector.live.stats.codec === 'JPEG'", "the stats naming JPEG", 5)
+        page.wait_for("window.inspector.live.stats.rttMs !== null", "a ping answered on the socket", 6)
+    finally:
+        browser.close()
+        api.post("/v1/desktop/stream/stop")
+
+
+def test_udp_dropped_falls_back_to_h264_decoded_by_webcodecs(srv: ServerProcess, api: httpx.Client, page_url: str,
+                                                              network: PrivateNetwork, probe: Probe) -> None:
+    origin = page_url.removesuffix("/ui/")
+    browser = Browser.launch(netns=network.name, extra=(f"--unsafely-treat-insecure-origin-as-secure={origin}",))
+    try:
+        page = open_inspector(browser, page_url, srv)
+        assert page.evaluate("VideoDecoder.isConfigSupported({codec: 'avc1.42E01F'}).then(r => r.supported)") is True
+        label = falls_back_and_clicks(page, probe, api)
+        assert "JPEG" not in label
+        codec = page.wait_for("window.inspector.live.stats.codec", "the stats naming the codec", 5)
+        assert codec.startswith("avc1.42"), codec  # from the SPS: constrained baseline, as the encoder sends
+        status = api.get("/v1/desktop/stream/status").json()
+        assert (status["viewers"], status["encoders"]) == (1, 1)
+    finally:
+        browser.close()
+        api.post("/v1/desktop/stream/stop")
