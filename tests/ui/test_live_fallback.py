@@ -94,22 +94,27 @@ def open_inspector(browser: Browser, url: str, srv: ServerProcess) -> Page:
     return browser.new_page(f"{url}#token={srv.token}&live")
 
 
-def canvas_state(page: Page) -> dict[str, Any]:
+INSPECTOR_CANVAS = "document.getElementById('live-canvas')"
+EMBEDDED = "document.querySelector('sandbox-desktop-view')"
+EMBEDDED_CANVAS = f"{EMBEDDED}.shadowRoot.querySelector('canvas')"
+
+
+def canvas_state(page: Page, canvas: str = INSPECTOR_CANVAS) -> dict[str, Any]:
     """The canvas's size and how many distinct colours a sample of its pixels has (1: blank)."""
     return dict(page.evaluate(
-        "(() => { const c = document.getElementById('live-canvas');"
+        f"(() => {{ const c = {canvas};"
         " if (!c.width || c.hidden) return {width: 0, colours: 0};"
         " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; const seen = new Set();"
         " for (let i = 0; i < d.length; i += 4 * 997) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);"
         " return {width: c.width, height: c.height, colours: seen.size}; })()"))
 
 
-def click_on_screen(page: Page, x: int, y: int) -> None:
+def click_on_screen(page: Page, x: int, y: int, canvas: str = INSPECTOR_CANVAS) -> None:
     """A trusted click where screen pixel (x, y) is drawn in the letterboxed canvas (object-fit: contain)."""
-    box = page.evaluate("(() => { const c = document.getElementById('live-canvas'); c.scrollIntoView({block: 'center'});"
-                        " const r = c.getBoundingClientRect();"
-                        " return {left: r.left, top: r.top, width: r.width, height: r.height, cw: c.width, ch: c.height};"
-                        " })()")
+    box = page.evaluate(f"(() => {{ const c = {canvas};"
+                        " c.scrollIntoView({block: 'center'}); const r = c.getBoundingClientRect();"
+                        " return {left: r.left, top: r.top, width: r.width, height: r.height,"
+                        " cw: c.width, ch: c.height}; })()")
     scale = min(box["width"] / box["cw"], box["height"] / box["ch"])
     left = box["left"] + (box["width"] - box["cw"] * scale) / 2
     top = box["top"] + (box["height"] - box["ch"] * scale) / 2
@@ -166,6 +171,29 @@ def test_udp_dropped_falls_back_to_h264_decoded_by_webcodecs(srv: ServerProcess,
         assert codec.startswith("avc1.42"), codec  # from the SPS: constrained baseline, as the encoder sends
         status = api.get("/v1/desktop/stream/status").json()
         assert (status["viewers"], status["encoders"]) == (1, 1)
+    finally:
+        browser.close()
+        api.post("/v1/desktop/stream/stop")
+
+
+def test_the_embeddable_viewer_falls_back_says_why_and_takes_control(srv: ServerProcess, api: httpx.Client,
+                                                                     page_url: str, network: PrivateNetwork,
+                                                                     probe: Probe) -> None:
+    browser = Browser.launch(netns=network.name)
+    try:
+        # /ui/embed.html: <sandbox-desktop-view control> of /ui/viewer.js, its token from the address.
+        page = browser.new_page(f"{page_url}embed.html#token={srv.token}")
+        page.wait_for(f"{EMBEDDED}.dataset.transport === 'websocket' && {EMBEDDED}.dataset.state === 'connected'",
+                      "the embedded viewer on the WebSocket transport", 20)
+        label = page.evaluate(f"{EMBEDDED}.shadowRoot.querySelector('.label').textContent")
+        assert label.startswith("WebSocket: WebRTC did not connect within 2 s"), label
+        state = wait_for(lambda: (s := canvas_state(page, EMBEDDED_CANVAS))["colours"] > 1 and s, "a non-blank canvas")
+        assert (state["width"], state["height"]) == (800, 600)
+        wait_for(lambda: api.get("/v1/desktop/stream/status").json().get("controller"), "the viewer in control")
+        x, y, _, _ = PROBE
+        click_on_screen(page, x + 30, y + 40, EMBEDDED_CANVAS)
+        press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
+        assert (press["rootX"], press["rootY"]) == (x + 30, y + 40)
     finally:
         browser.close()
         api.post("/v1/desktop/stream/stop")
