@@ -27,7 +27,7 @@ from PIL import Image
 from websockets.asyncio.client import connect
 
 from streaming.media_socket import KEYFRAME, MEDIA_HEADER, MediaKind, VideoFormat
-from streaming.viewer import Received, ViewerSession, signaling_url, start_stream
+from streaming.viewer_session import Received, ViewerSession, cli_parser, signaling_url, watch
 
 MEDIA_SOCKET_PATH = "/v1/desktop/stream/ws"
 MAX_MESSAGES = 1 << 40
@@ -68,23 +68,11 @@ class SocketViewer(ViewerSession):
     async def connect(self, timeout: float = 15.0) -> None:
         """Open the socket and wait for the first picture (raises on timeout)."""
         self._ws = await connect(self.url, open_timeout=timeout, max_size=None)
-        self._spawn(self._read())
+        self._spawn(self._read_signaling())
         self._spawn(self._write())
         await asyncio.wait_for(self.ready.wait(), timeout)
         if self.video is not VideoFormat.NONE:
             await self.wait_frames(1, timeout)
-
-    async def wait_frames(self, count: int, timeout: float = 10.0) -> int:
-        """Wait until `count` pictures in total were decoded; returns how many there are."""
-        deadline = time.monotonic() + timeout
-        while self.received.frames < count:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.disconnected.is_set():
-                raise TimeoutError(f"only {self.received.frames} of {count} frames in {timeout} s")
-            self._frame_event.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._frame_event.wait(), min(left, 0.5))
-        return self.received.frames
 
     async def close(self) -> None:
         if self._ws is not None:
@@ -104,35 +92,10 @@ class SocketViewer(ViewerSession):
         for _ in range(MAX_MESSAGES):
             await self._ws.send(await self._outbox.get())
 
-    async def _read(self) -> None:
-        assert self._ws is not None
-        try:
-            async for message in self._ws:
-                if isinstance(message, bytes):
-                    self._on_media(message)
-                    continue
-                parsed = json.loads(message)
-                event, payload = parsed.get("event", ""), parsed.get("payload") or {}
-                self.received.events.append((event, payload))
-                if event == "system/init":
-                    await self._on_init(payload)
-                elif event == "system/disconnect":
-                    break
-        except Exception as exc:  # the socket died: report it through `disconnected`
-            self.received.events.append(("error", {"message": str(exc)}))
-        finally:
-            self.disconnected.set()
-
-    async def _on_init(self, payload: dict[str, Any]) -> None:
-        size = payload.get("screen_size") or {}
-        self.width, self.height = int(size.get("width", 0)), int(size.get("height", 0))
-        self.session_id = payload.get("session_id")
-        if self.request_control:
-            await self.emit("control/request", {})
+    async def _request_media(self) -> None:
         await self.emit("media/request", {"video": str(self.video), "audio": self.audio})
-        self.ready.set()
 
-    def _on_media(self, message: bytes) -> None:
+    def _on_binary(self, message: bytes) -> None:
         kind, flags, _ = MEDIA_HEADER.unpack_from(message)
         body = message[MEDIA_HEADER.size:]
         received = self.received
@@ -172,33 +135,14 @@ class SocketViewer(ViewerSession):
 
 
 async def _main(args: argparse.Namespace) -> dict[str, Any]:
-    if args.start:
-        await asyncio.to_thread(start_stream, args.url, args.token)
     viewer = SocketViewer(args.url, args.token, video=VideoFormat.JPEG if args.jpeg else VideoFormat.H264)
-    started = time.monotonic()
-    try:
-        await viewer.connect(timeout=args.timeout)
-        first = (viewer.received.first_frame_at or started) - started
-        begin = viewer.received.frames
-        await asyncio.sleep(args.seconds)
-        frames = viewer.received.frames - begin
-        return {"transport": "websocket", "video": str(viewer.video), "width": viewer.width,
-                "height": viewer.height, "frames": frames, "fps": round(frames / args.seconds, 1),
-                "firstFrameMs": round(first * 1000)}
-    finally:
-        await viewer.close()
+    return {"transport": "websocket", "video": str(viewer.video), **await watch(viewer, args)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streaming.socket_viewer", description=__doc__.split("\n\n")[0])
-    parser.add_argument("url", help="server URL, e.g. http://127.0.0.1:2468")
-    parser.add_argument("token", nargs="?", default=None, help="the server's token, if it has one")
-    parser.add_argument("--seconds", type=float, default=5.0, help="how long to watch after the first frame")
-    parser.add_argument("--start", action="store_true", help="POST /v1/desktop/stream/start first")
+    parser = cli_parser("python -m streaming.socket_viewer", __doc__ or "")
     parser.add_argument("--jpeg", action="store_true", help="ask for JPEG pictures instead of H.264")
-    parser.add_argument("--timeout", type=float, default=15.0)
-    args = parser.parse_args(argv)
-    print(json.dumps(asyncio.run(_main(args))))
+    print(json.dumps(asyncio.run(_main(parser.parse_args(argv)))))
     return 0
 
 

@@ -89,6 +89,19 @@ def click_at(page: Page, element: str) -> None:
     raise AssertionError(f"{element} got none of {CLICK_ATTEMPTS} clicks at its centre")
 
 
+def click_on_screen(page: Page, element: str, x: int, y: int) -> None:
+    """A trusted click where screen pixel (x, y) is drawn in the live view's letterboxed picture (object-fit:
+    contain): the <video> of WebRTC or the <canvas> of the WebSocket transport, as a JS expression finds it."""
+    box = page.evaluate(f"(() => {{ const e = {element}; e.scrollIntoView({{block: 'center'}});"
+                        " const r = e.getBoundingClientRect();"
+                        " return {left: r.left, top: r.top, width: r.width, height: r.height,"
+                        " w: e.videoWidth ?? e.width, h: e.videoHeight ?? e.height}; })()")
+    scale = min(box["width"] / box["w"], box["height"] / box["h"])
+    left = box["left"] + (box["width"] - box["w"] * scale) / 2
+    top = box["top"] + (box["height"] - box["h"] * scale) / 2
+    page.click(left + (x + 0.5) * scale, top + (y + 0.5) * scale)
+
+
 def fill(page: Page, element_id: str, value: str) -> None:
     page.evaluate(f"document.getElementById({element_id!r}).value = {json.dumps(value)}")
 

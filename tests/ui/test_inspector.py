@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ServerProcess, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, chromium_path
-from tests.support.inspector_fixtures import click, fill, messages, text
+from tests.support.inspector_fixtures import click, click_on_screen, fill, messages, text
 from tests.support.xprobe import Probe
 
 pytestmark = pytest.mark.skipif(chromium_path() is None,
@@ -197,15 +197,7 @@ def test_click_and_key_on_the_video_reach_an_x_client(page: Page, live: dict[str
                                                       api: httpx.Client) -> None:
     window = probe_window(api)
     target = (window["x"] + window["width"] // 3, window["y"] + window["height"] // 2)
-    box = page.evaluate("(() => { const v = document.getElementById('live-video'); v.scrollIntoView({block: 'center'});"
-                        " const r = v.getBoundingClientRect();"
-                        " return {left: r.left, top: r.top, width: r.width, height: r.height,"
-                        " vw: v.videoWidth, vh: v.videoHeight}; })()")
-    # Where that screen pixel is drawn in the letterboxed <video> (object-fit: contain).
-    scale = min(box["width"] / box["vw"], box["height"] / box["vh"])
-    left = box["left"] + (box["width"] - box["vw"] * scale) / 2
-    top = box["top"] + (box["height"] - box["vh"] * scale) / 2
-    page.click(left + (target[0] + 0.5) * scale, top + (target[1] + 0.5) * scale)
+    click_on_screen(page, "document.getElementById('live-video')", *target)
     press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
     assert press["button"] == 1
     assert abs(press["rootX"] - target[0]) <= 1 and abs(press["rootY"] - target[1]) <= 1, (press, target)

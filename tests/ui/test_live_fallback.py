@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import ServerProcess, launch_server, wait_for
 from tests.support.browser import Browser, Forwarder, Page, PrivateNetwork
-from tests.support.inspector_fixtures import click, needs_chromium, text
+from tests.support.inspector_fixtures import click, click_on_screen, needs_chromium, text
 from tests.support.xprobe import Probe
 
 pytestmark = needs_chromium
@@ -109,18 +109,6 @@ def canvas_state(page: Page, canvas: str = INSPECTOR_CANVAS) -> dict[str, Any]:
         " return {width: c.width, height: c.height, colours: seen.size}; })()"))
 
 
-def click_on_screen(page: Page, x: int, y: int, canvas: str = INSPECTOR_CANVAS) -> None:
-    """A trusted click where screen pixel (x, y) is drawn in the letterboxed canvas (object-fit: contain)."""
-    box = page.evaluate(f"(() => {{ const c = {canvas};"
-                        " c.scrollIntoView({block: 'center'}); const r = c.getBoundingClientRect();"
-                        " return {left: r.left, top: r.top, width: r.width, height: r.height,"
-                        " cw: c.width, ch: c.height}; })()")
-    scale = min(box["width"] / box["cw"], box["height"] / box["ch"])
-    left = box["left"] + (box["width"] - box["cw"] * scale) / 2
-    top = box["top"] + (box["height"] - box["ch"] * scale) / 2
-    page.click(left + (x + 0.5) * scale, top + (y + 0.5) * scale)
-
-
 def falls_back_and_clicks(page: Page, probe: Probe, api: httpx.Client) -> str:
     """The checks both browsers share; returns the transport label's text."""
     page.wait_for("document.getElementById('live-transport').dataset.transport === 'websocket'",
@@ -136,7 +124,7 @@ def falls_back_and_clicks(page: Page, probe: Probe, api: httpx.Client) -> str:
     wait_for(lambda: api.get("/v1/desktop/stream/status").json().get("controller"), "the page in control")
     x, y, w, h = PROBE
     target = (x + w // 2, y + h // 2)
-    click_on_screen(page, *target)
+    click_on_screen(page, INSPECTOR_CANVAS, *target)
     press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
     assert press["button"] == 1 and abs(press["rootX"] - target[0]) <= 1 and abs(press["rootY"] - target[1]) <= 1
     return label
@@ -191,7 +179,7 @@ def test_the_embeddable_viewer_falls_back_says_why_and_takes_control(srv: Server
         assert (state["width"], state["height"]) == (800, 600)
         wait_for(lambda: api.get("/v1/desktop/stream/status").json().get("controller"), "the viewer in control")
         x, y, _, _ = PROBE
-        click_on_screen(page, x + 30, y + 40, EMBEDDED_CANVAS)
+        click_on_screen(page, EMBEDDED_CANVAS, x + 30, y + 40)
         press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
         assert (press["rootX"], press["rootY"]) == (x + 30, y + 40)
     finally:
