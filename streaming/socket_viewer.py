@@ -39,7 +39,8 @@ class MediaReceived(Received):
     """`Received` plus what only this transport shows: each message's kind and keyframe flag, in order."""
 
     kinds: list[tuple[MediaKind, bool]] = field(default_factory=list)
-    audio_packets: int = 0
+    opus: list[bytes] = field(default_factory=list)
+    """The Opus packets, in order (the desktop's sound, when asked for)."""
     last_picture: Image.Image | None = None
 
 
@@ -104,7 +105,7 @@ class SocketViewer(ViewerSession):
             received.data.append(body)
             return
         if kind == MediaKind.OPUS:
-            received.audio_packets += 1
+            received.opus.append(body)
             return
         now = time.monotonic()
         if kind == MediaKind.JPEG:

@@ -28,6 +28,7 @@ from av.audio.frame import AudioFrame
 from av.video.frame import VideoFrame
 
 from desktop.sound.capture import LINGER_S
+from streaming.socket_viewer import SocketViewer
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, assert_problem, running_server, wait_for
 from tests.support import inspector_fixtures as shared
@@ -309,6 +310,43 @@ def test_an_aiortc_viewer_receives_the_tone_as_opus(api: httpx.Client, audio_srv
     msid = [line.split()[0] for line in audio_offer.splitlines() if line.startswith("a=msid:")]
     assert msid and msid == [line.split()[0] for line in video_offer.splitlines() if line.startswith("a=msid:")], \
         "audio and video in one MediaStream"
+    first, last = loud_span(samples)
+    assert (last - first) / RATE > 1.0, "the tone came through"
+    assert frequency(samples[first + RATE // 10:last - RATE // 10]) == pytest.approx(TONE_HZ, abs=2)
+
+
+def test_a_websocket_viewer_receives_the_tone_as_opus_packets(api: httpx.Client, audio_srv: ServerProcess,
+                                                              env: dict[str, str], tone: Path) -> None:
+    """The WebSocket transport (docs/streaming.md) carries the same encoder's Opus packets."""
+    assert api.post("/v1/desktop/stream/start").status_code == 200
+
+    async def watch() -> SocketViewer:
+        viewer = SocketViewer(audio_srv.url, audio_srv.token, audio=True)
+        try:
+            await viewer.connect()
+            player = play(env, tone)
+            try:
+                deadline = time.monotonic() + 15
+                while len(viewer.received.opus) < 60 and time.monotonic() < deadline:  # 2.4 s of 40 ms packets
+                    await asyncio.sleep(0.1)
+            finally:
+                player.kill()
+                player.wait()
+            return viewer
+        finally:
+            await viewer.close()
+
+    try:
+        viewer = asyncio.run(watch())
+    finally:
+        api.post("/v1/desktop/stream/stop")
+    assert viewer.events_named("media/provide")[0]["audio"] == {"disabled": False, "codec": "opus",
+                                                                 "sample_rate": 48000, "channels": 2}
+    decoder = av.CodecContext.create("opus", "r")
+    assert isinstance(decoder, av.AudioCodecContext)
+    decoder.sample_rate, decoder.layout = RATE, "stereo"
+    samples = [v for packet in viewer.received.opus for frame in decoder.decode(av.Packet(packet))
+               for v in channel(frame)]
     first, last = loud_span(samples)
     assert (last - first) / RATE > 1.0, "the tone came through"
     assert frequency(samples[first + RATE // 10:last - RATE // 10]) == pytest.approx(TONE_HZ, abs=2)
