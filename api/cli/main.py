@@ -8,8 +8,10 @@ show their help: the other commands start on the standard library (docs/cli.md, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -234,6 +236,12 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
             # A Python signal handler may run in the middle of a loop callback: hand over safely.
             asyncio.get_event_loop().call_soon_threadsafe(app.state.services.processes.end_follows)
 
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            for listener in getattr(self, "servers", []):  # absent when the start failed
+                for sock in listener.sockets:
+                    limit_unsent(sock)
+
     # Logging is configured already (configure_logging); the app writes its own access log, without queries.
     # httptools (a dependency) rather than h11: every request pays the HTTP floor (docs/benchmarks.md, HTTP floor).
     # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
@@ -241,6 +249,20 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
                             access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools")
     Server(config).run()
+
+
+UNSENT_LIMIT = 128 * 1024
+"""Bytes a connection may hold written but not yet sent (TCP_NOTSENT_LOWAT): a live-view WebSocket whose viewer
+reads slowly then makes the server's sends wait after ~0.5 s of video, not after the kernel's 4 MB send buffer
+(20 s at 1.5 Mbps), so it skips to a keyframe instead of queueing (docs/streaming.md, "Rate control"). Bytes in
+flight do not count: downloads over long links are not slowed."""
+
+
+def limit_unsent(sock: socket.socket) -> None:
+    """Set UNSENT_LIMIT on a listening TCP socket; its connections inherit it (a no-op where unsupported)."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, "TCP_NOTSENT_LOWAT", 25), UNSENT_LIMIT)
 
 
 def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:

@@ -9,16 +9,22 @@ an X query reads it, and the encoder count is the server's own status.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+import os
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from PIL import Image
+from websockets.asyncio.client import connect
 from Xlib import X
 from Xlib import display as xdisplay
 
-from streaming.media_socket import MEDIA_HEADER, MediaKind, VideoFormat, media_message
+from streaming.media_socket import KEYFRAME, MEDIA_HEADER, MediaKind, VideoFormat, media_message
 from streaming.socket_viewer import SocketViewer
 from streaming.viewer import Viewer, signaling_url
 from tests.conftest import ServerProcess, poll, run
@@ -223,3 +229,74 @@ def test_the_socket_url_keeps_one_desktops_path() -> None:
     assert signaling_url("http://h:1/v1/desktops/d1/stream/signaling", "t", socket="/v1/desktop/stream/ws") \
         == "ws://h:1/v1/desktops/d1/stream/ws?access_token=t"
     assert signaling_url("http://h:1", None, socket="/v1/desktop/stream/ws") == "ws://h:1/v1/desktop/stream/ws"
+
+
+def animate(display: str, stop: threading.Event, rounds: int = 600) -> None:
+    """Paint noise over the screen until `stop` (at most `rounds` pictures): a stream the encoder cannot shrink."""
+    painter = xdisplay.Display(display)
+    try:
+        screen = painter.screen()
+        gc = screen.root.create_gc()
+        for _ in range(rounds):
+            if stop.is_set():
+                return
+            for top in range(0, 300, 100):  # strips: a request without BIG-REQUESTS holds at most 256 KiB
+                screen.root.put_image(gc, 0, top, 400, 100, X.ZPixmap, 24, 0, os.urandom(400 * 100 * 4))
+            painter.sync()
+            stop.wait(0.03)
+    finally:
+        painter.close()
+
+
+def test_a_viewer_that_stops_reading_skips_to_a_keyframe_instead_of_queueing(srv: ServerProcess, api: httpx.Client,
+                                                                             display: str, streaming: None) -> None:
+    """Rate control is the socket's backpressure: with the viewer's TCP window shut, the server's sends wait, the
+    viewer's packets are dropped past MAX_PENDING and a keyframe is asked for; reading again, the viewer gets what
+    the socket held (bounded by the server's unsent limit, api/cli/main.py, not the kernel's 4 MB send buffer),
+    then a keyframe."""
+    stop = threading.Event()
+    painter = threading.Thread(target=animate, args=(display, stop), daemon=True)
+
+    async def scenario() -> tuple[list[tuple[int, bool, int]], int, int]:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: the server's sends wait soon
+        host, port = srv.url.removeprefix("http://").split(":")
+        sock.connect((host, int(port)))
+        url = f"ws://{host}:{port}/v1/desktop/stream/ws?access_token={srv.token}"
+        async with connect(url, sock=sock, max_queue=1, max_size=None) as ws:  # max_queue=1: stop reading at once
+            await ws.send(json.dumps({"event": "media/request", "payload": {"video": "h264"}}))
+            seen: list[tuple[int, bool, int]] = []
+            while not seen or not seen[0][1]:
+                message = await ws.recv()
+                if isinstance(message, bytes):
+                    seen.append(MEDIA_HEADER.unpack_from(message))
+            before = api.get("/v1/desktop/stream/status").json()["keyframes"]
+            painter.start()
+            # Not reading, while the screen changes with every picture, until the server made a keyframe for the
+            # stalled viewer (a drop asks for one; nobody else watches, and the periodic one is 30 s away).
+            made = await poll(lambda: api.get("/v1/desktop/stream/status").json()["keyframes"] - before,
+                              "a keyframe for the stalled viewer", timeout=20)
+            stop.set()
+            held = 0
+            for _ in range(10_000):  # what the socket held, the drop, then the keyframe it resumes at
+                message = await asyncio.wait_for(ws.recv(), 10)
+                if isinstance(message, bytes):
+                    kind, flags, timestamp = MEDIA_HEADER.unpack_from(message)
+                    seen.append((kind, bool(flags & KEYFRAME), timestamp))
+                    if len(seen) > 2 and seen[-1][1]:
+                        return seen, made, held
+                    held += len(message)
+        raise AssertionError("no keyframe after the stall")
+
+    try:
+        seen, made, held = run(scenario)
+    finally:
+        stop.set()
+        if painter.is_alive():
+            painter.join(10)
+    assert made >= 1
+    assert held < 1024 * 1024, f"{held} bytes were queued for a viewer that did not read"
+    # The keyframe follows the longest pause between pictures: the packets dropped while the viewer did not read.
+    stamps = [timestamp for kind, _, timestamp in seen if kind == MediaKind.H264]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(stamps)]
+    assert gaps.index(max(gaps)) == len(gaps) - 1, (gaps, seen)
