@@ -37,7 +37,9 @@ from bench.scene import close_scene, open_scene, wait_for_windows
 from desktop.screen.frames import Frame, FrameSource
 from streaming.canvas import Canvas, video_size
 from streaming.encoders import TIME_BASE, EncoderSettings, VideoEncoder, default_bitrate
+from streaming.socket_viewer import SocketViewer
 from streaming.viewer import Viewer
+from streaming.viewer_session import ViewerSession
 from tests.conftest import ServerProcess, launch_server
 
 DISPLAY_NUM = 280
@@ -165,12 +167,13 @@ def bench_server(codec: str, width: int, height: int) -> Iterator[tuple[ServerPr
 
 
 async def watch(server: ServerProcess, api: httpx.Client, viewers: int, seconds: float,
-                clock: tuple[int, int] | None) -> Measure:
-    """Start `viewers` viewer processes (one after the other: the first one drives), warm up, measure."""
+                clock: tuple[int, int] | None, transport: str = "webrtc") -> Measure:
+    """Start `viewers` viewer processes (one after the other: the first one drives), warm up, measure. `transport`:
+    `webrtc` (streaming/viewer.py) or `websocket` (streaming/socket_viewer.py, bench/stream_ws.py)."""
     workers = []
     try:
         for i in range(viewers):
-            args = [sys.executable, __file__, "--worker"]
+            args = [sys.executable, __file__, "--worker", "--transport", transport]
             if clock:
                 args += ["--clock", f"{clock[0]},{clock[1]}"] + (["--click"] if i == 0 else [])
             args += ["--", server.url, server.token or "", str(seconds)]  # a token may start with "-"
@@ -206,10 +209,12 @@ async def watch(server: ServerProcess, api: httpx.Client, viewers: int, seconds:
     )
 
 
-async def viewer_worker(url: str, token: str, seconds: float, clock: tuple[int, int] | None, click: bool) -> None:
+async def viewer_worker(url: str, token: str, seconds: float, clock: tuple[int, int] | None, click: bool,
+                        transport: str = "webrtc") -> None:
     """One viewer process: connect, say `ready`, warm up, measure, print the results as JSON."""
     reader = ClockReader(clock) if clock else None
-    viewer = Viewer(url, token or None, on_frame=reader)
+    viewer: ViewerSession = (SocketViewer(url, token or None, on_frame=reader) if transport == "websocket"
+                             else Viewer(url, token or None, on_frame=reader))
     try:
         await viewer.connect(timeout=30)
         print("ready", flush=True)
@@ -230,7 +235,7 @@ async def viewer_worker(url: str, token: str, seconds: float, clock: tuple[int, 
         await viewer.close()
 
 
-async def click_to_photon(viewer: Viewer, reader: ClockReader, origin: tuple[int, int]) -> list[float]:
+async def click_to_photon(viewer: ViewerSession, reader: ClockReader, origin: tuple[int, int]) -> list[float]:
     """Click the flip square over the data channel; seconds until a decoded frame shows it flipped."""
     x0, y0, x1, y1 = PROBE
     before = reader.probe_state
@@ -245,8 +250,8 @@ async def click_to_photon(viewer: Viewer, reader: ClockReader, origin: tuple[int
     return []
 
 
-def report(name: str, m: Measure, baseline_cpu: float | None = None) -> None:
-    ratio = f" ({m.cpu / baseline_cpu:.2f}x 1 viewer)" if baseline_cpu else ""
+def report(name: str, m: Measure, baseline_cpu: float | None = None, against: str = "1 viewer") -> None:
+    ratio = f" ({m.cpu / baseline_cpu:.2f}x {against})" if baseline_cpu else ""
     print(f"  {name:<18} server CPU {m.cpu:5.1f} % of a core{ratio}; viewers {m.viewer_cpu:5.1f} %, machine "
           f"{m.machine:3.0f} % of {os.cpu_count()} cores; cap {m.frame_rate} fps, {m.encoders} encoder(s)")
     line = f"  {'':<18} fps/viewer {min(m.fps):5.1f}-{max(m.fps):5.1f}  {m.kbps:6.0f} kbps"
@@ -356,12 +361,13 @@ def worker_main(argv: list[str]) -> None:
     parser.add_argument("seconds", type=float)
     parser.add_argument("--clock")
     parser.add_argument("--click", action="store_true")
+    parser.add_argument("--transport", default="webrtc", choices=["webrtc", "websocket"])
     args = parser.parse_args(argv)
     clock = None
     if args.clock:
         x, y = args.clock.split(",")
         clock = (int(x), int(y))
-    asyncio.run(viewer_worker(args.url, args.token, args.seconds, clock, args.click))
+    asyncio.run(viewer_worker(args.url, args.token, args.seconds, clock, args.click, args.transport))
 
 
 def main() -> None:
