@@ -11,7 +11,9 @@ Each must show the desktop on its canvas and get a click to an X client (tests/s
 
 from __future__ import annotations
 
+import http.server
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,9 +53,46 @@ def network() -> Iterator[PrivateNetwork]:
         yield net
 
 
+class AppPage:
+    """Another origin's page (an app embedding the live view): served on our end of the pair, its HTML set later."""
+
+    def __init__(self, host: str) -> None:
+        self.html = ""
+        page = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = page.html.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.origin = f"http://{host}:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, network: PrivateNetwork) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("fallback"), "--allowed-host", network.outer)
+def app_page(network: PrivateNetwork) -> Iterator[AppPage]:
+    page = AppPage(network.outer)
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory, network: PrivateNetwork,
+        app_page: AppPage) -> Iterator[ServerProcess]:
+    server = launch_server(tmp_path_factory.mktemp("fallback"), "--allowed-host", network.outer,
+                           "--cors-allow-origin", app_page.origin)
     try:
         with server.client() as api:
             started = api.post("/v1/desktop/start", json=DESKTOP)
@@ -182,6 +221,29 @@ def test_the_embeddable_viewer_falls_back_says_why_and_takes_control(srv: Server
         click_on_screen(page, EMBEDDED_CANVAS, x + 30, y + 40)
         press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
         assert (press["rootX"], press["rootY"]) == (x + 30, y + 40)
+    finally:
+        browser.close()
+        api.post("/v1/desktop/stream/stop")
+
+
+def test_an_app_on_another_origin_embeds_the_viewer_on_the_websocket(srv: ServerProcess, api: httpx.Client,
+                                                                     page_url: str, app_page: AppPage,
+                                                                     network: PrivateNetwork, probe: Probe) -> None:
+    """docs/streaming.md's embedding example, on an origin the server allows with --cors-allow-origin (the probe's
+    window makes the screen more than its plain background)."""
+    server = page_url.removesuffix("/ui/")
+    app_page.html = (f'<!doctype html><script type="module" src="{server}/ui/viewer.js"></script>'
+                     f'<sandbox-desktop-view src="{server}" token="{srv.token}" transport="websocket">'
+                     '</sandbox-desktop-view>')
+    browser = Browser.launch(netns=network.name)
+    try:
+        page = browser.new_page(f"{app_page.origin}/")
+        page.wait_for(f"{EMBEDDED}?.dataset.state === 'connected'", "the embedded viewer connected", 20)
+        label = page.evaluate(f"{EMBEDDED}.shadowRoot.querySelector('.label').textContent")
+        assert label.startswith("WebSocket: asked for"), label
+        state = wait_for(lambda: (s := canvas_state(page, EMBEDDED_CANVAS))["colours"] > 1 and s, "a non-blank canvas")
+        assert (state["width"], state["height"]) == (800, 600)
+        assert api.get("/v1/desktop/stream/status").json()["viewers"] == 1
     finally:
         browser.close()
         api.post("/v1/desktop/stream/stop")
