@@ -31,17 +31,21 @@ export function parseMessage(buffer) {
   };
 }
 
-/** The `avc1.PPCCLL` codec string of the first SPS in an Annex-B access unit, or null if it has none. */
-export function avcCodecString(bytes) {
-  for (let i = 0; i + 4 < bytes.length; i++) {
-    const short = bytes[i] === 0 && bytes[i + 1] === 0 && bytes[i + 2] === 1;
-    if (!short) continue;
-    if ((bytes[i + 3] & 0x1f) === 7 && i + 6 < bytes.length) {
-      const hex = (b) => b.toString(16).padStart(2, "0");
-      return `avc1.${hex(bytes[i + 4])}${hex(bytes[i + 5])}${hex(bytes[i + 6])}`;
-    }
+/** The first SPS NAL unit (its bytes after the start code) of an Annex-B access unit, or null if it has none. */
+export function findSps(bytes) {
+  for (let i = 0; i + 6 < bytes.length; i++) {
+    if (bytes[i] !== 0 || bytes[i + 1] !== 0 || bytes[i + 2] !== 1 || (bytes[i + 3] & 0x1f) !== 7) continue;
+    let end = i + 4;
+    while (end + 2 < bytes.length && !(bytes[end] === 0 && bytes[end + 1] === 0 && bytes[end + 2] <= 1)) end++;
+    return bytes.subarray(i + 3, end);
   }
   return null;
+}
+
+/** The `avc1.PPCCLL` codec string of an SPS NAL unit: profile, constraint flags and level, in hex. */
+export function avcCodecString(sps) {
+  const hex = (b) => b.toString(16).padStart(2, "0");
+  return `avc1.${hex(sps[1])}${hex(sps[2])}${hex(sps[3])}`;
 }
 
 /**
@@ -58,6 +62,7 @@ export class SocketMedia {
     this.onError = onError;
     this.decoder = null;
     this.codec = "";
+    this.sps = ""; // the SPS the decoder was configured with: a new one (a new screen size) reconfigures it
     this.waitingForKeyframe = true;
     this.pictures = 0;
     this.bytes = 0;
@@ -77,8 +82,12 @@ export class SocketMedia {
 
   decode({ keyframe, timestamp, body }) {
     if (keyframe) {
-      const codec = avcCodecString(body);
-      if (codec && (!this.decoder || codec !== this.codec || this.decoder.state !== "configured")) this.configure(codec);
+      const sps = findSps(body);
+      const key = sps ? sps.join(",") : "";
+      if (sps && (!this.decoder || key !== this.sps || this.decoder.state !== "configured")) {
+        this.sps = key;
+        this.configure(avcCodecString(sps));
+      }
       this.waitingForKeyframe = false;
     }
     if (this.waitingForKeyframe || !this.decoder || this.decoder.state !== "configured") return;
