@@ -154,3 +154,68 @@ export class SocketMedia {
     this.decoder = null;
   }
 }
+
+/** Whether this browser decodes Opus with WebCodecs (the WebSocket transport's sound). */
+export async function decodesOpus() {
+  if (typeof AudioDecoder === "undefined") return false;
+  try {
+    return (await AudioDecoder.isConfigSupported({ codec: "opus", sampleRate: 48000, numberOfChannels: 2 })).supported === true;
+  } catch {
+    return false;
+  }
+}
+
+const SOUND_SLACK_S = 0.06; // how far ahead of now a (re)started sound is scheduled: room for the next packet
+const SOUND_BACKLOG_S = 0.5; // scheduled further ahead than this, the sound restarts from now (it fell behind)
+
+/**
+ * The WebSocket transport's Opus packets, decoded (WebCodecs' AudioDecoder) and played back to back into
+ * `stream` (a MediaStream): the inspector puts it on its <video>, whose sound toggle (audio.js) then works as
+ * for WebRTC. Its AudioContext starts once the page has had a gesture (`resume()`).
+ */
+export class SocketSound {
+  constructor(onError) {
+    this.context = new AudioContext({ sampleRate: 48000, latencyHint: "interactive" });
+    this.destination = this.context.createMediaStreamDestination();
+    this.stream = this.destination.stream;
+    this.playhead = 0;
+    this.decoder = new AudioDecoder({
+      output: (data) => this.play(data),
+      error: (error) => onError(`Opus decoder: ${error.message}`),
+    });
+    this.decoder.configure({ codec: "opus", sampleRate: 48000, numberOfChannels: 2 });
+  }
+
+  receive({ timestamp, body }) {
+    if (this.decoder.state === "configured") {
+      this.decoder.decode(new EncodedAudioChunk({ type: "key", timestamp, data: body }));
+    }
+  }
+
+  play(data) {
+    try {
+      const buffer = this.context.createBuffer(data.numberOfChannels, data.numberOfFrames, data.sampleRate);
+      for (let channel = 0; channel < data.numberOfChannels; channel++) {
+        data.copyTo(buffer.getChannelData(channel), { planeIndex: channel, format: "f32-planar" });
+      }
+      const source = this.context.createBufferSource();
+      source.buffer = buffer;
+      source.connect(this.destination);
+      const now = this.context.currentTime;
+      if (this.playhead < now || this.playhead > now + SOUND_BACKLOG_S) this.playhead = now + SOUND_SLACK_S;
+      source.start(this.playhead);
+      this.playhead += buffer.duration;
+    } finally {
+      data.close();
+    }
+  }
+
+  resume() {
+    if (this.context.state === "suspended") void this.context.resume();
+  }
+
+  close() {
+    if (this.decoder.state !== "closed") this.decoder.close();
+    void this.context.close();
+  }
+}

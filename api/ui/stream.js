@@ -9,7 +9,7 @@
 
 import { call, desktopPath, socketUrl } from "./api.js";
 import { InputCapture, encode, pongRoundTrip } from "./input.js";
-import { KIND, SocketMedia, decodesH264, parseMessage } from "./socket_media.js";
+import { KIND, SocketMedia, SocketSound, decodesH264, decodesOpus, parseMessage } from "./socket_media.js";
 
 const PING_INTERVAL_MS = 2000;
 const STATS_INTERVAL_MS = 1000;
@@ -35,7 +35,9 @@ export class LiveView {
     this.mode = null; // in use: webrtc | websocket
     this.reason = "";
     this.media = null;
+    this.sound = null;
     this.iceTimer = null;
+    this.resumeSound = () => this.sound?.resume(); // the sound toggle's click is the gesture an AudioContext needs
     this.ws = null;
     this.pc = null;
     this.channel = null;
@@ -254,12 +256,22 @@ export class LiveView {
       if (format === "jpeg") this.reason += "; JPEG pictures: this browser has no H.264 decoder (WebCodecs)";
       this.callbacks.onTransport?.(this.mode, this.reason);
     }
-    this.send("media/request", { video: format, audio: false });
+    this.send("media/request", { video: format, audio: await decodesOpus() });
   }
 
   startMedia(payload) {
     this.media?.close();
+    this.sound?.close();
+    this.sound = null;
     this.showSurface("websocket");
+    if (payload.audio && !payload.audio.disabled) {
+      // The <video>, hidden, plays the sound: its mute toggle (audio.js) works as for WebRTC.
+      this.sound = new SocketSound((message) => this.callbacks.onError(`live view: ${message}`));
+      this.video.srcObject = this.sound.stream;
+      this.video.addEventListener("volumechange", this.resumeSound);
+      this.video.addEventListener("play", this.resumeSound);
+      this.sound.resume();
+    }
     this.media = new SocketMedia(this.canvas, payload.video?.format || "h264", {
       onPicture: () => {
         if (this.timings.firstFrame !== undefined) return;
@@ -282,6 +294,8 @@ export class LiveView {
     if (message.kind === KIND.DATA) {
       const rtt = pongRoundTrip(buffer.slice(buffer.byteLength - message.body.byteLength));
       if (rtt !== null) this.stats.rttMs = rtt;
+    } else if (message.kind === KIND.OPUS) {
+      this.sound?.receive(message);
     } else if (this.media) {
       this.media.receive(message);
     }
@@ -470,6 +484,13 @@ export class LiveView {
     this.iceTimer = null;
     this.media?.close();
     this.media = null;
+    if (this.sound) {
+      this.sound.close();
+      this.sound = null;
+      this.video.removeEventListener("volumechange", this.resumeSound);
+      this.video.removeEventListener("play", this.resumeSound);
+      this.video.srcObject = null;
+    }
     this.stopTimers();
     this.frameWatch = null;
     this.input?.detach();

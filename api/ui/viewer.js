@@ -9,7 +9,8 @@
 // Attributes: `src` the server (default: where this script came from); `token` (default: `#token=` of the
 // page's address); `desktop` (default `default`); `transport` auto | webrtc | websocket (default: `#transport=`
 // of the page's address, else auto: WebRTC first, the WebSocket when ICE has not connected within 2 s);
-// `control` asks for control at once; `name` the viewer's name. A small label says which transport is used
+// `control` asks for control at once; `sound` plays the desktop's sound (from the first click on the view:
+// browsers start sound only after a gesture); `name` the viewer's name. A small label says which transport is used
 // and why. Events: `statechange` (detail {state, detail, transport, reason}).
 
 import { LiveView, TRANSPORTS } from "./stream.js";
@@ -58,6 +59,9 @@ export class SandboxDesktopView extends HTMLElement {
     sheet.replaceSync(STYLE);
     root.adoptedStyleSheets = [sheet];
     const video = Object.assign(document.createElement("video"), { muted: true, autoplay: true, playsInline: true, tabIndex: 0 });
+    video.muted = !this.hasAttribute("sound");
+    // A click is the gesture browsers want before they play sound (WebRTC's <video>, the socket's AudioContext).
+    this.addEventListener("pointerdown", () => video.muted || void video.play().catch(() => undefined));
     const canvas = Object.assign(document.createElement("canvas"), { hidden: true, tabIndex: 0 });
     const label = Object.assign(document.createElement("span"), { className: "label" });
     label.setAttribute("part", "label");

@@ -32,7 +32,7 @@ from streaming.socket_viewer import SocketViewer
 from streaming.viewer import Viewer
 from tests.conftest import ServerProcess, assert_problem, running_server, wait_for
 from tests.support import inspector_fixtures as shared
-from tests.support.browser import Browser, Page, chromium_path
+from tests.support.browser import Browser, Page, PrivateNetwork, chromium_path
 from tests.support.inspector_fixtures import click
 from tests.support.pids import host_pid
 from tests.support.sound import RATE, TONE_HZ, desktop_env, hear_tone, play, write_tone
@@ -446,3 +446,30 @@ def test_chromium_hears_the_tone_in_the_inspectors_live_view(page: Page, srv: Se
         heard = statistics.median_high(peaks)
         print(f"\nChromium heard {heard:.1f} Hz ({json.dumps([round(hz, 1) for hz in peaks])})")
         assert heard == pytest.approx(TONE_HZ, abs=5)  # an AnalyserNode bin is 23 Hz: its interpolated peak wanders
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_chromium_hears_the_tone_over_the_websocket_transport(srv: ServerProcess, page_url: str,
+                                                              network: PrivateNetwork, tmp_path: Path) -> None:
+    """The WebSocket transport's Opus packets, decoded by WebCodecs' AudioDecoder (a secure context: the page's
+    origin is treated as one) and played through the live view's <video> and its sound toggle."""
+    origin = page_url.removesuffix("/ui/")
+    browser = Browser.launch(netns=network.name, extra=(f"--unsafely-treat-insecure-origin-as-secure={origin}",))
+    with srv.client() as api:
+        if api.get("/v1/desktop/status").json().get("state") != "active":
+            api.post("/v1/desktop/start", json={"displayNum": BROWSER_DISPLAY_NUM, "width": SIZE[0],
+                                                "height": SIZE[1]}).raise_for_status()
+        env = desktop_env(api)
+        try:
+            page = browser.new_page(f"{page_url}#token={srv.token}&transport=websocket&live")
+            page.wait_for("document.getElementById('live-state').dataset.state === 'connected'", "the connection", 20)
+            assert page.evaluate("document.getElementById('live-transport').dataset.transport") == "websocket"
+            page.wait_for("document.getElementById('live-sound').dataset.sound === 'off'", "the view's sound", 10)
+            click(page, "live-sound")
+            peaks = hear_tone(page, "document.getElementById('live-video')", env, tmp_path, "the tone over the socket")
+        finally:
+            browser.close()
+            api.post("/v1/desktop/stream/stop")
+    heard = statistics.median_high(peaks)
+    print(f"\nChromium heard {heard:.1f} Hz over the WebSocket ({json.dumps([round(hz, 1) for hz in peaks])})")
+    assert heard == pytest.approx(TONE_HZ, abs=5)
