@@ -63,10 +63,11 @@ def test_page_is_served_without_the_token(srv: ServerProcess) -> None:
         assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
         assert '<script type="module" src="app.js">' in index.text
         assert "default-src 'self'" in index.headers["content-security-policy"]
-        for name in ("app.js", "api.js", "stream.js", "input.js"):
+        for name in ("app.js", "api.js", "stream.js", "input.js", "socket_media.js", "viewer.js"):
             script = anonymous.get(f"/ui/{name}")
             assert script.status_code == 200 and "javascript" in script.headers["content-type"], name
         assert anonymous.get("/ui/style.css").headers["content-type"].startswith("text/css")
+        assert "<sandbox-desktop-view" in anonymous.get("/ui/embed.html").text  # the embeddable live view, full page
         assert anonymous.get("/ui/missing.js").status_code == 404
         assert anonymous.get("/v1/desktop/status").status_code == 401  # the data stays behind the token
 
