@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import io
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from PIL import Image
 from websockets.asyncio.client import connect
 
 from streaming.media_socket import KEYFRAME, MEDIA_HEADER, MediaKind, VideoFormat
-from streaming.viewer_session import Received, ViewerSession, cli_parser, signaling_url, watch
+from streaming.viewer_session import Received, ViewerSession, cli_parser, run_cli, signaling_url, watch
 
 MEDIA_SOCKET_PATH = "/v1/desktop/stream/ws"
 MAX_MESSAGES = 1 << 40
@@ -143,8 +142,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser("python -m streaming.socket_viewer", __doc__ or "")
     parser.add_argument("--jpeg", action="store_true", help="ask for JPEG pictures instead of H.264")
-    print(json.dumps(asyncio.run(_main(parser.parse_args(argv)))))
-    return 0
+    return run_cli(parser, argv, _main)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import re
 import sys
 import time
@@ -27,7 +26,7 @@ from av.video.frame import VideoFrame
 from websockets.asyncio.client import ClientConnection, connect
 
 from streaming.ports import HostPolicy, host_policy
-from streaming.viewer_session import Received, ViewerSession, cli_parser, signaling_url, watch
+from streaming.viewer_session import Received, ViewerSession, cli_parser, run_cli, signaling_url, watch
 
 
 def split_candidates(sdp: str) -> tuple[str, list[dict[str, Any]]]:
@@ -237,8 +236,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser("python -m streaming.viewer", __doc__ or "")
     parser.add_argument("--address", action="append", help="local address for ICE (default 127.0.0.1)")
-    print(json.dumps(asyncio.run(_main(parser.parse_args(argv)))))
-    return 0
+    return run_cli(parser, argv, _main)
 
 
 if __name__ == "__main__":

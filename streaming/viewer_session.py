@@ -14,6 +14,7 @@ import re
 import struct
 import time
 import urllib.request
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -204,6 +205,13 @@ def cli_parser(prog: str, doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--start", action="store_true", help="POST /v1/desktop/stream/start first")
     parser.add_argument("--timeout", type=float, default=15.0)
     return parser
+
+
+def run_cli(parser: argparse.ArgumentParser, argv: list[str] | None,
+            run: Callable[[argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]]) -> int:
+    """A shell viewer's whole run: parse `argv`, watch with `run`, print its figures as one JSON line."""
+    print(json.dumps(asyncio.run(run(parser.parse_args(argv)))))
+    return 0
 
 
 async def watch(viewer: ViewerSession, args: argparse.Namespace) -> dict[str, Any]:

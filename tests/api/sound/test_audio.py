@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from av.video.frame import VideoFrame
 from desktop.sound.capture import LINGER_S
 from streaming.socket_viewer import SocketViewer
 from streaming.viewer import Viewer
+from streaming.viewer_session import ViewerSession
 from tests.conftest import ServerProcess, assert_problem, running_server, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page, PrivateNetwork, chromium_path
@@ -277,30 +278,38 @@ def sdp_section(sdp: str, kind: str) -> str:
     return next("m=" + s for s in sections if s.startswith(kind))
 
 
-def test_an_aiortc_viewer_receives_the_tone_as_opus(api: httpx.Client, audio_srv: ServerProcess,
-                                                    env: dict[str, str], tone: Path) -> None:
+def while_streaming(api: httpx.Client, scenario: Coroutine[Any, Any, None]) -> None:
+    """Run `scenario` with the desktop's live view on; off afterwards, whatever happened."""
     assert api.post("/v1/desktop/stream/start").status_code == 200
-
-    async def watch() -> tuple[AudioViewer, list[float]]:
-        viewer = AudioViewer(audio_srv.url, audio_srv.token)
-        try:
-            await viewer.connect()
-            player = play(env, tone)
-            try:
-                deadline = time.monotonic() + 15
-                while sum(f.samples for _, f in viewer.audio) < RATE * 2 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-            finally:
-                player.kill()
-                player.wait()
-            return viewer, [v for _, frame in viewer.audio for v in channel(frame)]
-        finally:
-            await viewer.close()
-
     try:
-        viewer, samples = asyncio.run(watch())
+        asyncio.run(scenario)
     finally:
         api.post("/v1/desktop/stream/stop")
+
+
+async def listen(viewer: ViewerSession, env: dict[str, str], tone: Path | None, enough: Callable[[], bool],
+                 seconds: float = 15) -> None:
+    """Connect `viewer`, play `tone` in the desktop (None: nothing) until `enough()` or `seconds`, close the viewer."""
+    try:
+        await viewer.connect()
+        player = play(env, tone) if tone is not None else None
+        try:
+            deadline = time.monotonic() + seconds
+            while not enough() and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+        finally:
+            if player is not None:
+                player.kill()
+                player.wait()
+    finally:
+        await viewer.close()
+
+
+def test_an_aiortc_viewer_receives_the_tone_as_opus(api: httpx.Client, audio_srv: ServerProcess,
+                                                    env: dict[str, str], tone: Path) -> None:
+    viewer = AudioViewer(audio_srv.url, audio_srv.token)
+    while_streaming(api, listen(viewer, env, tone, lambda: sum(f.samples for _, f in viewer.audio) >= RATE * 2))
+    samples = [v for _, frame in viewer.audio for v in channel(frame)]
     provide = viewer.events_named("signal/provide")[0]
     assert provide["audio"] == {"disabled": False}
     assert viewer.offer_sdp is not None and viewer.answer_sdp is not None
@@ -318,28 +327,8 @@ def test_an_aiortc_viewer_receives_the_tone_as_opus(api: httpx.Client, audio_srv
 def test_a_websocket_viewer_receives_the_tone_as_opus_packets(api: httpx.Client, audio_srv: ServerProcess,
                                                               env: dict[str, str], tone: Path) -> None:
     """The WebSocket transport (docs/streaming.md) carries the same encoder's Opus packets."""
-    assert api.post("/v1/desktop/stream/start").status_code == 200
-
-    async def watch() -> SocketViewer:
-        viewer = SocketViewer(audio_srv.url, audio_srv.token, audio=True)
-        try:
-            await viewer.connect()
-            player = play(env, tone)
-            try:
-                deadline = time.monotonic() + 15
-                while len(viewer.received.opus) < 60 and time.monotonic() < deadline:  # 2.4 s of 40 ms packets
-                    await asyncio.sleep(0.1)
-            finally:
-                player.kill()
-                player.wait()
-            return viewer
-        finally:
-            await viewer.close()
-
-    try:
-        viewer = asyncio.run(watch())
-    finally:
-        api.post("/v1/desktop/stream/stop")
+    viewer = SocketViewer(audio_srv.url, audio_srv.token, audio=True)
+    while_streaming(api, listen(viewer, env, tone, lambda: len(viewer.received.opus) >= 60))  # 2.4 s of packets
     assert viewer.events_named("media/provide")[0]["audio"] == {"disabled": False, "codec": "opus",
                                                                  "sample_rate": 48000, "channels": 2}
     decoder = av.CodecContext.create("opus", "r")
@@ -354,21 +343,8 @@ def test_a_websocket_viewer_receives_the_tone_as_opus_packets(api: httpx.Client,
 
 def test_a_viewer_of_a_silent_desktop_reads_no_sound(api: httpx.Client, audio_srv: ServerProcess) -> None:
     """While nothing plays the sink is suspended: no chunk is read, no audio packet is sent."""
-    assert api.post("/v1/desktop/stream/start").status_code == 200
-
-    async def watch() -> AudioViewer:
-        viewer = AudioViewer(audio_srv.url, audio_srv.token)
-        try:
-            await viewer.connect()
-            await asyncio.sleep(1.5)
-            return viewer
-        finally:
-            await viewer.close()
-
-    try:
-        viewer = asyncio.run(watch())
-    finally:
-        api.post("/v1/desktop/stream/stop")
+    viewer = AudioViewer(audio_srv.url, audio_srv.token)
+    while_streaming(api, listen(viewer, {}, None, lambda: False, seconds=1.5))
     assert viewer.events_named("signal/provide")[0]["audio"] == {"disabled": False}
     assert viewer.audio == []
     sinks = api.post("/v1/processes/run", json={"command": "pactl", "args": ["list", "short", "sinks"]}).json()
