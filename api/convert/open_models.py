@@ -25,9 +25,9 @@ def model_plan(body: ModelActRequest, session: Session) -> tuple[ModelPlan, Mode
     space = model_space(body, session.width, session.height)
     match body.family:
         case ModelFamily.QWEN25_VL | ModelFamily.QWEN3_VL | ModelFamily.FARA:
-            plan = qwen.plan(body.output, space, body.family is ModelFamily.FARA, body.search_url)
+            plan = qwen.plan(body.text, space, body.family is ModelFamily.FARA, body.search_url)
         case ModelFamily.UI_TARS_1 | ModelFamily.UI_TARS_15:
-            plan = ui_tars.plan(body.output, space)
+            plan = ui_tars.plan(body.text, space)
         case ModelFamily.OPENCUA:
-            plan = pyautogui_lines.plan(body.output, space)
+            plan = pyautogui_lines.plan(body.text, space)
     return plan, space

@@ -174,5 +174,5 @@ OPERATIONS = [
               "action lines, parsed, never executed) and answer the parsed actions, a final answer and the next "
               "screenshot in the model's coordinate convention",
               body=ModelActRequest, response=ModelActResult, body_required=True, invalid_code=INVALID,
-              errors=(404, *ERRORS), tags=("vendors",)),
+              errors=(400, 404, 413, *ERRORS), tags=("vendors",)),
 ]

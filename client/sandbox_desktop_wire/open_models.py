@@ -51,8 +51,8 @@ class CoordinateConvention(enum.StrEnum):
 
 class ModelActRequest(WireModel):
     family: ModelFamily
-    output: str = Field(min_length=1, max_length=MAX_OUTPUT_CHARS, description="What the model printed, as it "
-                        "printed it: its thought, tool calls, action lines or code block")
+    text: str = Field(min_length=1, max_length=MAX_OUTPUT_CHARS, description="What the model printed, as it "
+                      "printed it: its thought, tool calls, action lines or code block")
     convention: CoordinateConvention | None = Field(default=None, description="Default: the family's own")
     factor: int | None = Field(default=None, ge=1, le=MAX_FACTOR, description="smart-resize: the multiple both "
                                "sides are rounded to (default 28; Qwen3-VL's processor uses 32)")

@@ -22,7 +22,8 @@ from sandbox_desktop_wire.enums import MouseButton
 from sandbox_desktop_wire.limits import MAX_WHEEL_CLICKS
 from sandbox_desktop_wire.open_models import FinalAnswer, ModelAction, ModelActionKind
 
-OUTPUT = "output"
+OUTPUT = "text"
+"""The request field holding what the model printed: the field every mistake of the output names."""
 TYPE_DELAY_MS = 10
 MAX_WAIT_MS = 60_000
 """The longest wait a model may ask for in one output."""
@@ -36,8 +37,12 @@ def malformed(where: str, message: str) -> FieldError:
 
 
 def number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise malformed(where, f"expected a number, got {value!r}")
+    try:
+        finite = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise malformed(where, f"expected a number, got {str(value)[:40]}")
     return float(value)
 
 

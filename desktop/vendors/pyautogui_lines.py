@@ -15,7 +15,7 @@ import ast
 import re
 from typing import Any
 
-from desktop.vendors.model_plan import ModelPlan, PlanBuilder, malformed, number, string
+from desktop.vendors.model_plan import OUTPUT, ModelPlan, PlanBuilder, malformed, number, string
 from desktop.vendors.model_space import ModelSpace
 from sandbox_desktop_wire.enums import MouseButton
 
@@ -58,7 +58,7 @@ def code_of(output: str) -> tuple[str, int]:
     lines = output.splitlines()
     kept = [line if line.lstrip().startswith(("pyautogui.", "computer.")) else "" for line in lines]
     if not any(kept):
-        raise malformed("output", "no pyautogui code found (expected a ```python block or pyautogui./computer. lines)")
+        raise malformed(OUTPUT, "no pyautogui code found (expected a ```python block or pyautogui./computer. lines)")
     return "\n".join(line.strip() for line in kept), 0
 
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from desktop.vendors.gemini import Browser
-from desktop.vendors.model_plan import ModelPlan, PlanBuilder, malformed, number, string
+from desktop.vendors.model_plan import OUTPUT, ModelPlan, PlanBuilder, malformed, number, string
 from desktop.vendors.model_space import ModelSpace
 from desktop.vendors.openai import wheel_clicks
 from sandbox_desktop_wire.enums import MouseButton
@@ -40,7 +40,7 @@ def tool_calls(output: str) -> list[tuple[str, Mapping[str, Any]]]:
     if not bodies:
         stripped = output.strip()
         if not stripped.startswith("{"):
-            raise malformed("output", "no <tool_call> found (expected <tool_call>{\"name\": \"computer_use\", "
+            raise malformed(OUTPUT, "no <tool_call> found (expected <tool_call>{\"name\": \"computer_use\", "
                             "\"arguments\": {...}}</tool_call>)")
         bodies = [stripped]
     calls: list[tuple[str, Mapping[str, Any]]] = []

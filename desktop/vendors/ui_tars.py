@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from desktop.vendors.model_plan import ModelPlan, PlanBuilder, malformed
+from desktop.vendors.model_plan import OUTPUT, ModelPlan, PlanBuilder, malformed
 from desktop.vendors.model_space import ModelSpace
 from sandbox_desktop_wire.enums import MouseButton
 
@@ -46,7 +46,7 @@ def calls(output: str) -> tuple[str | None, list[str]]:
     thought_match = THOUGHT.match(text)
     thought = thought_match.group(1).strip() if thought_match else None
     if "Action:" not in text:
-        raise malformed("output", "no `Action:` found (expected `Thought: ...` then `Action: click(start_box=...)`)")
+        raise malformed(OUTPUT, "no `Action:` found (expected `Thought: ...` then `Action: click(start_box=...)`)")
     actions = [a.strip() for a in re.split(r"\)\s*\n\s*\n", text.split("Action:")[-1].strip())]
     return thought, [a if a.endswith(")") else a + ")" for a in actions if a]
 

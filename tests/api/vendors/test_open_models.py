@@ -57,7 +57,7 @@ def recorded_click(family: str, sx: int, sy: int) -> str:
 
 def act(api: httpx.Client, family: str, output: str, path: str = "/v1/desktop/models/act",
         **options: Any) -> httpx.Response:
-    return api.post(path, json={"family": family, "output": output, "settle": FAST, **options})
+    return api.post(path, json={"family": family, "text": output, "settle": FAST, **options})
 
 
 def pointer(display: str) -> tuple[int, int]:
@@ -167,7 +167,7 @@ def test_malformed_output_is_a_422_naming_what_and_nothing_runs(api: httpx.Clien
     problem = assert_problem(act(api, "opencua", "```python\npyautogui.moveTo(10, 10)\n"
                                  "pyautogui.click(x=__import__('os').system('x'), y=1)\n```"), 422)
     (error,) = problem["errors"]  # type: ignore[misc]
-    assert error["field"] == "output" and error["message"].startswith("line 3 (pyautogui.click(x=__import__")
+    assert error["field"] == "text" and error["message"].startswith("line 3 (pyautogui.click(x=__import__")
     assert "argument x is not a literal" in error["message"]
     assert pointer(display) == away
     problem = assert_problem(act(api, "qwen2.5-vl", tool_call({"action": "teleport", "coordinate": [1, 1]})), 422)
@@ -175,7 +175,7 @@ def test_malformed_output_is_a_422_naming_what_and_nothing_runs(api: httpx.Clien
     problem = assert_problem(act(api, "ui-tars-1.5", "Thought: I give up."), 422)
     assert "no `Action:` found" in str(problem["detail"])
     assert_problem(act(api, "qwen3-vl", tool_call({"action": "left_click", "coordinate": [1001, 5]})), 400)
-    assert_problem(api.post("/v1/desktop/models/act", json={"family": "gpt-2", "output": "x"}), 422)
+    assert_problem(api.post("/v1/desktop/models/act", json={"family": "gpt-2", "text": "x"}), 422)
     assert pointer(display) == away
 
 

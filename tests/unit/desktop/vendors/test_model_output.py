@@ -21,7 +21,7 @@ LEFT = MouseButton.LEFT
 
 
 def parse(family: str, output: str, **options: object) -> ModelPlan:
-    return model_plan(ModelActRequest.model_validate({"family": family, "output": output, **options}),
+    return model_plan(ModelActRequest.model_validate({"family": family, "text": output, **options}),
                       SESSION)[0]  # type: ignore[arg-type]
 
 
@@ -30,7 +30,7 @@ def refused(family: str, output: str, status: int = 422) -> str:
         parse(family, output)
     assert status_of(exc.value) == status, exc.value
     (error,) = exc.value.extensions["errors"]
-    assert error["field"] == "output"
+    assert error["field"] == "text"
     return str(error["message"])
 
 
@@ -100,7 +100,7 @@ def test_ui_tars_actions() -> None:
     p = parse("ui-tars-1.0", output)
     assert p.thought == "I copy the title, then paste it below."
     assert p.steps == [batch.Drag(((192, 216), (576, 216)), LEFT), batch.Key(((CTRL, ord("c")),)),
-                       batch.Click((979, 550), LEFT, 1), batch.Type(tuple(map(ord, "it's done")) + (RETURN,), 10)]
+                       batch.Click((979, 550), LEFT, 1), batch.Type((*map(ord, "it's done"), RETURN), 10)]
     p = parse("ui-tars-1.5", "Thought: open it\nAction: left_double(point='<point>966 546</point>')")
     assert p.steps == [batch.Click((960, 540), LEFT, 2)]
     p = parse("ui-tars-1.5", "Thought: down\nAction: scroll(point='<point>966 546</point>', direction='down')")

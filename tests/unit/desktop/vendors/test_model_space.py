@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.vendors.model_space import QWEN3_BOUNDS, QWEN_BOUNDS, UI_TARS_BOUNDS, ModelSpace, ResizeBounds, smart_resize
+from desktop.vendors.model_space import (
+    QWEN3_BOUNDS,
+    QWEN_BOUNDS,
+    UI_TARS_BOUNDS,
+    ModelSpace,
+    ResizeBounds,
+    smart_resize,
+)
 from sandbox_desktop_wire.open_models import CoordinateConvention
 
 SCREENS = [(1440, 900), (1920, 1080), (1280, 1024)]
