@@ -138,8 +138,9 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         shot = ShotOptions(size=space.resized) if body.screenshot and (acted or plan.final is None) else None
         outcome = None
         if acted or shot is not None:
-            outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle)
-                                                                  if acted else None, shot)
+            # The settle is for the screenshot: without one, only a `settle` asked for is waited for.
+            settle = settle_of(body.settle) if acted and (shot is not None or body.settle is not None) else None
+            outcome = await desktop_services(request).batches.run(session, steps_run, settle, shot)
     if outcome is not None and outcome.error is not None:
         index, exc = outcome.error
         if index < len(steps_run):

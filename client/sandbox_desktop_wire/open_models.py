@@ -63,7 +63,9 @@ class ModelActRequest(WireModel):
     screenshot: bool = Field(default=True, description="Answer the screenshot after the actions")
     search_url: str = Field(default="https://www.bing.com/search?q={query}", min_length=1,
                             description="Fara's `web_search`: `{query}` is replaced by the query, URL-encoded")
-    settle: SettleOptions | None = Field(default=None, description="default quietMs 300, timeoutMs 5000")
+    settle: SettleOptions | None = Field(default=None, description="Wait for the screen to settle after the "
+                                         "actions (default before a screenshot: quietMs 300, timeoutMs 5000; none "
+                                         "without one)")
 
 
 class ModelActionKind(enum.StrEnum):
