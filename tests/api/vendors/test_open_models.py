@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import pytest
 from PIL import Image
 
 from tests.api.input.test_keyboard import Cat, xdotool
-from tests.conftest import assert_problem, managed_probe
+from tests.conftest import assert_problem, managed_probe, wait_for
+from tests.support.browser import desktop_page
 from tests.support.xprobe import Probe
 
 DESKTOP = {"displayNum": 381, "width": 1440, "height": 900}
@@ -184,3 +186,26 @@ def test_the_per_desktop_path_and_relative_points(api: httpx.Client, display: st
                  convention="relative", screenshot=False)
     assert answer.status_code == 200, answer.text
     assert pointer(display) == (SW // 4, SH * 3 // 4)
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test)")
+def test_faras_browser_moves_drive_chromium(api: httpx.Client, display: str, tmp_path: Path) -> None:
+    def title() -> str:
+        return xdotool(display, "getactivewindow", "getwindowname")
+
+    second, found = tmp_path / "b.html", tmp_path / "found.html"
+    second.write_text("<!doctype html><title>Page B</title><h1>Page B</h1>")
+    found.write_text("<!doctype html><title>Found</title><h1>Found</h1>")
+    with desktop_page(api, tmp_path, "a.html", "<!doctype html><title>Page A</title><h1>Page A</h1>"):
+        wait_for(lambda: title().startswith("Page A"), "page A")
+        answer = act(api, "fara", "I open the page.\n" + tool_call({"action": "visit_url", "url": second.as_uri()}))
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["actions"] == [{"kind": "navigate", "source": "visit_url", "url": second.as_uri()}]
+        wait_for(lambda: title().startswith("Page B"), "page B", 30)
+        assert act(api, "fara", tool_call({"action": "history_back"})).status_code == 200
+        wait_for(lambda: title().startswith("Page A"), "back at page A")
+        # `web_search` goes to the request's search page (a local one: the test stays off the internet).
+        answer = act(api, "fara", tool_call({"action": "web_search", "query": "red cats"}),
+                     searchUrl=found.as_uri() + "?q={query}")
+        assert answer.json()["actions"][0]["url"] == found.as_uri() + "?q=red+cats"
+        wait_for(lambda: title().startswith("Found"), "the search page", 30)
