@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from desktop.core.parsing import ascii_int
 from sandbox_desktop_client.local_servers import DEFAULT_URL, DESKTOP_ENV, TOKEN_ENV, URL_ENV
 
 SPEC_PATH = Path(__file__).with_name("commands.json")
@@ -225,4 +226,4 @@ def timeout(command: Command, args: argparse.Namespace, query: list[tuple[str, s
         return None
     given = {**dict(query), **(body or {})}
     waits = [given[name] for name in command["waits"] if name in given]
-    return 60.0 + sum(float(w) for w in waits if str(w).isdigit()) / 1000
+    return 60.0 + sum(ascii_int(str(w)) or 0 for w in waits) / 1000

@@ -112,7 +112,8 @@ async def gemini_computer(request: Request, *, body: GeminiRequest) -> GeminiRes
             # the URL needs no keys.
             start = plan.browser.url or "about:blank"
             launched = await browser.focus_browser(desktop.windows, desktop.apps, session, start)
-            steps_run = [] if launched else gemini.browser_keys(plan.browser)
+            address_bar = browser.address_bar_focused(desktop.accessibility, session)
+            steps_run = [] if launched else gemini.browser_keys(plan.browser, address_bar)
         outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle),
                                                               ShotOptions(scale=1.0))
         if outcome.error is not None:
