@@ -110,10 +110,8 @@ async def gemini_computer(request: Request, *, body: GeminiRequest) -> GeminiRes
         if plan.browser is not None:
             # The browser first (outside the batch: launching waits for a window); a browser just launched at
             # the URL needs no keys.
-            start = plan.browser.url or "about:blank"
-            launched = await browser.focus_browser(desktop.windows, desktop.apps, session, start)
-            address_bar = browser.address_bar_focused(desktop.accessibility, session)
-            steps_run = [] if launched else gemini.browser_keys(plan.browser, address_bar)
+            steps_run = await browser.browser_steps(desktop.windows, desktop.apps, desktop.accessibility, session,
+                                                    plan.browser)
         outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle),
                                                               ShotOptions(scale=1.0))
         if outcome.error is not None:
@@ -132,9 +130,8 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         plan, space = model_plan(body, session)
         steps_run = plan.steps
         if plan.browser is not None:
-            launched = await browser.focus_browser(desktop.windows, desktop.apps, session,
-                                                   plan.browser.url or "about:blank")
-            steps_run = [] if launched else gemini.browser_keys(plan.browser)
+            steps_run = await browser.browser_steps(desktop.windows, desktop.apps, desktop.accessibility, session,
+                                                    plan.browser)
         acted = bool(steps_run) or plan.browser is not None
         shot = ShotOptions(size=space.resized) if body.screenshot and (acted or plan.final is None) else None
         outcome = None

@@ -30,7 +30,8 @@ class ResizeBounds:
 
 
 QWEN_BOUNDS = ResizeBounds(28, 56 * 56, 28 * 28 * 16384)
-"""Qwen2.5-VL's processor defaults (min 3136, max 12845056 pixels); OpenCUA and Fara ship the same."""
+"""Qwen2.5-VL's processor defaults (min 3136, max 12845056 pixels), which OpenCUA and Fara, built on it, keep unless
+their deployment sets others (then the request's `minPixels`/`maxPixels`)."""
 UI_TARS_BOUNDS = ResizeBounds(28, 100 * 28 * 28, 16384 * 28 * 28)
 """UI-TARS 1.5's parser's bounds."""
 QWEN3_BOUNDS = ResizeBounds(32, 64 * 32 * 32, 16384 * 32 * 32)

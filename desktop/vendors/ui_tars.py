@@ -90,7 +90,7 @@ def plan(output: str, space: ModelSpace) -> ModelPlan:
     thought, texts = calls(output)
     b.plan.thought = thought
     for i, text in enumerate(texts):
-        where = f"Action {i + 1} ({text[:60]})"
+        where = f"Action {i + 1} ({' '.join(text[:60].split())})"
         name, kwargs = arguments(text, where)
         if name not in ACTIONS:
             raise malformed(where, f"unknown action {name!r}; expected one of {', '.join(ACTIONS)}")
