@@ -15,6 +15,7 @@ from desktop.actions import batch
 from desktop.actions.waits import element_condition
 from desktop.apps.launch import Apps
 from desktop.core.errors import DomainError
+from desktop.vendors.gemini import Browser, browser_keys
 from desktop.windows.control import Windows
 from desktop.windows.query import WindowInfo
 from desktop.x11.session import Session
@@ -68,6 +69,14 @@ def address_bar_focused(accessibility: Accessibility, session: Session) -> batch
     """A batch step that waits (ADDRESS_BAR_WAIT_MS at most) for the focused browser's address bar to take the
     keyboard focus."""
     return batch.Wait(ADDRESS_BAR_WAIT_MS, element_condition(accessibility, session, ADDRESS_BAR, "present"))
+
+
+async def browser_steps(windows: Windows, apps: Apps, accessibility: Accessibility, session: Session,
+                        move: Browser) -> list[batch.Step]:
+    """Carry out the first half of a browser move (Gemini's browser functions, Fara's visit_url and history_back):
+    focus the browser, or launch it at the URL; then the keys still to type, none for a browser just launched there."""
+    launched = await focus_browser(windows, apps, session, move.url or "about:blank")
+    return [] if launched else browser_keys(move, address_bar_focused(accessibility, session))
 
 
 async def focused_url(windows: Windows, accessibility: Accessibility, session: Session) -> str | None:
