@@ -74,6 +74,9 @@ class SandboxPlan:
     root); a share within them still shows."""
     secrets: tuple[Path, ...] = ()
     """Files of the server hidden the same way (its X cookies, where they are outside its state)."""
+    home_alias: str | None = None
+    """A second place its HOME is seen at (OSWorld's `/home/user`); the machine's /home is hidden then, so that
+    the alias is made within an empty folder and other users' homes stay out of sight."""
 
     @property
     def hostname(self) -> str:
@@ -240,12 +243,14 @@ class Sandbox:
         # Shares first (a folder on the way to one that the sandbox's user could not pass, /root, is emptied so
         # that the share can be reached); then the server's state, even within a share, and the folders on the
         # way to HOME; then HOME and the runtime directory, which nothing mounted later may cover.
-        empty([*map(str, plan.private), *_closed_ancestors(plan.shared, uid)])
+        empty([*map(str, plan.private), *(["/home"] if plan.home_alias else []), *_closed_ancestors(plan.shared, uid)])
         for path in plan.shared:
             bind(path, str(path))
         empty([*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime), uid)])
         for path in (plan.home, plan.runtime):
             bind(path, str(path))
+        if plan.home_alias is not None:
+            bind(plan.home, plan.home_alias)
         bind(x11, X11_DIR)
         for name in files:
             bind(etc / name, f"/etc/{name}", read_only=True)
@@ -267,6 +272,19 @@ class Sandbox:
         reach come and go with egress `none`. The file is bound into the sandbox by its inode, rewritten in place,
         so the desktop's next lookup reads the new one."""
         (self.plan.state / "etc" / "resolv.conf").write_text(self._resolv_conf(self.slirp is not None))
+
+    def network_namespace(self) -> str | None:
+        """Where the server may join its network namespace; None where it has none (Landlock only: it shares the
+        host's); OSError where the server may not join it (a server without root) or it is gone."""
+        if self.network is not None:
+            return self.network.netns_path
+        if self.host.mode is Mode.LANDLOCK:
+            return None
+        if self.host.rootless is not None:
+            raise OSError(errno.EPERM, "a server without root cannot join a desktop's network namespace")
+        if self._init is None:
+            raise OSError(errno.ESRCH, "the desktop's sandbox is not running")
+        return f"/proc/{self._init.pid}/ns/net"
 
     def give_home(self) -> None:
         """The desktop's HOME and all in it to the sandbox's user (blocking)."""

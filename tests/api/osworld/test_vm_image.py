@@ -1,0 +1,156 @@
+"""What OSWorld's tasks assume of the VM image (docs/osworld.md "What tasks assume"), on real sandboxed desktops
+created with `osworld`: their HOME at /home/user (each its own), pyautogui from `python` moving the desktop's own
+pointer, `google-chrome` on PATH, and Chrome's DevTools inside each desktop reached from outside on its cdpPort."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from Xlib.display import Display
+
+from tests.conftest import REPO, ServerProcess, launch_server, wait_for
+
+SMALL = {"width": 640, "height": 400}
+PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
+needs_chromium = pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test)")
+
+
+@pytest.fixture(scope="module")
+def desktops_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The desktops' Python as users get it: `sandbox-desktop install osworld`, its Python part (in a folder the
+    tests share with every desktop; python3-venv is on this machine already)."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import tkinter, venv"], capture_output=True).returncode != 0:
+        pytest.skip("needs python3-tk and python3-venv (`sandbox-desktop install osworld --only python`)")
+    folder = tmp_path_factory.mktemp("osworld-python") / "venv"
+    done = subprocess.run([sys.executable, "-m", "api.cli.main", "install", "osworld", "--only", "python",
+                           "--no-apt", "--yes", "--python-dir", str(folder)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory, desktops_python: Path) -> Iterator[ServerProcess]:
+    server = launch_server(tmp_path_factory.mktemp("osworld-image"), f"--osworld-python={desktops_python}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(srv: ServerProcess) -> Iterator[httpx.Client]:
+    with srv.client(timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def desktops(api: httpx.Client) -> Iterator[list[dict[str, Any]]]:
+    made = []
+    for _ in range(2):
+        created = api.post("/v1/desktops", json={**SMALL, "osworld": True})
+        assert created.status_code == 201, created.text
+        made.append(created.json())
+    yield made
+    for desktop in made:
+        api.delete(f"/v1/desktops/{desktop['id']}")
+
+
+def execute(desktop: dict[str, Any], command: str | list[str], shell: bool = False) -> dict[str, Any]:
+    answer = httpx.post(desktop["osworld"]["url"] + "/execute", json={"command": command, "shell": shell},
+                        timeout=60)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def test_the_resource_reports_the_ports_and_home(desktops: list[dict[str, Any]]) -> None:
+    ports = set()
+    for desktop in desktops:
+        guest = desktop["osworld"]
+        assert guest["homeUser"] is True
+        ports |= {guest["port"], guest["cdpPort"], guest["vlcPort"]}
+    assert len(ports) == 6  # every port of every desktop its own
+
+
+def test_each_desktop_has_its_own_home_user(desktops: list[dict[str, Any]]) -> None:
+    for index, desktop in enumerate(desktops):
+        assert execute(desktop, f"echo desktop-{index} > /home/user/x.txt", shell=True)["returncode"] == 0
+    for index, desktop in enumerate(desktops):
+        assert execute(desktop, ["cat", "/home/user/x.txt"])["output"] == f"desktop-{index}\n"
+        # The same folder as its HOME: what a task writes to ~ its checker reads at /home/user, and back.
+        assert execute(desktop, "cat ~/x.txt", shell=True)["output"] == f"desktop-{index}\n"
+        fetched = httpx.post(desktop["osworld"]["url"] + "/file", data={"file_path": "/home/user/x.txt"})
+        assert fetched.status_code == 200 and fetched.text == f"desktop-{index}\n"
+        # The machine's other homes are out of sight.
+        assert execute(desktop, ["ls", "/home"])["output"].split() == ["user"]
+
+
+def test_pyautogui_from_execute_moves_the_desktops_own_pointer(desktops: list[dict[str, Any]]) -> None:
+    def pointer(display: str) -> tuple[int, int]:
+        d = Display(display)
+        try:
+            p = d.screen().root.query_pointer()
+            return p.root_x, p.root_y
+        finally:
+            d.close()
+
+    first, second = desktops
+    before = pointer(second["display"])
+    # With the prefix OSWorld's harness puts before every action (a fresh pointer sits in pyautogui's fail-safe
+    # corner).
+    moved = execute(first, ["python", "-c", f"{PREFIX}pyautogui.moveTo(100, 200)"])
+    assert moved["returncode"] == 0, moved
+    assert pointer(first["display"]) == (100, 200)
+    assert pointer(second["display"]) == before
+    # `python3` too: OSWorld's harness sends either.
+    assert execute(first, ["python3", "-c", f"{PREFIX}pyautogui.moveTo(50, 60)"])["returncode"] == 0
+    assert pointer(first["display"]) == (50, 60)
+
+
+@needs_chromium
+def test_chromes_devtools_inside_each_desktop_on_its_cdp_port(desktops: list[dict[str, Any]]) -> None:
+    first, second = desktops
+    where = execute(first, "command -v google-chrome", shell=True)["output"].strip()
+    assert where.endswith("/vm-image-bin/google-chrome")
+    # As OSWorld's tasks start it, with the port the harness reaches through the desktop's cdpPort.
+    launched = httpx.post(first["osworld"]["url"] + "/setup/launch", json={"command": [
+        "google-chrome", "--remote-debugging-port=9222", "--no-first-run", "--user-data-dir=/tmp/cdp-profile",
+        "about:blank"]})
+    assert launched.status_code == 200, launched.text
+    cdp = f"http://127.0.0.1:{first['osworld']['cdpPort']}/json/version"
+
+    def version() -> dict[str, Any] | None:
+        try:
+            return dict(httpx.get(cdp, timeout=5).json())
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    wait_for(lambda: version() is not None, "Chrome's DevTools through the cdpPort", 60)
+    answer = version()
+    assert answer is not None and "Chrome" in answer["Browser"] and answer["webSocketDebuggerUrl"]
+    # The other desktop's cdpPort reaches its own loopback, where nothing listens: closed, not the first's Chrome.
+    deadline = time.monotonic() + 5
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"http://127.0.0.1:{second['osworld']['cdpPort']}/json/version",
+                  timeout=max(1.0, deadline - time.monotonic()))
+    execute(first, ["pkill", "-f", "cdp-profile"])
+
+
+def test_ports_close_with_the_guest(api: httpx.Client) -> None:
+    created = api.post("/v1/desktops", json={**SMALL, "osworld": True})
+    assert created.status_code == 201, created.text
+    desktop = created.json()
+    try:
+        cdp = desktop["osworld"]["cdpPort"]
+        off = api.patch(f"/v1/desktops/{desktop['id']}", json={"osworld": False})
+        assert off.status_code == 200 and off.json().get("osworld") is None
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{cdp}/json/version", timeout=5)
+    finally:
+        api.delete(f"/v1/desktops/{desktop['id']}")
