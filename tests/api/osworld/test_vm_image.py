@@ -5,8 +5,6 @@ pointer, `google-chrome` on PATH, and Chrome's DevTools inside each desktop reac
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ import httpx
 import pytest
 from Xlib.display import Display
 
-from tests.conftest import REPO, ServerProcess, launch_server, wait_for
+from tests.conftest import ServerProcess, launch_server, wait_for
 
 SMALL = {"width": 640, "height": 400}
 PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
@@ -24,22 +22,8 @@ needs_chromium = pytest.mark.skipif(not shutil.which("chromium"), reason="needs 
 
 
 @pytest.fixture(scope="module")
-def desktops_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The desktops' Python as users get it: `sandbox-desktop install osworld`, its Python part (in a folder the
-    tests share with every desktop; python3-venv is on this machine already)."""
-    if subprocess.run(["/usr/bin/python3", "-c", "import tkinter, venv"], capture_output=True).returncode != 0:
-        pytest.skip("needs python3-tk and python3-venv (`sandbox-desktop install osworld --only python`)")
-    folder = tmp_path_factory.mktemp("osworld-python") / "venv"
-    done = subprocess.run([sys.executable, "-m", "api.cli.main", "install", "osworld", "--only", "python",
-                           "--no-apt", "--yes", "--python-dir", str(folder)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return folder
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, desktops_python: Path) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("osworld-image"), f"--osworld-python={desktops_python}")
+def srv(tmp_path_factory: pytest.TempPathFactory, osworld_python: Path) -> Iterator[ServerProcess]:
+    server = launch_server(tmp_path_factory.mktemp("osworld-image"), f"--osworld-python={osworld_python}")
     yield server
     server.stop()
 
