@@ -270,6 +270,8 @@ async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopR
     settings = SandboxSettings.parse(body.network, body.limits).within(policy, creating=False)
     await settings.apply(services.desktop)
     await serve_osworld(services, body.osworld, body.osworld_token)
+    if body.osworld is not None:  # dressed as the VM image (or not) from its next start (a reset keeps its sandbox)
+        services.desktop.vm_image = VmImage(python=server_of(request).config.osworld_python) if body.osworld else None
     if tags is not None:
         life.tags = tags
     for name, value in timers.items():

@@ -7,6 +7,9 @@ its path, so that an address is the same inside and out; the X socket directory,
 reaches from outside through a link of the display's usual path (/tmp/.X11-unix/X<n>); /etc/passwd,
 /etc/group, /etc/hostname and /etc/hosts of its own. Everything else of the machine is seen as the
 sandbox's uid sees it: read-only where it is not that uid's.
+
+Why this module is long: the view above, the init's start and the processes it runs are one object's, whose
+parts share its channel and its plan; split, each would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -75,8 +78,7 @@ class SandboxPlan:
     secrets: tuple[Path, ...] = ()
     """Files of the server hidden the same way (its X cookies, where they are outside its state)."""
     home_alias: str | None = None
-    """A second place its HOME is seen at (OSWorld's `/home/user`); the machine's /home is hidden then, so that
-    the alias is made within an empty folder and other users' homes stay out of sight."""
+    """A second place its HOME is seen at (OSWorld's `/home/user`), within an empty /home: others' stay hidden."""
 
     @property
     def hostname(self) -> str:

@@ -138,3 +138,19 @@ def test_ports_close_with_the_guest(api: httpx.Client) -> None:
             httpx.get(f"http://127.0.0.1:{cdp}/json/version", timeout=5)
     finally:
         api.delete(f"/v1/desktops/{desktop['id']}")
+
+
+def test_turned_on_later_the_image_comes_with_the_next_start(api: httpx.Client) -> None:
+    created = api.post("/v1/desktops", json=SMALL)
+    assert created.status_code == 201, created.text
+    desktop_id = created.json()["id"]
+    try:
+        on = api.patch(f"/v1/desktops/{desktop_id}", json={"osworld": True}).json()
+        assert on["osworld"]["homeUser"] is False and on["osworld"]["cdpPort"]  # its sandbox is the one it had
+        assert api.post(f"/v1/desktops/{desktop_id}/stop").status_code == 200
+        assert api.post(f"/v1/desktops/{desktop_id}/start", json=SMALL).status_code == 200
+        again = api.get(f"/v1/desktops/{desktop_id}").json()
+        assert again["osworld"]["homeUser"] is True
+        assert execute(again, "echo later > /home/user/y.txt && cat ~/y.txt", shell=True)["output"] == "later\n"
+    finally:
+        api.delete(f"/v1/desktops/{desktop_id}")
