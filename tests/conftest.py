@@ -190,9 +190,13 @@ def osworld_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
+    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop, and
+    `OSWORLD_PYTHON = True` gives it the desktops' Python for OSWorld tasks (`osworld_python`)."""
     name = request.module.__name__.rsplit(".", 1)[-1]
-    with running_server(tmp_path_factory.mktemp(name), desktop=getattr(request.module, "DESKTOP", None)) as server:
+    extra = [f"--osworld-python={request.getfixturevalue('osworld_python')}"] \
+        if getattr(request.module, "OSWORLD_PYTHON", False) else []
+    with running_server(tmp_path_factory.mktemp(name), *extra,
+                        desktop=getattr(request.module, "DESKTOP", None)) as server:
         yield server
 
 

@@ -10,13 +10,12 @@ out of Debian's own python3, and a desktop's sandbox sees /opt where it may not 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from desktop.lifecycle.installer import MANAGERS, InstallError, Step, _confirm, _stream, is_root, needs_sudo
+from desktop.lifecycle import installer
+from desktop.lifecycle.installer import MANAGERS, InstallError, Step, _confirm, is_root, needs_sudo
 from desktop.lifecycle.vm_image import DESKTOPS_PYTHON
 
 BASE_PYTHON = "/usr/bin/python3"
@@ -97,12 +96,7 @@ def plan(args: argparse.Namespace) -> list[Step]:
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
-    stdin, out = stdin or sys.stdin, out or sys.stdout
-    try:
-        return _run(args, stdin, out)
-    except InstallError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    return installer.run(args, stdin, out, body=_run)
 
 
 def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
@@ -132,13 +126,7 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
         raise InstallError("installing needs root: run this as root, or install sudo")
     if not args.yes and not _confirm(stdin, out):
         return 1
-    for index, step in enumerate(steps, start=1):
-        print(f"[{index}/{len(steps)}] {step.display(sudo)}", file=out, flush=True)
-        started = time.monotonic()
-        code = _stream(step, sudo, out)
-        if code != 0:
-            print(f"[{index}/{len(steps)}] failed with exit code {code} after {time.monotonic() - started:.1f}s",
-                  file=out)
-            return code if 0 < code < 256 else 1
-    print("OSWorld apps installed.", file=out)
-    return 0
+    code = installer.run_steps(steps, sudo, out)
+    if code == 0:
+        print("OSWorld apps installed.", file=out)
+    return code

@@ -13,15 +13,15 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import REPO, ServerProcess, launch_server
+from tests.conftest import REPO, ServerProcess
 
+OSWORLD_PYTHON = True  # the module server's desktops get the desktops' Python (tests/conftest.py)
 BASE = '''
 from abc import ABC, abstractmethod
 
@@ -132,19 +132,6 @@ def run_script(folder: Path, srv: ServerProcess, script: str) -> subprocess.Comp
     prelude = f"URL, TOKEN = {srv.url!r}, {srv.token!r}\n"
     return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], env=env, capture_output=True,
                           text=True, timeout=180)
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, osworld_python: Path) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("osworld-provider"), f"--osworld-python={osworld_python}")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def api(srv: ServerProcess) -> Iterator[httpx.Client]:
-    with srv.client(timeout=60) as client:
-        yield client
 
 
 def desktop(api: httpx.Client, desktop_id: str) -> dict[str, Any]:

@@ -7,31 +7,18 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from Xlib.display import Display
 
-from tests.conftest import ServerProcess, launch_server, wait_for
+from tests.api.vendors.test_gemini import pointer
+from tests.conftest import wait_for
 
 SMALL = {"width": 640, "height": 400}
+OSWORLD_PYTHON = True  # the module server's desktops get the desktops' Python (tests/conftest.py)
 PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 needs_chromium = pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test)")
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, osworld_python: Path) -> Iterator[ServerProcess]:
-    server = launch_server(tmp_path_factory.mktemp("osworld-image"), f"--osworld-python={osworld_python}")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def api(srv: ServerProcess) -> Iterator[httpx.Client]:
-    with srv.client(timeout=60) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +63,6 @@ def test_each_desktop_has_its_own_home_user(desktops: list[dict[str, Any]]) -> N
 
 
 def test_pyautogui_from_execute_moves_the_desktops_own_pointer(desktops: list[dict[str, Any]]) -> None:
-    def pointer(display: str) -> tuple[int, int]:
-        d = Display(display)
-        try:
-            p = d.screen().root.query_pointer()
-            return p.root_x, p.root_y
-        finally:
-            d.close()
-
     first, second = desktops
     before = pointer(second["display"])
     # With the prefix OSWorld's harness puts before every action (a fresh pointer sits in pyautogui's fail-safe
