@@ -45,6 +45,8 @@ APPS: tuple[TaskApp, ...] = (
     TaskApp("terminal", "os, multi_apps (GNOME Terminal: its text is in the accessibility tree)",
             ("gnome-terminal",)),
     TaskApp("files", "os, multi_apps (the file manager)", ("nautilus",)),
+    TaskApp("fonts", "libreoffice_*, multi_apps (metric-compatible stand-ins for the Office fonts documents name)",
+            ("fonts-liberation2", "fonts-crosextra-carlito", "fonts-crosextra-caladea")),
     TaskApp("python", "every task: pyautogui actions run with the desktop's `python`",
             ("python3-venv", "python3-tk", "python-is-python3")),
 )

@@ -39,7 +39,7 @@ def test_the_plan_lists_every_domains_app_what_debian_lacks_and_the_commands(tmp
     assert commands[0].strip() == "apt-get update"
     packages = commands[1].split("--no-install-recommends ")[1].split()
     assert {"chromium", "socat", "libreoffice-calc", "gimp", "vlc", "thunderbird", "gnome-terminal", "nautilus",
-            "python3-venv", "python3-tk"} <= set(packages)
+            "fonts-liberation2", "python3-venv", "python3-tk"} <= set(packages)
     assert commands[2].strip() == f"/usr/bin/python3 -m venv --system-site-packages {tmp_path / 'py'}"
     assert commands[3].strip().startswith(f"{tmp_path / 'py' / 'bin' / 'pip'} install")
     assert "pyautogui" in commands[3] and not (tmp_path / "py").exists()  # printed, not done
