@@ -74,93 +74,96 @@ def _create(client: Client, screen_size: tuple[int, int] | None = None) -> str:
     return client.desktops.create(**options).id
 
 
-def provider_classes() -> tuple[type[Any], type[Any]]:
-    """The VMManager and Provider, subclasses of the installed `desktop_env`'s abstract ones."""
-    base = importlib.import_module("desktop_env.providers.base")
+class SandboxDesktopVMManager:
+    """The server keeps the registry: a "VM path" is a desktop id, and a free VM is one made on demand."""
 
-    class SandboxDesktopVMManager(base.VMManager):  # type: ignore[name-defined]
-        """The server keeps the registry: a "VM path" is a desktop id, and a free VM is one made on demand."""
+    def __init__(self, region: str | None = None) -> None:
+        self.region = region
 
-        def __init__(self, region: str | None = None) -> None:
-            self.region = region
+    def initialize_registry(self, **kwargs: Any) -> None:
+        pass
 
-        def initialize_registry(self, **kwargs: Any) -> None:
-            pass
+    # DesktopEnv passes the region positionally to these three.
+    def add_vm(self, vm_path: str, *args: Any, **kwargs: Any) -> None:
+        pass
 
-        # DesktopEnv passes the region positionally to these three.
-        def add_vm(self, vm_path: str, *args: Any, **kwargs: Any) -> None:
-            pass
+    def delete_vm(self, vm_path: str, *args: Any, **kwargs: Any) -> None:
+        pass
 
-        def delete_vm(self, vm_path: str, *args: Any, **kwargs: Any) -> None:
-            pass
+    def occupy_vm(self, vm_path: str, pid: int, *args: Any, **kwargs: Any) -> None:
+        pass
 
-        def occupy_vm(self, vm_path: str, pid: int, *args: Any, **kwargs: Any) -> None:
-            pass
+    def list_free_vms(self, **kwargs: Any) -> list[str]:
+        return []
 
-        def list_free_vms(self, **kwargs: Any) -> list[str]:
-            return []
+    def check_and_clean(self, **kwargs: Any) -> None:
+        pass
 
-        def check_and_clean(self, **kwargs: Any) -> None:
-            pass
+    def get_vm_path(self, os_type: str = "Ubuntu", region: str | None = None,
+                    screen_size: tuple[int, int] | None = None, **kwargs: Any) -> str:
+        if os_type.lower() != "ubuntu":
+            raise NotImplementedError(f"{PROVIDER_NAME} runs Linux desktops only, not {os_type}")
+        with _client(region or self.region) as client:
+            return _create(client, screen_size)
 
-        def get_vm_path(self, os_type: str = "Ubuntu", region: str | None = None,
-                        screen_size: tuple[int, int] | None = None, **kwargs: Any) -> str:
-            if os_type.lower() != "ubuntu":
-                raise NotImplementedError(f"{PROVIDER_NAME} runs Linux desktops only, not {os_type}")
-            with _client(region or self.region) as client:
-                return _create(client, screen_size)
+class SandboxDesktopProvider:
+    """One desktop per environment; its guest API, DevTools and VLC ports as the resource reports them."""
 
-    class SandboxDesktopProvider(base.Provider):  # type: ignore[name-defined]
-        """One desktop per environment; its guest API, DevTools and VLC ports as the resource reports them."""
+    def __init__(self, region: str | None = None) -> None:
+        self.region = region  # what the abstract Provider's __init__ keeps
+        self.address: str | None = None
+        self.screen_size: tuple[int, int] | None = None
 
-        def __init__(self, region: str | None = None) -> None:
-            super().__init__(region)
-            self.address: str | None = None
-            self.screen_size: tuple[int, int] | None = None
+    def start_emulator(self, path_to_vm: str, headless: bool, os_type: str = "Ubuntu") -> None:
+        with _client(self.region) as client:
+            desktop = client.desktops.get(path_to_vm)
+            if desktop.state == "deleted":
+                raise RuntimeError(f"desktop {path_to_vm} is deleted; let the provider make one (no path_to_vm)")
+            if desktop.state == "paused":
+                client.desktops.attach(path_to_vm).resume()
+            if desktop.osworld is None or desktop.osworld.cdp_port is None:
+                desktop = client.desktops.attach(path_to_vm).update(osworld=True)
+            if desktop.resolution is not None:
+                self.screen_size = (desktop.resolution.width, desktop.resolution.height)
+            guest = desktop.osworld
+            assert guest is not None and guest.cdp_port is not None and guest.vlc_port is not None
+            host = urlsplit(guest.url).hostname or "127.0.0.1"
+            # No VNC here: the "VNC port" a person would watch at is the server's, whose inspector shows it.
+            server_port = urlsplit(_server_url(self.region)).port or 80
+            self.address = f"{host}:{guest.port}:{guest.cdp_port}:{server_port}:{guest.vlc_port}"
+            _wait_ready(guest.url)
 
-        def start_emulator(self, path_to_vm: str, headless: bool, os_type: str = "Ubuntu") -> None:
-            with _client(self.region) as client:
-                desktop = client.desktops.get(path_to_vm)
-                if desktop.state == "deleted":
-                    raise RuntimeError(f"desktop {path_to_vm} is deleted; let the provider make one (no path_to_vm)")
-                if desktop.state == "paused":
-                    client.desktops.attach(path_to_vm).resume()
-                if desktop.osworld is None or desktop.osworld.cdp_port is None:
-                    desktop = client.desktops.attach(path_to_vm).update(osworld=True)
-                if desktop.resolution is not None:
-                    self.screen_size = (desktop.resolution.width, desktop.resolution.height)
-                guest = desktop.osworld
-                assert guest is not None and guest.cdp_port is not None and guest.vlc_port is not None
-                host = urlsplit(guest.url).hostname or "127.0.0.1"
-                # No VNC here: the "VNC port" a person would watch at is the server's, whose inspector shows it.
-                server_port = urlsplit(_server_url(self.region)).port or 80
-                self.address = f"{host}:{guest.port}:{guest.cdp_port}:{server_port}:{guest.vlc_port}"
-                _wait_ready(guest.url)
+    def get_ip_address(self, path_to_vm: str) -> str:
+        if self.address is None:
+            raise RuntimeError("the desktop is not started: start_emulator first")
+        return self.address
 
-        def get_ip_address(self, path_to_vm: str) -> str:
-            if self.address is None:
-                raise RuntimeError("the desktop is not started: start_emulator first")
-            return self.address
+    def save_state(self, path_to_vm: str, snapshot_name: str) -> None:
+        raise NotImplementedError(f"{PROVIDER_NAME} keeps no snapshots: a desktop is reset or made anew")
 
-        def save_state(self, path_to_vm: str, snapshot_name: str) -> None:
-            raise NotImplementedError(f"{PROVIDER_NAME} keeps no snapshots: a desktop is reset or made anew")
-
-        def revert_to_snapshot(self, path_to_vm: str, snapshot_name: str) -> str:
-            with _client(self.region) as client:
-                if Settings.revert is Revert.RESET:
-                    client.desktops.attach(path_to_vm).reset()
-                    return path_to_vm
-                size = self.screen_size
-                _delete(client, path_to_vm)
-                self.address = None
-                return _create(client, size)
-
-        def stop_emulator(self, path_to_vm: str, region: str | None = None, *args: Any, **kwargs: Any) -> None:
-            with _client(region or self.region) as client:
-                _delete(client, path_to_vm)
+    def revert_to_snapshot(self, path_to_vm: str, snapshot_name: str) -> str:
+        with _client(self.region) as client:
+            if Settings.revert is Revert.RESET:
+                client.desktops.attach(path_to_vm).reset()
+                return path_to_vm
+            size = self.screen_size
+            _delete(client, path_to_vm)
             self.address = None
+            return _create(client, size)
 
-    return SandboxDesktopVMManager, SandboxDesktopProvider
+    def stop_emulator(self, path_to_vm: str, region: str | None = None, *args: Any, **kwargs: Any) -> None:
+        with _client(region or self.region) as client:
+            _delete(client, path_to_vm)
+        self.address = None
+
+
+def provider_classes() -> tuple[type[Any], type[Any]]:
+    """The VMManager and Provider: ours, made subclasses of the installed `desktop_env`'s abstract ones (made
+    here, as desktop_env is imported only once `install()` runs)."""
+    base = importlib.import_module("desktop_env.providers.base")
+    return (type("SandboxDesktopVMManager", (SandboxDesktopVMManager, base.VMManager), {}),
+            type("SandboxDesktopProvider", (SandboxDesktopProvider, base.Provider), {}))
+
 
 
 def _delete(client: Client, desktop_id: str) -> None:
