@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCIceTransportPolicy,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.rtcdatachannel import RTCDataChannel
 from av.video.frame import VideoFrame
@@ -128,13 +134,16 @@ class Viewer:
 
     def __init__(self, base_url: str, token: str | None = None, *, addresses: Iterable[str] = ("127.0.0.1",),
                  trickle: bool = True, request_control: bool = True, name: str | None = None,
-                 on_frame: Callable[[VideoFrame, float], None] | None = None) -> None:
+                 on_frame: Callable[[VideoFrame, float], None] | None = None, relay_only: bool = False) -> None:
         self.url = signaling_url(base_url, token, name)
         self.policy = HostPolicy(addresses=tuple(addresses))
         self.trickle = trickle
         self.request_control = request_control
         self.on_frame = on_frame
         """Called with each decoded frame and its arrival `time.time()` (benchmarks read pixels there)."""
+        self.relay_only = relay_only
+        """Gather relay candidates only, from the offer's TURN servers, as a browser with
+        `iceTransportPolicy: "relay"` (docs/streaming-turn.md)."""
         self.received = Received()
         self.width = self.height = 0
         self.session_id: str | None = None
@@ -258,7 +267,7 @@ class Viewer:
                 if event == "system/init":
                     await self._on_init(payload)
                 elif event in ("signal/provide", "signal/offer", "signal/restart"):
-                    await self._on_offer(payload["sdp"])
+                    await self._on_offer(payload["sdp"], payload.get("iceservers") or [])
                 elif event == "signal/candidate" and self._pc is not None:
                     pass  # the server puts every candidate in its offer
                 elif event == "signal/close" and self._pc is not None:
@@ -279,9 +288,11 @@ class Viewer:
             await self.emit("control/request", {})
         await self.emit("signal/request", {"video": {}, "audio": {}})
 
-    async def _on_offer(self, sdp: str) -> None:
+    async def _on_offer(self, sdp: str, ice_servers: list[dict[str, Any]]) -> None:
         self.offer_sdp = sdp
-        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        servers = [RTCIceServer(s["urls"], s.get("username"), s.get("credential")) for s in ice_servers]
+        policy = RTCIceTransportPolicy.RELAY if self.relay_only else RTCIceTransportPolicy.ALL
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=servers, iceTransportPolicy=policy))
         self._pc = pc
 
         @pc.on("track")
@@ -358,7 +369,7 @@ def start_stream(base_url: str, token: str | None) -> dict[str, Any]:
 async def _main(args: argparse.Namespace) -> dict[str, Any]:
     if args.start:
         await asyncio.to_thread(start_stream, args.url, args.token)
-    viewer = Viewer(args.url, args.token, addresses=args.address or ("127.0.0.1",))
+    viewer = Viewer(args.url, args.token, addresses=args.address or ("127.0.0.1",), relay_only=args.relay_only)
     started = time.monotonic()
     try:
         await viewer.connect(timeout=args.timeout)
@@ -380,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", action="store_true", help="POST /v1/desktop/stream/start first")
     parser.add_argument("--address", action="append", help="local address for ICE (default 127.0.0.1)")
     parser.add_argument("--timeout", type=float, default=15.0)
+    parser.add_argument("--relay-only", action="store_true",
+                        help="only relay candidates, through the TURN servers the offer names (docs/streaming-turn.md)")
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(_main(args))))
     return 0

@@ -94,6 +94,7 @@ def desktop_policy(text: str) -> DesktopPolicy:
 
 
 def add_server_arguments(server: argparse.ArgumentParser) -> None:
+    from api.cli import turn_options
     from api.mcp import server as mcp_server
     from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
     from api.server.config import MCP_TOOL_TIMEOUT_S
@@ -185,6 +186,7 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
+    turn_options.add_arguments(server)
     server.set_defaults(run=run_server)
 
 
@@ -276,6 +278,7 @@ def display_url(host: str, port: int) -> str:
 
 def run_server(args: argparse.Namespace) -> int:
     from api.app import create_app
+    from api.cli import turn_options
     from api.middleware.browser_guard import HostPolicy
     from api.middleware.cors import CorsPolicy
     from api.server import descriptors
@@ -300,6 +303,13 @@ def run_server(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as exc:
         print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
         return 2
+    try:
+        local_turn, turn = turn_options.local_options(args, public), turn_options.external_relays(args)
+    except ValueError as exc:
+        print(f"sandbox-desktop: {exc}", file=sys.stderr)
+        return 2
+    for name in turn_options.SECRET_ENVS:  # read: no process the desktops start may inherit them
+        os.environ.pop(name, None)
     if args.max_desktops < 1:
         print("sandbox-desktop: --max-desktops must be at least 1", file=sys.stderr)
         return 2
@@ -336,6 +346,7 @@ def run_server(args: argparse.Namespace) -> int:
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           bind_host=args.host,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
+                          turn=turn, local_turn=local_turn,
                           max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
                           approval_timeout=args.approval_timeout,
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),

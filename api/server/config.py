@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from api.middleware.browser_guard import HostPolicy
 from api.middleware.cors import CorsPolicy
@@ -15,6 +16,10 @@ from desktop.sandbox.host import Isolation
 from desktop.sandbox.users import UidRange
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
+from streaming.turn import TurnRelays
+
+if TYPE_CHECKING:
+    from streaming.coturn import LocalTurnOptions
 
 VERSION = "0.1.0"
 
@@ -51,6 +56,10 @@ class ServerConfig:
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
     webrtc_public_addresses: tuple[str, ...] = ()
     """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
+    turn: TurnRelays | None = None
+    """TURN servers run elsewhere that viewers may relay through (`--turn-url`; docs/streaming-turn.md)."""
+    local_turn: LocalTurnOptions | None = None
+    """The TURN server (coturn) the server starts and stops itself (`--turn local`)."""
     max_desktops: int = 16
     """Desktops the server holds at once (`--max-desktops`); one more is a 429 `too_many_desktops`."""
     announce: tuple[int, Path] | None = None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from desktop.accessibility.browsers import DEBIAN_HOOK_DIR, DEBIAN_HOOK_NAME, install_debian_hook
-from desktop.core.dependencies import DEPENDENCIES, Dependency, check_dependencies, which
+from desktop.core.dependencies import DEPENDENCIES, TURN_SERVER, Dependency, check_dependencies, which
 
 # A step still running after this long is presumed stuck (a held lock, a hidden prompt).
 STEP_TIMEOUT_S = 60 * 60.0
@@ -88,6 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--package-manager", choices=sorted(MANAGERS),
                         help="use this package manager instead of detecting one (apt-get, dnf, apk)")
     parser.add_argument("--no-fonts", action="store_true", help="leave the fonts package out")
+    parser.add_argument("--with-turn", action="store_true",
+                        help="also install coturn, the TURN server `server --turn local` starts "
+                             "(docs/streaming-turn.md)")
 
 
 def packages_for(manager: str, *, fonts: bool = True,
@@ -164,7 +167,8 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
         raise InstallError("Desktop install is supported on Linux only (Debian/Ubuntu, Fedora/RHEL, "
                            "Alpine); pass --print-only --package-manager to see the commands.")
     manager = detect_manager(args.package_manager)
-    packages = packages_for(manager.name, fonts=not args.no_fonts)
+    packages = packages_for(manager.name, fonts=not args.no_fonts,
+                            dependencies=(*DEPENDENCIES, TURN_SERVER) if args.with_turn else DEPENDENCIES)
     steps = manager.steps(packages)
     try:
         sudo = needs_sudo()
