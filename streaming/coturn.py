@@ -72,7 +72,11 @@ class LocalTurnOptions:
 
     def __post_init__(self) -> None:
         if not self.wildcard:
-            ipaddress.ip_address(self.listen)  # ValueError names it: coturn listens on addresses, not names
+            try:
+                ipaddress.ip_address(self.listen)
+            except ValueError:  # coturn listens on addresses, not names
+                raise ValueError(f"the TURN server listens on an IP address, got {self.listen!r}: pass "
+                                 "--turn-listen ADDR[:PORT]") from None
         if self.ttl < 1:
             raise ValueError(f"--turn-ttl must be at least 1 second, got {self.ttl}")
         low, high = self.relay_ports
