@@ -121,7 +121,7 @@ def relay_peers(options: LocalTurnOptions) -> tuple[str, ...]:
     """The addresses relays may send to: where the live view's sockets are (this machine, and its public
     addresses); loopback too when coturn relays from loopback (a one-machine setup or a test)."""
     peers = [*host_addresses(), *options.public_addresses]
-    if options.wildcard or ipaddress.ip_address(options.listen).is_loopback:
+    if not options.wildcard and ipaddress.ip_address(options.listen).is_loopback:
         peers += ["127.0.0.1", "::1"]
     return tuple(dict.fromkeys(peers))
 

@@ -7,8 +7,10 @@ coturn is real (`turnserver`, installed by scripts/setup.sh); without it these t
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -31,7 +33,8 @@ from streaming.turn import (
     rest_username,
 )
 from streaming.viewer import Viewer
-from tests.conftest import REPO, ServerProcess, free_port, launch_server, run
+from tests.api.streaming.test_nat import HTTP_PORT, PRIVATE, PUBLIC, PortForward
+from tests.conftest import REPO, ServerProcess, free_port, launch_server, poll, run
 
 needs_coturn = pytest.mark.skipif(shutil.which("turnserver") is None,
                                   reason="coturn is not installed (scripts/setup.sh test installs it)")
@@ -99,7 +102,7 @@ def test_viewer_credentials_follow_the_turn_rest_scheme_and_a_static_account_is_
 def test_coturn_grants_a_fresh_credential_and_refuses_an_expired_or_forged_one(tmp_path: Path) -> None:
     port = free_udp_port()
 
-    async def scenario() -> tuple[list[str | None], list[str], str]:
+    async def scenario() -> tuple[list[str | None], list[str], str, str | None]:
         processes = ProcessManager()
         server = LocalTurnServer(LocalTurnOptions(port=port, relay_ports=(59490, 59499)), processes, tmp_path / "turn")
         await server.start()
@@ -110,18 +113,28 @@ def test_coturn_grants_a_fresh_credential_and_refuses_an_expired_or_forged_one(t
             results = [await allocate(port, offered.username, offered.credential),
                        await allocate(port, expired, rest_credential(server._secret, expired)),
                        await allocate(port, offered.username, rest_credential("not the secret", offered.username))]
-            return results, server.allocations(), offered.username
+            granted = server.allocations()
+            # Supervised: killed, coturn is started again with the same secret.
+            first = turnserver_pids()
+            for pid, line in first.items():
+                if str(server.config_path) in line:
+                    os.kill(pid, signal.SIGKILL)
+            await poll(lambda: server.restarts == 1 and server.running, "coturn started again")
+            again = await allocate(port, offered.username, offered.credential)  # retransmitted until it listens
+            return results, granted, offered.username, again
         finally:
             await server.stop()
             await processes.shutdown()
 
-    (fresh, expired, forged), granted, username = run(scenario, timeout=60)
+    (fresh, expired, forged), granted, username, again = run(scenario, timeout=60)
     assert fresh is not None and fresh.startswith("127.0.0.1:"), fresh
     assert 59490 <= int(fresh.rsplit(":", 1)[1]) <= 59499  # a relay port of the configured range
     assert expired is None and forged is None
     assert granted == [username]  # coturn's own log: one allocation, the fresh one
+    assert again is not None
     config = tmp_path / "turn" / "turnserver.conf"
     assert config.stat().st_mode & 0o777 == 0o600
+    assert not any(str(config) in line for line in turnserver_pids().values())  # stopped
 
 
 # -- the server ------------------------------------------------------------------------------------------------
@@ -192,6 +205,26 @@ def test_a_relay_only_viewer_gets_video_through_the_servers_own_coturn(tmp_path:
     # coturn ran from its file (the secret never on its command line) and stopped with the server.
     assert len(ours) == 1 and secret not in next(iter(ours.values())), ours
     assert not set(ours) & set(turnserver_pids())
+
+
+@needs_coturn
+def test_a_viewer_outside_a_nat_that_forwards_only_the_turn_port_gets_video(tmp_path: Path) -> None:
+    # The router forwards the HTTP port and coturn's 3478 (UDP and TCP) to the server, not its media ports: the
+    # viewer has no route inside, so its video can only come through the relay coturn allocated for it.
+    turn_port = "3478"
+    forwards = (("tcp", str(HTTP_PORT)), ("tcp", turn_port), ("udp", turn_port))
+    with PortForward.create(forwards) as nat:
+        unreachable = subprocess.run(["ip", "-n", nat.viewer, "route", "get", PRIVATE], capture_output=True)
+        assert unreachable.returncode != 0  # the viewer cannot route to the server itself
+        with nat.server_process(tmp_path, "--turn", "local", "--turn-listen", f"{PRIVATE}:{turn_port}",
+                                "--turn-public-host", PUBLIC) as server:
+            watched = nat.watch(server, 487, 30)
+            log = (server.state_dir / "turn" / "turnserver.log").read_text()
+        assert watched.returncode == 0, watched.stderr + server.log()
+        result = json.loads(watched.stdout.strip().splitlines()[-1])
+        assert result["frames"] >= 1 and (result["width"], result["height"]) == (320, 240), result
+        assert "/viewer_1>: incoming packet ALLOCATE processed, success" in log, log[-3000:]
+        assert nat.forwarded_udp_packets() > 0  # the relay's packets came through the router's forwarded 3478
 
 
 def test_without_turn_viewers_get_no_ice_servers(tmp_path: Path) -> None:
