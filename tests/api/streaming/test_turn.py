@@ -23,7 +23,7 @@ from aiortc.sdp import candidate_from_sdp
 
 from api.cli.turn_options import TURN_SECRET_ENV
 from desktop.processes import ProcessManager
-from streaming.coturn import LocalTurnOptions, LocalTurnServer
+from streaming.coturn import LocalTurnOptions, LocalTurnServer, coturn_config, stun_answers
 from streaming.turn import (
     SharedSecret,
     StaticCredentials,
@@ -205,6 +205,42 @@ def test_a_relay_only_viewer_gets_video_through_the_servers_own_coturn(tmp_path:
     # coturn ran from its file (the secret never on its command line) and stopped with the server.
     assert len(ours) == 1 and secret not in next(iter(ours.values())), ours
     assert not set(ours) & set(turnserver_pids())
+
+
+@needs_coturn
+def test_turn_servers_run_elsewhere_take_the_secret_from_the_environment(tmp_path: Path) -> None:
+    # "Elsewhere": a coturn the test runs from the configuration --turn local would write, with a secret it knows.
+    port, secret, state = free_udp_port(), "shared-" + os.urandom(8).hex(), tmp_path / "coturn"
+    state.mkdir()
+    options = LocalTurnOptions(port=port, relay_ports=(59490, 59499))
+    (state / "turnserver.conf").write_text(coturn_config(options, secret, state, ("127.0.0.1",)))
+    with open(state / "log", "wb") as log:
+        coturn = subprocess.Popen(["turnserver", "-c", str(state / "turnserver.conf")], stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        for _ in range(100):
+            if stun_answers(("127.0.0.1", port)):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"coturn did not start: {(state / 'log').read_text()}")
+        server = launch_server(tmp_path, "--turn-url", f"turn:127.0.0.1:{port}?transport=udp",
+                               env={TURN_SECRET_ENV: secret})
+        try:
+            with server.client() as api:  # what a desktop's programs see: the secret is not in their environment
+                listed = api.post("/v1/processes/run", json={"command": "env"}).json()["stdout"]
+            viewer = watch(server, 488, relay_only=True)
+        finally:
+            server.stop()
+    finally:
+        coturn.terminate()
+        coturn.wait(10)
+    assert "PATH=" in listed  # it did list an environment
+    assert TURN_SECRET_ENV not in listed and secret not in listed
+    (offered,) = viewer.events_named("signal/provide")[0]["iceservers"]
+    assert offered["urls"] == [f"turn:127.0.0.1:{port}?transport=udp"]
+    assert offered["credential"] == rest_credential(secret, offered["username"])
+    assert candidate_types(viewer.answer_sdp or "") == {"relay"} and viewer.received.frames >= 3
 
 
 @needs_coturn
