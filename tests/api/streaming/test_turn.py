@@ -61,6 +61,12 @@ def candidate_types(sdp: str) -> set[str]:
             if line.startswith("a=candidate:")}
 
 
+def configured_secret(config: Path) -> str:
+    """The shared secret of the coturn configuration `--turn local` wrote."""
+    return next(line.split("=", 1)[1] for line in config.read_text().splitlines()
+                if line.startswith("static-auth-secret="))
+
+
 async def allocate(port: int, username: str, password: str) -> str | None:
     """A TURN Allocate on 127.0.0.1:`port` with these credentials: the relayed address, or None if refused."""
     try:
@@ -111,7 +117,7 @@ def test_coturn_grants_a_fresh_credential_and_refuses_an_expired_or_forged_one(t
             now = int(time.time())
             expired = rest_username("default/probe", now - 5)
             results = [await allocate(port, offered.username, offered.credential),
-                       await allocate(port, expired, rest_credential(server._secret, expired)),
+                       await allocate(port, expired, rest_credential(configured_secret(server.config_path), expired)),
                        await allocate(port, offered.username, rest_credential("not the secret", offered.username))]
             granted = server.allocations()
             # Supervised: killed, coturn is started again with the same secret.
@@ -191,8 +197,7 @@ def test_a_relay_only_viewer_gets_video_through_the_servers_own_coturn(tmp_path:
     expiry, who = offered["username"].split(":", 1)
     assert who == "default/Ann" and started + 120 - 5 <= int(expiry) <= time.time() + 120 + 5
     turn_dir = server.state_dir / "turn"
-    secret = next(line.split("=", 1)[1] for line in (turn_dir / "turnserver.conf").read_text().splitlines()
-                  if line.startswith("static-auth-secret="))
+    secret = configured_secret(turn_dir / "turnserver.conf")
     assert offered["credential"] == rest_credential(secret, offered["username"])
     # The viewer offered only relayed candidates, got frames, and coturn granted its allocation.
     assert candidate_types(viewer.answer_sdp or "") == {"relay"}, viewer.answer_sdp
