@@ -176,6 +176,10 @@ class LocalTurnServer:
         missing = turnserver_missing()
         if missing is not None:
             raise TurnServerUnavailable(missing)
+        taken = port_taken(self.options.listen, self.options.port)
+        if taken is not None:  # coturn would share it (SO_REUSEPORT) with another server, and its viewers
+            raise TurnServerUnavailable(f"the TURN port {self.options.listen or '*'}:{self.options.port} is taken "
+                                        f"({taken}): pass --turn-listen ADDR:PORT with a free one")
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         peers = await asyncio.to_thread(relay_peers, self.options)
         text = coturn_config(self.options, self._secret, self.state_dir, peers)
@@ -237,6 +241,19 @@ class LocalTurnServer:
             return [line.split(" user <", 1)[1].split(">", 1)[0] for line in self.log_path.read_text().splitlines()
                     if "ALLOCATE processed, success" in line and " user <" in line]
         return []
+
+
+def port_taken(address: str, port: int) -> str | None:
+    """Why `port` cannot be coturn's alone on `address`, UDP and TCP (a plain bind, no reuse), or None."""
+    host = address or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for kind, name in ((socket.SOCK_DGRAM, "UDP"), (socket.SOCK_STREAM, "TCP")):
+        with socket.socket(family, kind) as probe:
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                return f"{name}: {exc.strerror}"
+    return None
 
 
 def stun_answers(address: tuple[str, int], timeout: float = 0.2) -> bool:

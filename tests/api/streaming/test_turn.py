@@ -23,7 +23,7 @@ from aiortc.sdp import candidate_from_sdp
 
 from api.cli.turn_options import TURN_SECRET_ENV
 from desktop.processes import ProcessManager
-from streaming.coturn import LocalTurnOptions, LocalTurnServer, coturn_config, stun_answers
+from streaming.coturn import LocalTurnOptions, LocalTurnServer, TurnServerUnavailable, coturn_config, stun_answers
 from streaming.turn import (
     SharedSecret,
     StaticCredentials,
@@ -120,6 +120,9 @@ def test_coturn_grants_a_fresh_credential_and_refuses_an_expired_or_forged_one(t
                        await allocate(port, expired, rest_credential(configured_secret(server.config_path), expired)),
                        await allocate(port, offered.username, rest_credential("not the secret", offered.username))]
             granted = server.allocations()
+            # A second coturn would share the port (SO_REUSEPORT) and half the viewers: refused before it starts.
+            with pytest.raises(TurnServerUnavailable, match="is taken"):
+                await LocalTurnServer(LocalTurnOptions(port=port), processes, tmp_path / "second").start()
             # Supervised: killed, coturn is started again with the same secret.
             first = turnserver_pids()
             for pid, line in first.items():
