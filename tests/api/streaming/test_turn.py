@@ -21,7 +21,8 @@ from aioice import turn as aioice_turn
 from aioice.stun import TransactionFailed
 from aiortc.sdp import candidate_from_sdp
 
-from api.cli.turn_options import TURN_SECRET_ENV
+from api.cli.main import build_parser
+from api.cli.turn_options import TURN_PASSWORD_ENV, TURN_SECRET_ENV, external_relays
 from desktop.processes import ProcessManager
 from streaming.coturn import LocalTurnOptions, LocalTurnServer, TurnServerUnavailable, coturn_config, stun_answers
 from streaming.turn import (
@@ -278,6 +279,21 @@ def test_without_turn_viewers_get_no_ice_servers(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert [p["iceservers"] for p in viewer.events_named("signal/provide")] == [[]]  # as before: the SDK's path
+
+
+def test_turn_options_become_the_relays_viewers_are_handed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def relays(*flags: str) -> TurnRelays | None:
+        return external_relays(build_parser(["server", *flags]).parse_args(["server", *flags]))
+
+    urls = ("--turn-url", "turn:turn.example:3478?transport=udp", "--turn-url", "turns:turn.example")
+    monkeypatch.setenv(TURN_SECRET_ENV, "from-env")
+    assert relays(*urls, "--turn-ttl", "90") == TurnRelays(
+        ("turn:turn.example:3478?transport=udp", "turns:turn.example"), SharedSecret("from-env", 90))
+    assert relays(*urls, "--turn-secret", "given").credentials == SharedSecret("given", 3600)  # the option wins
+    monkeypatch.setenv(TURN_PASSWORD_ENV, "pw")
+    fixed = relays(*urls, "--turn-username", "desk", "--turn-server-relay")
+    assert fixed is not None and fixed.credentials == StaticCredentials("desk", "pw") and fixed.server_relay
+    assert relays() is None
 
 
 def server_refuses(*flags: str, env: dict[str, str] | None = None) -> str:
