@@ -61,8 +61,8 @@ class LocalTurnOptions:
     relay_ports: tuple[int, int] = DEFAULT_RELAY_PORTS
     """The UDP ports relays are allocated on, one per relayed viewer (`--turn-relay-ports`)."""
     public_host: str | None = None
-    """The host the URLs name (`--turn-public-host`); default: the listen address, for a wildcard the
-    public address or else this machine's first non-loopback address."""
+    """The host the URLs name (`--turn-public-host`); default: the first public address, else the listen
+    address, else (a wildcard) this machine's first non-loopback address."""
     public_addresses: tuple[str, ...] = ()
     """`--webrtc-public-address`: a 1:1 NAT in front of this machine (coturn's `external-ip`)."""
     ttl: int = DEFAULT_TTL_S

@@ -79,8 +79,8 @@ def add_arguments(server: argparse.ArgumentParser) -> None:
                        help="with --turn local: coturn's relay ports, UDP, one per relayed viewer (default "
                             "49160-49199)")
     group.add_argument("--turn-public-host", metavar="HOST",
-                       help="with --turn local: the host the TURN URLs name (default: the listen address; on a "
-                            "wildcard, --webrtc-public-address or this machine's first address)")
+                       help="with --turn local: the host the TURN URLs name (default: the first "
+                            "--webrtc-public-address, else the listen address, else this machine's first address)")
 
 
 def external_relays(args: argparse.Namespace) -> TurnRelays | None:
