@@ -10,6 +10,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from api.convert.effects import wants_effect
 from api.convert.vendors import AnthropicPlans, anthropic_plan, gemini_plan, openai_plan
 from api.http.operations import Operation
 from api.http.problems import problem_document
@@ -47,20 +48,20 @@ async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> Ant
         session = desktop.session()
         planned = anthropic_plan(body, session)
         if planned.tool_use_ids is None:
-            return AnthropicResult(**await run_anthropic(request, session, planned.plans[0], planned, body.settle))
+            return AnthropicResult(**await run_anthropic(request, session, planned.plans[0], planned, body))
         # A turn's calls in order; after the first that fails the rest do not run, as the SDK's runner does it.
         results: list[dict[str, Any]] = []
         for use_id, plan in zip(planned.tool_use_ids, planned.plans, strict=True):
             if results and results[-1].get("is_error"):
                 result = anthropic.error_result(anthropic_toolset.NOT_EXECUTED, prefix="")
             else:
-                result = await run_anthropic(request, session, plan, planned, body.settle)
+                result = await run_anthropic(request, session, plan, planned, body)
             results.append({"type": "tool_result", "tool_use_id": use_id, **result})
     return AnthropicResult(tool_results=results)
 
 
 async def run_anthropic(request: Request, session: Session, plan: anthropic.Plan, planned: AnthropicPlans,
-                        settle: SettleOptions | None) -> dict[str, Any]:
+                        body: AnthropicRequest) -> dict[str, Any]:
     """One call's tool_result fields."""
     desktop = desktop_of(request)
     if plan.press is not None:
@@ -74,8 +75,8 @@ async def run_anthropic(request: Request, session: Session, plan: anthropic.Plan
         except DomainError as exc:
             return anthropic.error_result(problem_document(exc)["detail"])
     final = plan.shot or (ShotOptions(scale=planned.fit.scale) if plan.render == "screenshot" else None)
-    outcome = await desktop_services(request).batches.run(session, plan.steps, settle_of(settle) if plan.settle
-                                                          else None, final)
+    outcome = await desktop_services(request).batches.run(session, plan.steps, settle_of(body.settle) if plan.settle
+                                                          else None, final, wants_effect(body.report_effect, desktop))
     return anthropic.content(plan, outcome, planned.space, lambda exc: problem_document(exc)["detail"])
 
 
@@ -110,12 +111,14 @@ async def gemini_computer(request: Request, *, body: GeminiRequest) -> GeminiRes
             launched = await browser.focus_browser(desktop.windows, desktop.apps, session, start)
             steps_run = [] if launched else gemini.browser_keys(plan.browser)
         outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle),
-                                                              ShotOptions(scale=1.0))
+                                                              ShotOptions(scale=1.0),
+                                                              wants_effect(body.report_effect, desktop))
         if outcome.error is not None:
             raise outcome.error[1]
         assert outcome.shot is not None
         url = await browser.focused_url(desktop.windows, desktop.accessibility, session)
-    return GeminiResult(parts=gemini.parts(plan.name, url, plan.confirm is not None, outcome.shot))
+    effect = outcome.effect.summary if outcome.effect is not None else None
+    return GeminiResult(parts=gemini.parts(plan.name, url, plan.confirm is not None, outcome.shot, effect))
 
 
 OPERATIONS = [

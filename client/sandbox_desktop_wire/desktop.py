@@ -51,6 +51,8 @@ class DesktopStartRequest(WireModel):
     max_height: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="The largest height "
                                    "the screen may take later, at least `height` (default: the larger of `height` and "
                                    "1600)")
+    report_effects: bool | None = Field(default=None, description="Every action answers what it changed (`effect`) "
+                                        "unless its call says `reportEffect: false` (default false; docs/effects.md)")
 
 
 class DesktopResolution(WireModel):

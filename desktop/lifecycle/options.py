@@ -65,6 +65,8 @@ class StartOptions:
     max_width: int | None = None
     """The largest width `POST /v1/desktop/display` may set; None: the larger of `width` and DEFAULT_MAX_WIDTH."""
     max_height: int | None = None
+    report_effects: bool = False
+    """Every action answers what it changed unless its call says `reportEffect: false` (docs/effects.md)."""
 
     def framebuffer(self) -> tuple[int, int]:
         """The X server's framebuffer: the largest screen size this desktop may take at runtime."""

@@ -35,6 +35,7 @@ from desktop.core.errors import (
     DesktopUnsupportedPlatform,
     invalid_action,
 )
+from desktop.effects.observer import EffectObserver
 from desktop.events.action_log import ActionLog
 from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
@@ -129,6 +130,7 @@ class Desktop:
         self.apps = Apps(self.processes, self.launcher, desktop_id)
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
+        self.effects = EffectObserver(self.events)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
 
     # -- state -------------------------------------------------------------------------------

@@ -1,0 +1,163 @@
+"""Actions that report their effect (docs/effects.md): typing into an xterm, a click on the empty desktop, a
+window opened by a key, an element's value set, a batch, the vendors' acknowledgements, and a desktop started
+with `reportEffects`; against real X clients (xterm, xmessage, zenity's GTK form)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.input.test_keyboard import focus
+from tests.conftest import wait_for
+from tests.support.accessibility import act, find
+
+DESKTOP = {"displayNum": 386, "width": 1024, "height": 768}
+EMPTY = (1000, 740)
+"""A point of the root window that no test window covers (each opens at the top left)."""
+
+pytestmark = pytest.mark.skipif(not (shutil.which("xterm") and shutil.which("xmessage")),
+                                reason="needs xterm and xmessage (scripts/setup.sh test installs them)")
+
+
+class Term:
+    """An xterm at the top left running `command`, focused; its window's rectangle as the server lists it."""
+
+    def __init__(self, api: httpx.Client, display: str, command: str) -> None:
+        self.title = f"effects-{time.monotonic_ns()}"
+        env = dict(os.environ, DISPLAY=display, LC_ALL="C.UTF-8")
+        self.proc = subprocess.Popen(["xterm", "-T", self.title, "-geometry", "60x10+10+10", "-e", "sh", "-c",
+                                      command], env=env, stderr=subprocess.DEVNULL)
+        focus(display, self.title)
+        self.rect: dict[str, Any] = wait_for(lambda: next(
+            (w for w in api.get("/v1/desktop/windows").json()["windows"] if w["title"] == self.title), None),
+            f"the {self.title} window")
+
+    def covers(self, region: dict[str, int]) -> bool:
+        r = self.rect
+        return (r["x"] <= region["x"] and region["x"] + region["width"] <= r["x"] + r["width"]
+                and r["y"] <= region["y"] and region["y"] + region["height"] <= r["y"] + r["height"])
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def cat(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[Term]:
+    """An xterm echoing what is typed into a file nobody reads."""
+    term = Term(api, display, f"exec cat > {tmp_path / 'typed.txt'}")
+    yield term
+    term.close()
+
+
+def ok(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    if os.environ.get("EFFECTS_SHOW"):
+        print(response.request.url.path, {k: v for k, v in body.items() if k in ("effect", "content", "parts")})
+    return body
+
+
+def test_typing_into_an_xterm_reports_a_change_over_the_terminal(api: httpx.Client, cat: Term) -> None:
+    body = ok(api.post("/v1/desktop/keyboard/type", json={"text": "hello effects", "reportEffect": True}))
+    effect = body["effect"]
+    assert effect["changed"] is True and effect["regions"], effect
+    assert all(cat.covers(region) for region in effect["regions"]), (effect, cat.rect)
+    assert effect["summary"].startswith("screen changed in "), effect
+    assert effect["windowsOpened"] == [] and effect["windowsClosed"] == [] and "focus" not in effect
+
+
+def test_a_click_on_the_empty_desktop_reports_none_observed(api: httpx.Client) -> None:
+    body = ok(api.post("/v1/desktop/mouse/click", json={"x": EMPTY[0], "y": EMPTY[1], "reportEffect": True}))
+    effect = body["effect"]
+    assert effect["changed"] is False and effect["regions"] == [], effect
+    assert effect["summary"].startswith("no visible change within "), effect
+    assert "missed" in effect["summary"]
+    assert (body["x"], body["y"]) == EMPTY
+
+
+def test_effects_are_off_by_default(api: httpx.Client, cat: Term) -> None:
+    assert "effect" not in ok(api.post("/v1/desktop/keyboard/type", json={"text": "quiet"}))
+    assert "effect" not in ok(api.post("/v1/desktop/mouse/click", json={"x": EMPTY[0], "y": EMPTY[1]}))
+    batch = ok(api.post("/v1/desktop/actions", json={"actions": [{"type": "type", "text": "x"}]}))
+    assert "effect" not in batch
+    assert ok(api.post("/v1/desktop/keyboard/press", json={"key": "a", "reportEffect": False})) == {"ok": True}
+
+
+def test_a_key_that_opens_a_window_reports_it_in_a_batch(api: httpx.Client, display: str) -> None:
+    title = f"opened-{time.monotonic_ns()}"
+    term = Term(api, display, f"read line; exec xmessage -title {title} -geometry +300+300 hello")
+    try:
+        # The batch waits for the window, so the effect's window is the whole launch however slow it is.
+        body = ok(api.post("/v1/desktop/actions", json={"reportEffect": True, "actions": [
+            {"type": "key", "keys": "Return"},
+            {"type": "wait", "window": {"title": title}, "timeoutMs": 15_000}]}))
+        assert body["results"][1]["matched"] is True, body
+        effect = body["effect"]
+        assert [w["title"] for w in effect["windowsOpened"]] == [title], effect
+        assert f"window '{title}' opened" in effect["summary"], effect
+        assert effect["changed"] is True and effect["regions"]
+    finally:
+        term.close()
+
+
+def test_a_batch_that_settles_reports_its_effect(api: httpx.Client, cat: Term) -> None:
+    body = ok(api.post("/v1/desktop/actions", json={
+        "reportEffect": True, "settle": {"quietMs": 100, "timeoutMs": 3000},
+        "actions": [{"type": "type", "text": "batch"}, {"type": "key", "keys": "Return"}]}))
+    assert body["settled"] is True
+    effect = body["effect"]
+    assert effect["changed"] is True and all(cat.covers(r) for r in effect["regions"]), (effect, cat.rect)
+
+
+def test_the_anthropic_toolset_acknowledgement_carries_the_summary(api: httpx.Client, cat: Term) -> None:
+    tool = {"type": "computer_toolset_20260801"}
+    body = ok(api.post("/v1/desktop/anthropic/computer", json={
+        "tool": tool, "name": "type", "input": {"text": "toolset"}, "reportEffect": True}))
+    [block] = body["content"]
+    assert block["text"].startswith("Typed. Effect: screen changed in "), block
+    plain = ok(api.post("/v1/desktop/anthropic/computer", json={"tool": tool, "name": "type", "input": {"text": "x"}}))
+    assert plain["content"] == [{"type": "text", "text": "Typed."}]
+
+
+def test_the_gemini_function_response_carries_the_summary(api: httpx.Client, cat: Term) -> None:
+    body = ok(api.post("/v1/desktop/gemini/computer", json={
+        "functionCall": {"name": "key_combination", "args": {"keys": "g"}}, "reportEffect": True,
+        "settle": {"quietMs": 100, "timeoutMs": 3000}}))
+    response = body["parts"][0]["functionResponse"]["response"]
+    assert response["effect"].startswith("screen changed in "), response
+
+
+@pytest.mark.skipif(not shutil.which("zenity"), reason="needs zenity")
+def test_an_element_act_reports_its_value_change(api: httpx.Client) -> None:
+    started = ok(api.post("/v1/processes", json={"command": "zenity", "args": [
+        "--forms", "--title=Effects form", "--add-entry=Full name"]}))
+    try:
+        field = wait_for(lambda: find(api, role="textbox", name="Full name"), "the Full name entry", 20)[0]
+        done = act(api, field["id"], "setValue", value="Ada", reportEffect=True)
+        element = done["effect"]["element"]
+        assert element["id"] == field["id"] and element["valueAfter"] == "Ada", done["effect"]
+        assert element["valueBefore"] in (None, ""), element
+        assert "'Full name': value " in done["effect"]["summary"] and "-> 'Ada'" in done["effect"]["summary"]
+    finally:
+        api.post(f"/v1/processes/{started['id']}/kill")
+
+
+def test_a_desktop_started_with_report_effects_answers_every_action(api: httpx.Client) -> None:
+    created = api.post("/v1/desktops", json={"width": 640, "height": 480, "reportEffects": True})
+    assert created.status_code == 201, created.text
+    base = f"/v1/desktops/{created.json()['id']}"
+    try:
+        clicked = ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400}))
+        assert clicked["effect"]["changed"] is False, clicked
+        assert "effect" not in ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400, "reportEffect": False}))
+    finally:
+        assert api.delete(base).status_code == 204
