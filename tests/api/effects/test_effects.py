@@ -15,8 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
+from sandbox_desktop_client import Client
+from sandbox_desktop_wire.effects import Effect
 from tests.api.input.test_keyboard import focus
-from tests.conftest import wait_for
+from tests.conftest import ServerProcess, wait_for
 from tests.support.accessibility import act, find
 
 DESKTOP = {"displayNum": 386, "width": 1024, "height": 768}
@@ -82,6 +84,15 @@ def test_a_click_on_the_empty_desktop_reports_none_observed(api: httpx.Client) -
     assert effect["summary"].startswith("no visible change within "), effect
     assert "missed" in effect["summary"]
     assert (body["x"], body["y"]) == EMPTY
+
+
+def test_the_client_reads_the_typed_effect(srv: ServerProcess, cat: Term) -> None:
+    with Client(srv.url, token=srv.token) as desk:
+        clicked = desk.click(EMPTY[0], EMPTY[1], report_effect=True)
+        assert isinstance(clicked.effect, Effect) and clicked.effect.changed is False
+        batch = desk.actions([{"type": "type", "text": "client"}], report_effect=True)
+        assert batch.effect is not None and batch.effect.changed and batch.effect.regions, batch.effect
+        assert desk.click(EMPTY[0], EMPTY[1]).effect is None
 
 
 def test_effects_are_off_by_default(api: httpx.Client, cat: Term) -> None:
