@@ -104,7 +104,7 @@ def _quote(text: str) -> str:
 
 
 def _element_line(change: ElementChange) -> str:
-    what = [f"value {_quote(change.value_before or '')} -> {_quote(change.value_after or '')}"] \
+    what = [f"value '{_cut(change.value_before or '')}' -> '{_cut(change.value_after or '')}'"] \
         if change.value_before != change.value_after else []
     what += [f"now {state}" for state in change.states_added]
     what += [f"no longer {state}" for state in change.states_removed]

@@ -13,9 +13,10 @@ what arrived meanwhile is its effect, and no more is waited for.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from desktop.core.geometry import Bounds
 from desktop.effects.effect import Effect, ElementChange, FocusSeen, WindowSeen, merge_regions
@@ -37,6 +38,10 @@ SETTLE_S = 0.3
 QUIET_S = CHANGED_EVERY_S + 0.03
 """Quiet this long after the last event ends the wait: the X watcher holds a burst's further drawing for up to
 CHANGED_EVERY_S before it reports it, so a shorter quiet would end between two reports of one redraw."""
+LINGER_S = 5.0
+"""Drawing stays reported this long after a watch: an agent's next action then starts at once, where setting up
+XDamage again costs a round trip through the X watcher (1-10 ms on a loaded machine, bench/effects.py). A desktop
+nobody asks for effects keeps none."""
 ARM_TIMEOUT_S = 0.5
 """The longest wait for the X watcher to report drawing (it creates its XDamage object on the first wish)."""
 WATCHED = (EventType.SCREEN_CHANGED, EventType.WINDOW_CREATED, EventType.WINDOW_CLOSED, EventType.WINDOW_FOCUSED,
@@ -120,11 +125,29 @@ class EffectObserver:
 
     def __init__(self, events: DesktopEvents) -> None:
         self._events = events
+        self._release: Callable[[], None] | None = None
+        self._linger: asyncio.TimerHandle | None = None
 
     @contextlib.asynccontextmanager
     async def watch(self) -> AsyncIterator[EffectWatch]:
         """Watch from now (once drawing is reported) until the block ends; run the action in the block and
         call `finish` in it."""
         with self._events.bus.subscribe(WATCHED) as subscription:
-            await self._events.windows.screen_armed(ARM_TIMEOUT_S)
-            yield EffectWatch(subscription)
+            try:
+                await self._events.windows.screen_armed(ARM_TIMEOUT_S)
+                yield EffectWatch(subscription)
+            finally:
+                self._linger_on()
+
+    def _linger_on(self) -> None:
+        if self._release is None:
+            self._release = self._events.bus.hold_screen()
+        if self._linger is not None:
+            self._linger.cancel()
+        self._linger = asyncio.get_running_loop().call_later(LINGER_S, self._let_go)
+
+    def _let_go(self) -> None:
+        self._linger = None
+        if self._release is not None:
+            self._release()
+            self._release = None

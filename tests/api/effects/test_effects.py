@@ -157,7 +157,7 @@ def test_an_element_act_reports_its_value_change(api: httpx.Client) -> None:
         element = done["effect"]["element"]
         assert element["id"] == field["id"] and element["valueAfter"] == "Ada", done["effect"]
         assert element["valueBefore"] in (None, ""), element
-        assert "'Full name': value " in done["effect"]["summary"] and "-> 'Ada'" in done["effect"]["summary"]
+        assert "'Full name': value '' -> 'Ada'" in done["effect"]["summary"], done["effect"]
     finally:
         api.post(f"/v1/processes/{started['id']}/kill")
 
