@@ -77,7 +77,16 @@ def test_typing_into_an_xterm_reports_a_change_over_the_terminal(api: httpx.Clie
     assert effect["windowsOpened"] == [] and effect["windowsClosed"] == [] and "focus" not in effect
 
 
+def quiet_desktop(api: httpx.Client, base: str = "/v1/desktop") -> None:
+    """No window of an earlier test left, and nothing being drawn: what comes next is the action's own."""
+    wait_for(lambda: not api.get(f"{base}/windows").json()["windows"], "the earlier tests' windows to go")
+    settled = ok(api.post(f"{base}/wait", json={"screen": {"until": "settled", "quietMs": 300},
+                                                "timeoutMs": 10_000}))
+    assert settled["matched"] is True, settled
+
+
 def test_a_click_on_the_empty_desktop_reports_none_observed(api: httpx.Client) -> None:
+    quiet_desktop(api)
     body = ok(api.post("/v1/desktop/mouse/click", json={"x": EMPTY[0], "y": EMPTY[1], "reportEffect": True}))
     effect = body["effect"]
     assert effect["changed"] is False and effect["regions"] == [], effect
@@ -89,7 +98,7 @@ def test_a_click_on_the_empty_desktop_reports_none_observed(api: httpx.Client) -
 def test_the_client_reads_the_typed_effect(srv: ServerProcess, cat: Term) -> None:
     with Client(srv.url, token=srv.token) as desk:
         clicked = desk.click(EMPTY[0], EMPTY[1], report_effect=True)
-        assert isinstance(clicked.effect, Effect) and clicked.effect.changed is False
+        assert isinstance(clicked.effect, Effect) and clicked.effect.summary
         batch = desk.actions([{"type": "type", "text": "client"}], report_effect=True)
         assert batch.effect is not None and batch.effect.changed and batch.effect.regions, batch.effect
         assert desk.click(EMPTY[0], EMPTY[1]).effect is None
@@ -118,6 +127,24 @@ def test_a_key_that_opens_a_window_reports_it_in_a_batch(api: httpx.Client, disp
         assert effect["changed"] is True and effect["regions"]
     finally:
         term.close()
+
+
+def test_a_key_that_closes_a_window_reports_it_and_the_focus(api: httpx.Client, display: str, cat: Term) -> None:
+    title = f"closing-{time.monotonic_ns()}"
+    env = dict(os.environ, DISPLAY=display)
+    dialog = subprocess.Popen(["xmessage", "-title", title, "-default", "okay", "-geometry", "+300+300", "closing"],
+                              env=env, stderr=subprocess.DEVNULL)
+    try:
+        focus(display, title)
+        body = ok(api.post("/v1/desktop/keyboard/press", json={"key": "Return", "reportEffect": True}))
+        effect = body["effect"]
+        assert [w["title"] for w in effect["windowsClosed"]] == [title], effect
+        assert effect["focus"]["title"] == cat.title, effect
+        assert effect["summary"].startswith(f"window '{title}' closed; focus moved to '{cat.title}'"), effect
+        assert dialog.wait(10) == 0
+    finally:
+        dialog.kill()
+        dialog.wait()
 
 
 def test_a_batch_that_settles_reports_its_effect(api: httpx.Client, cat: Term) -> None:
@@ -167,6 +194,7 @@ def test_a_desktop_started_with_report_effects_answers_every_action(api: httpx.C
     assert created.status_code == 201, created.text
     base = f"/v1/desktops/{created.json()['id']}"
     try:
+        quiet_desktop(api, base)
         clicked = ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400}))
         assert clicked["effect"]["changed"] is False, clicked
         assert "effect" not in ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400, "reportEffect": False}))
