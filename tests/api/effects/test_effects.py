@@ -166,6 +166,16 @@ def test_the_anthropic_toolset_acknowledgement_carries_the_summary(api: httpx.Cl
     assert plain["content"] == [{"type": "text", "text": "Typed."}]
 
 
+def test_an_anthropic_screenshot_result_has_the_summary_before_the_image(api: httpx.Client, cat: Term) -> None:
+    tool = {"type": "computer_20250124", "display_width_px": DESKTOP["width"], "display_height_px": DESKTOP["height"]}
+    body = ok(api.post("/v1/desktop/anthropic/computer", json={
+        "tool": tool, "input": {"action": "type", "text": "shot"}, "reportEffect": True,
+        "settle": {"quietMs": 100, "timeoutMs": 3000}}))
+    text, image = body["content"]
+    assert text["type"] == "text" and text["text"].startswith("Effect: screen changed in "), text
+    assert image["type"] == "image"
+
+
 def test_the_gemini_function_response_carries_the_summary(api: httpx.Client, cat: Term) -> None:
     body = ok(api.post("/v1/desktop/gemini/computer", json={
         "functionCall": {"name": "key_combination", "args": {"keys": "g"}}, "reportEffect": True,
