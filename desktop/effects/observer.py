@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 
 from desktop.core.geometry import Bounds
 from desktop.effects.effect import Effect, ElementChange, FocusSeen, WindowSeen, merge_regions
-from desktop.events.bus import Event, Subscription
+from desktop.events.bus import Event, Missed, Subscription
 from desktop.events.event_types import (
     ClipboardChanged,
     ScreenChanged,
@@ -61,7 +61,6 @@ class EffectWatch:
         self._focus: tuple[int | None, str | None] | None = None
         self._focus_before: int | None = None
         self._clipboard = False
-        self._seen_any = False
 
     async def finish(self, settled: bool = False, element: ElementChange | None = None) -> Effect:
         """The effect once the screen is quiet (or at once when the action `settled` already)."""
@@ -73,23 +72,24 @@ class EffectWatch:
         return self._effect(element)
 
     async def _settle(self) -> None:
+        """Take events until QUIET_S after the last one (by when the X watcher saw it: those of the action
+        itself are queued already), at most SETTLE_S from now."""
         deadline = time.monotonic() + SETTLE_S
-        last = time.monotonic() if self._seen_any else None
+        last: float | None = None
         for _ in range(10_000):  # bounded: one round per event, and events come at most every few ms
             now = time.monotonic()
             end = deadline if last is None else min(deadline, last + QUIET_S)
-            if now >= end:
+            # What is queued is taken whatever the time: its stamps may move the end further.
+            item = await self._subscription.next(timeout=max(0.0, end - now))
+            if item is None and time.monotonic() >= end:
                 return
-            item = await self._subscription.next(timeout=end - now)
-            if item is None:
-                continue
-            self._take(item)
-            last = time.monotonic()
+            if isinstance(item, Event):
+                self._take(item)
+                last = item.t if last is None else max(last, item.t)
 
-    def _take(self, item: Event | object) -> None:
-        if not isinstance(item, Event):
-            return  # `Missed`: a flood of drawing; the areas kept still show where
-        self._seen_any = True
+    def _take(self, item: Event | Missed) -> None:
+        if isinstance(item, Missed):
+            return  # a flood of drawing overflowed the queue; the areas kept still show where
         match item.data:
             case ScreenChanged(x=x, y=y, width=width, height=height):
                 self._regions.append(Bounds(x, y, width, height))

@@ -69,10 +69,13 @@ def ok(response: httpx.Response) -> dict[str, Any]:
 
 
 def test_typing_into_an_xterm_reports_a_change_over_the_terminal(api: httpx.Client, cat: Term) -> None:
-    body = ok(api.post("/v1/desktop/keyboard/type", json={"text": "hello effects", "reportEffect": True}))
+    text = "hello effects"
+    body = ok(api.post("/v1/desktop/keyboard/type", json={"text": text, "reportEffect": True}))
     effect = body["effect"]
     assert effect["changed"] is True and effect["regions"], effect
     assert all(cat.covers(region) for region in effect["regions"]), (effect, cat.rect)
+    # Every character, not only the first drawings: xterm's glyphs are 6 px wide, so the line is at least 5 each.
+    assert effect["regions"][0]["width"] >= 5 * len(text), effect
     assert effect["summary"].startswith("screen changed in "), effect
     assert effect["windowsOpened"] == [] and effect["windowsClosed"] == [] and "focus" not in effect
 
