@@ -335,7 +335,10 @@ class Desktop:
             raise report.refusal()
         healthy = self.supervisor is not None and self.supervisor.failure is None
         if self._state == DesktopRuntimeState.ACTIVE and healthy and self.options is not None:
-            self.options.refuse_change(options, set(requested))
+            fields = set(requested)
+            self.options.refuse_change(options, fields)
+            if "report_effects" in fields:  # read per action: it changes on the running desktop
+                self.options = replace(self.options, report_effects=options.report_effects)
             return
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()

@@ -211,5 +211,8 @@ def test_a_desktop_started_with_report_effects_answers_every_action(api: httpx.C
         clicked = ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400}))
         assert clicked["effect"]["changed"] is False, clicked
         assert "effect" not in ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400, "reportEffect": False}))
+        # Starting the running desktop again with the option changes it there and then.
+        assert ok(api.post(f"{base}/start", json={"reportEffects": False}))["state"] == "active"
+        assert "effect" not in ok(api.post(f"{base}/mouse/click", json={"x": 600, "y": 400}))
     finally:
         assert api.delete(base).status_code == 204
