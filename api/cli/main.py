@@ -163,6 +163,10 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--share", type=Path, action="append", metavar="PATH",
                         help="a host folder every desktop sees at the same path, with its own permissions "
                              "(repeatable; docs/security.md)")
+    server.add_argument("--osworld-python", type=Path, default=None, metavar="DIR",
+                        help="the desktops' Python for OSWorld tasks (a venv with pyautogui; default "
+                             "/opt/sandbox-desktop/osworld-python, made by `sandbox-desktop install osworld`), on the "
+                             "PATH of desktops created with osworld (docs/osworld.md)")
     server.add_argument("--desktop-policy", type=desktop_policy, default=None, metavar="FILE",
                         help="impose a JSON policy on every desktop created here: tags, caps on its timers, its "
                              "network rules, caps on its limits (docs/desktops.md \"What the server imposes\")")
@@ -191,6 +195,13 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=installer.run)
 
 
+def add_install_osworld_arguments(parser: argparse.ArgumentParser) -> None:
+    from desktop.lifecycle import osworld_install
+
+    osworld_install.add_arguments(parser)
+    parser.set_defaults(run=osworld_install.run)
+
+
 def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
     from api.mcp import server as mcp_server
 
@@ -206,6 +217,8 @@ def add_ready_arguments(parser: argparse.ArgumentParser) -> None:
 PROGRAMS: dict[Words, Leaf] = {
     ("server",): Leaf("run the HTTP server", add_server_arguments),
     ("install", "desktop"): Leaf("the desktop's system packages", add_install_arguments),
+    ("install", "osworld"): Leaf("the apps OSWorld's tasks drive, and the desktops' Python with pyautogui",
+                                 add_install_osworld_arguments),
     ("ready",): Leaf(probe.HELP, add_ready_arguments, "GET /v1/health/ready", probe.HELP),
     ("mcp",): Leaf(MCP_HELP, add_mcp_arguments, description=MCP_HELP),
 }
@@ -270,6 +283,7 @@ def run_server(args: argparse.Namespace) -> int:
     from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
     from desktop.lifecycle.policy import DesktopPolicy
+    from desktop.lifecycle.vm_image import DESKTOPS_PYTHON
     from desktop.sandbox.host import Isolation
     from desktop.sandbox.users import UidRange
     from sandbox_desktop_client import local_servers
@@ -328,7 +342,8 @@ def run_server(args: argparse.Namespace) -> int:
                           isolation=Isolation(args.isolation), xauthority=xauthority,
                           shared=tuple(path.expanduser().resolve() for path in args.share or ()),
                           desktop_policy=args.desktop_policy or DesktopPolicy(),
-                          sandbox_uids=args.sandbox_uids or UidRange())
+                          sandbox_uids=args.sandbox_uids or UidRange(),
+                          osworld_python=(args.osworld_python or DESKTOPS_PYTHON).expanduser().absolute())
     configure_logging(args.log_level, args.log_format)
     # Before any desktop: each holds tens of descriptors in this process (api/server/descriptors.py).
     descriptors.raise_limit()

@@ -10,6 +10,7 @@ from api.middleware.cors import CorsPolicy
 from desktop.control.approvals import DEFAULT_TIMEOUT_S
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.policy import DesktopPolicy
+from desktop.lifecycle.vm_image import DESKTOPS_PYTHON
 from desktop.sandbox.host import Isolation
 from desktop.sandbox.users import UidRange
 from sandbox_desktop_wire.approvals import ActionKind
@@ -73,3 +74,5 @@ class ServerConfig:
     """What every desktop created here gets, whoever asks (`--desktop-policy`; desktop/lifecycle/policy.py)."""
     sandbox_uids: UidRange = field(default_factory=UidRange)
     """The uids desktops take theirs from (`--sandbox-uids`, `$SANDBOX_DESKTOP_UIDS`)."""
+    osworld_python: Path = DESKTOPS_PYTHON
+    """The desktops' Python for OSWorld tasks (`--osworld-python`), on the PATH of desktops created with `osworld`."""

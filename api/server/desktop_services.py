@@ -114,5 +114,5 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
                       desktop.accessibility.locate, desktop.effects)
     # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
     guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
-                        authorize=functools.partial(authorize, desktop_id))
+                        authorize=functools.partial(authorize, desktop_id), namespace=desktop.network_namespace)
     return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)

@@ -23,11 +23,13 @@ from sandbox_desktop_wire.display import DisplayChangeResponse
 from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.mouse import MousePositionResponse
+from sandbox_desktop_wire.open_models import CoordinateConvention, ModelActResult, ModelFamily
 from sandbox_desktop_wire.recording import DesktopRecordingInfo
 from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
+from . import _model_calls
 from ._base import Call
 from ._send import DOWNLOAD_CHUNK, SseDecoder, check, content_length, events_timeout, request_options
 from ._types import (
@@ -291,6 +293,16 @@ class AsyncEndpoints:
         the first failure, which is in `.error` rather than raised (docs/actions.md); with `report_effect`,
         what the batch changed in `.effect` (docs/effects.md)."""
         return await self.send(b.actions(actions, coordinates, settle, screenshot, report_effect))
+
+    async def model_act(self, family: ModelFamily | str, text: str, *,
+                        convention: CoordinateConvention | str | None = None, factor: int | None = None,
+                        min_pixels: int | None = None, max_pixels: int | None = None, screenshot: bool | None = None,
+                        search_url: str | None = None, settle: Mapping[str, Any] | None = None) -> ModelActResult:
+        """`POST /v1/desktop/models/act`: run what an open model printed (`family`: qwen2.5-vl, qwen3-vl,
+        ui-tars-1.0, ui-tars-1.5, opencua, fara); the parsed actions, a final answer (nothing run) and the next
+        screenshot in the model's coordinate convention (docs/vendors.md, "Open models")."""
+        return await self.send(_model_calls.model_act(family, text, convention, factor, min_pixels, max_pixels,
+                                                      screenshot, search_url, settle))
 
     async def action_log(self, *, since: int = 0, limit: int | None = None) -> list[ActionLogEntry]:
         """`GET /v1/desktop/actions/log`: the actions the desktop executed after entry `since` (its `seq`),

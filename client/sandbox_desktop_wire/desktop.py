@@ -53,6 +53,9 @@ class DesktopStartRequest(WireModel):
                                    "1600)")
     report_effects: bool | None = Field(default=None, description="Every action answers what it changed (`effect`) "
                                         "unless its call says `reportEffect: false` (default false; docs/effects.md)")
+    opengl: bool | None = Field(default=None, description="OpenGL for its X clients (the X server's GLX, with Mesa's "
+                                "software renderer); default false: GLX costs each desktop ~11 MB and ~40 ms of "
+                                "start, and browsers draw without it (docs/display.md)")
 
 
 class DesktopResolution(WireModel):

@@ -14,7 +14,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -130,15 +130,33 @@ def needs_sudo() -> bool:
     raise InstallError("Installing packages needs root: run this as root, or install sudo.")
 
 
-def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
-    """Carry out `install desktop` with parsed `args`; returns the process exit code."""
-    stdin = stdin or sys.stdin
-    out = out or sys.stdout
+Body = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None, body: Body | None = None
+        ) -> int:
+    """Carry out `install desktop` (or another installer's `body`) with parsed `args`; returns the process exit
+    code, an `InstallError` printed as the error it is (1)."""
     try:
-        return _run(args, stdin, out)
+        return (body or _run)(args, stdin or sys.stdin, out or sys.stdout)
     except InstallError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+
+
+def run_steps(steps: Sequence[Step], sudo: bool, out: TextIO) -> int:
+    """Each step in turn, its output streamed, until one fails; its exit code (0: all done)."""
+    for index, step in enumerate(steps, start=1):
+        print(f"[{index}/{len(steps)}] {step.display(sudo)}", file=out, flush=True)
+        started = time.monotonic()
+        code = _stream(step, sudo, out)
+        elapsed = time.monotonic() - started
+        if code != 0:
+            print(f"[{index}/{len(steps)}] failed with exit code {code} after {elapsed:.1f}s; "
+                  "fix the error above and run the installer again.", file=out)
+            return code if 0 < code < 256 else 1
+        print(f"[{index}/{len(steps)}] done in {elapsed:.1f}s", file=out, flush=True)
+    return 0
 
 
 def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
@@ -171,17 +189,8 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
                            f"for this system, or run the command above where {manager.binary} exists.")
     if not args.yes and not _confirm(stdin, out):
         return 1
-    for index, step in enumerate(steps, start=1):
-        print(f"[{index}/{len(steps)}] {step.display(sudo)}", file=out, flush=True)
-        started = time.monotonic()
-        code = _stream(step, sudo, out)
-        elapsed = time.monotonic() - started
-        if code != 0:
-            print(f"[{index}/{len(steps)}] failed with exit code {code} after {elapsed:.1f}s; "
-                  "fix the error above and run the installer again.", file=out)
-            return code if 0 < code < 256 else 1
-        print(f"[{index}/{len(steps)}] done in {elapsed:.1f}s", file=out, flush=True)
-    return _report_after_install(out)
+    code = run_steps(steps, sudo, out)
+    return code if code != 0 else _report_after_install(out)
 
 
 def _chromium_hook(out: TextIO) -> None:

@@ -202,13 +202,15 @@ class Translator:
         return batch.Key((tuple(keysyms),))
 
 
-def browser_keys(browser: Browser) -> list[batch.Step]:
-    """The keys a browser move types into the focused Chromium: the address bar (Ctrl+L), then the URL; Delete drops
-    any completion Chromium appended inline, so Enter opens exactly the URL. Back and forward are Alt+arrows."""
+def browser_keys(browser: Browser, address_bar: batch.Wait) -> list[batch.Step]:
+    """The keys a browser move types into the focused Chromium: the address bar (Ctrl+L; `address_bar` waits for it
+    to take the focus), then the URL; Delete drops any completion Chromium appended inline, so Enter opens exactly
+    the URL. Back and forward are Alt+arrows."""
     match browser.kind:
         case "navigate":
             assert browser.url is not None
-            return [chord(CTRL, KEY_L), batch.Type(tuple(text_keysyms(browser.url, f"{ARGS}.url")), TYPE_DELAY_MS),
+            return [chord(CTRL, KEY_L), address_bar,
+                    batch.Type(tuple(text_keysyms(browser.url, f"{ARGS}.url")), TYPE_DELAY_MS),
                     chord(DELETE), chord(RETURN)]
         case "back":
             return [chord(ALT, LEFT)]
