@@ -85,11 +85,12 @@ class AsyncEndpoints:
                     stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                     stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
                     recording_fps: int | None = None, max_width: int | None = None,
-                    max_height: int | None = None, report_effects: bool | None = None) -> DesktopStatusResponse:
+                    max_height: int | None = None, report_effects: bool | None = None,
+                    opengl: bool | None = None) -> DesktopStatusResponse:
         """`POST /v1/desktop/start`: start the desktop (1440x900 at 96 dpi unless told); idempotent while
         active. Options left None take the server's default (docs/desktop.md); `max_width`/`max_height` bound
         what `set_display` may set later (docs/display.md); `report_effects` makes every action answer what it
-        changed (docs/effects.md). Returns its status.
+        changed (docs/effects.md); `opengl` gives its X clients GLX (docs/display.md). Returns its status.
 
         Raises `ConflictError` (`desktop_already_active`: running at another size or state directory,
         `desktop_runtime_starting`), `ClientError` (400 `desktop_invalid_action`: a value out of range),
@@ -98,7 +99,7 @@ class AsyncEndpoints:
             width=width, height=height, dpi=dpi, display_num=display_num, state_dir=state_dir,
             stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
-            max_width=max_width, max_height=max_height, report_effects=report_effects))
+            max_width=max_width, max_height=max_height, report_effects=report_effects, opengl=opengl))
 
     async def stop(self) -> DesktopStatusResponse:
         """`POST /v1/desktop/stop`: stop the desktop and its apps; returns its status (`inactive`)."""

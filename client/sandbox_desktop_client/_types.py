@@ -60,6 +60,7 @@ class StartOptions(TypedDict, total=False):
     max_width: int | None
     max_height: int | None
     report_effects: bool | None
+    opengl: bool | None
 
 
 class CreateOptions(StartOptions, total=False):

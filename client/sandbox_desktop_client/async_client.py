@@ -157,7 +157,7 @@ class AsyncDesktops:
                      stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                      stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
                      recording_fps: int | None = None, max_width: int | None = None,
-                     max_height: int | None = None, report_effects: bool | None = None,
+                     max_height: int | None = None, report_effects: bool | None = None, opengl: bool | None = None,
                      approve: list[str] | None = None,
                      network: Settings | None = None, limits: Settings | None = None,
                      auto_pause_seconds: int | None = None,
@@ -184,7 +184,7 @@ class AsyncDesktops:
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
-            max_width=max_width, max_height=max_height, report_effects=report_effects, approve=approve,
+            max_width=max_width, max_height=max_height, report_effects=report_effects, opengl=opengl, approve=approve,
             network=network, limits=limits, auto_pause_seconds=auto_pause_seconds,
             auto_delete_seconds=auto_delete_seconds, osworld=osworld, osworld_token=osworld_token))
         return self.attach(created.id)
