@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from api.convert.actions import image_model
-from api.convert.effects import wants_effect
+from api.convert.effects import effect_model, wants_effect
 from api.convert.open_models import model_plan
 from api.convert.vendors import AnthropicPlans, anthropic_plan, gemini_plan, openai_plan
 from api.http.operations import Operation
@@ -141,7 +141,8 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         if acted or shot is not None:
             # The settle is for the screenshot: without one, only a `settle` asked for is waited for.
             settle = settle_of(body.settle) if acted and (shot is not None or body.settle is not None) else None
-            outcome = await desktop_services(request).batches.run(session, steps_run, settle, shot)
+            outcome = await desktop_services(request).batches.run(session, steps_run, settle, shot,
+                                                                  wants_effect(body.report_effect, desktop))
     if outcome is not None and outcome.error is not None:
         index, exc = outcome.error
         if index < len(steps_run):
@@ -153,7 +154,8 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         image.frame.space = space.convention
     return ModelActResult(family=body.family, convention=space.convention, model_width=space.width,
                           model_height=space.height, thought=plan.thought, actions=plan.actions, final=plan.final,
-                          screenshot=image)
+                          screenshot=image,
+                          effect=effect_model(outcome.effect) if outcome is not None and outcome.effect else None)
 
 
 OPERATIONS = [

@@ -187,6 +187,15 @@ def test_the_gemini_function_response_carries_the_summary(api: httpx.Client, cat
     assert response["effect"].startswith("screen changed in "), response
 
 
+def test_an_open_model_answer_carries_the_effect(api: httpx.Client, cat: Term) -> None:
+    body = ok(api.post("/v1/desktop/models/act", json={
+        "family": "ui-tars-1.5", "text": "Thought: Type.\nAction: type(content='model')", "screenshot": False,
+        "reportEffect": True}))
+    assert [a["kind"] for a in body["actions"]] == ["type"], body
+    effect = body["effect"]
+    assert effect["changed"] is True and all(cat.covers(r) for r in effect["regions"]), (effect, cat.rect)
+
+
 @pytest.mark.skipif(not shutil.which("zenity"), reason="needs zenity")
 def test_an_element_act_reports_its_value_change(api: httpx.Client) -> None:
     started = ok(api.post("/v1/processes", json={"command": "zenity", "args": [
