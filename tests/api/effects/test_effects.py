@@ -1,6 +1,7 @@
 """Actions that report their effect (docs/effects.md): typing into an xterm, a click on the empty desktop, a
-window opened by a key, an element's value set, a batch, the vendors' acknowledgements, and a desktop started
-with `reportEffects`; against real X clients (xterm, xmessage, zenity's GTK form)."""
+window opened and one closed by a key, an element's value set, a batch, the vendors' acknowledgements, an open
+model's answer, the client, and a desktop started with `reportEffects`; against real X clients (xterm, xmessage,
+zenity's GTK form)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,6 @@ def cat(api: httpx.Client, display: str, tmp_path: Path) -> Iterator[Term]:
 def ok(response: httpx.Response) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
-    if os.environ.get("EFFECTS_SHOW"):
-        print(response.request.url.path, {k: v for k, v in body.items() if k in ("effect", "content", "parts")})
     return body
 
 
