@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from api.convert.actions import image_model
+from api.convert.effects import effect_model, wants_effect
 from api.convert.open_models import model_plan
 from api.convert.vendors import AnthropicPlans, anthropic_plan, gemini_plan, openai_plan
 from api.http.operations import Operation
@@ -51,20 +52,20 @@ async def anthropic_computer(request: Request, *, body: AnthropicRequest) -> Ant
         session = desktop.session()
         planned = anthropic_plan(body, session)
         if planned.tool_use_ids is None:
-            return AnthropicResult(**await run_anthropic(request, session, planned.plans[0], planned, body.settle))
+            return AnthropicResult(**await run_anthropic(request, session, planned.plans[0], planned, body))
         # A turn's calls in order; after the first that fails the rest do not run, as the SDK's runner does it.
         results: list[dict[str, Any]] = []
         for use_id, plan in zip(planned.tool_use_ids, planned.plans, strict=True):
             if results and results[-1].get("is_error"):
                 result = anthropic.error_result(anthropic_toolset.NOT_EXECUTED, prefix="")
             else:
-                result = await run_anthropic(request, session, plan, planned, body.settle)
+                result = await run_anthropic(request, session, plan, planned, body)
             results.append({"type": "tool_result", "tool_use_id": use_id, **result})
     return AnthropicResult(tool_results=results)
 
 
 async def run_anthropic(request: Request, session: Session, plan: anthropic.Plan, planned: AnthropicPlans,
-                        settle: SettleOptions | None) -> dict[str, Any]:
+                        body: AnthropicRequest) -> dict[str, Any]:
     """One call's tool_result fields."""
     desktop = desktop_of(request)
     if plan.press is not None:
@@ -78,8 +79,8 @@ async def run_anthropic(request: Request, session: Session, plan: anthropic.Plan
         except DomainError as exc:
             return anthropic.error_result(problem_document(exc)["detail"])
     final = plan.shot or (ShotOptions(scale=planned.fit.scale) if plan.render == "screenshot" else None)
-    outcome = await desktop_services(request).batches.run(session, plan.steps, settle_of(settle) if plan.settle
-                                                          else None, final)
+    outcome = await desktop_services(request).batches.run(session, plan.steps, settle_of(body.settle) if plan.settle
+                                                          else None, final, wants_effect(body.report_effect, desktop))
     return anthropic.content(plan, outcome, planned.space, lambda exc: problem_document(exc)["detail"])
 
 
@@ -113,12 +114,14 @@ async def gemini_computer(request: Request, *, body: GeminiRequest) -> GeminiRes
             steps_run = await browser.browser_steps(desktop.windows, desktop.apps, desktop.accessibility, session,
                                                     plan.browser)
         outcome = await desktop_services(request).batches.run(session, steps_run, settle_of(body.settle),
-                                                              ShotOptions(scale=1.0))
+                                                              ShotOptions(scale=1.0),
+                                                              wants_effect(body.report_effect, desktop))
         if outcome.error is not None:
             raise outcome.error[1]
         assert outcome.shot is not None
         url = await browser.focused_url(desktop.windows, desktop.accessibility, session)
-    return GeminiResult(parts=gemini.parts(plan.name, url, plan.confirm is not None, outcome.shot))
+    effect = outcome.effect.summary if outcome.effect is not None else None
+    return GeminiResult(parts=gemini.parts(plan.name, url, plan.confirm is not None, outcome.shot, effect))
 
 
 async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResult:
@@ -138,7 +141,8 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         if acted or shot is not None:
             # The settle is for the screenshot: without one, only a `settle` asked for is waited for.
             settle = settle_of(body.settle) if acted and (shot is not None or body.settle is not None) else None
-            outcome = await desktop_services(request).batches.run(session, steps_run, settle, shot)
+            outcome = await desktop_services(request).batches.run(session, steps_run, settle, shot,
+                                                                  wants_effect(body.report_effect, desktop))
     if outcome is not None and outcome.error is not None:
         index, exc = outcome.error
         if index < len(steps_run):
@@ -150,7 +154,8 @@ async def model_act(request: Request, *, body: ModelActRequest) -> ModelActResul
         image.frame.space = space.convention
     return ModelActResult(family=body.family, convention=space.convention, model_width=space.width,
                           model_height=space.height, thought=plan.thought, actions=plan.actions, final=plan.final,
-                          screenshot=image)
+                          screenshot=image,
+                          effect=effect_model(outcome.effect) if outcome is not None and outcome.effect else None)
 
 
 OPERATIONS = [

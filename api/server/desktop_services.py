@@ -113,7 +113,7 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     desktop.hooks.failure.append(recordings.on_desktop_failure)
     desktop.hooks.failure.append(stream.on_desktop_failure)
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
-                      desktop.accessibility.locate)
+                      desktop.accessibility.locate, desktop.effects)
     # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
     guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
                         authorize=functools.partial(authorize, desktop_id), namespace=desktop.network_namespace)

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sandbox_desktop_wire.actions import Image, SettleOptions
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.effects import Effect, ReportEffect
 from sandbox_desktop_wire.enums import MouseButton
 
 MAX_OUTPUT_CHARS = 100_000
@@ -49,7 +50,7 @@ class CoordinateConvention(enum.StrEnum):
     """Screen pixels."""
 
 
-class ModelActRequest(WireModel):
+class ModelActRequest(ReportEffect):
     family: ModelFamily
     text: str = Field(min_length=1, max_length=MAX_OUTPUT_CHARS, description="What the model printed, as it "
                       "printed it: its thought, tool calls, action lines or code block")
@@ -124,3 +125,5 @@ class ModelActResult(WireModel):
     final: FinalAnswer | None = Field(default=None, description="terminate, finished or answer: nothing ran for it")
     screenshot: Image | None = Field(default=None, description="After the actions, in the model's convention: the "
                                      "smart-resized size for smart-resize, else the screen's")
+    effect: Effect | None = Field(default=None, description="What the actions changed (regions in screen pixels), "
+                                  "with `reportEffect` (docs/effects.md)")

@@ -65,6 +65,8 @@ class StartOptions:
     max_width: int | None = None
     """The largest width `POST /v1/desktop/display` may set; None: the larger of `width` and DEFAULT_MAX_WIDTH."""
     max_height: int | None = None
+    report_effects: bool = False
+    """Every action answers what it changed unless its call says `reportEffect: false` (docs/effects.md)."""
     opengl: bool = False
     """GLX in its X server (docs/display.md "OpenGL"): off, it saves ~11 MB and ~40 ms of each start."""
 

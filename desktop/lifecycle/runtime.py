@@ -36,6 +36,7 @@ from desktop.core.errors import (
     DesktopUnsupportedPlatform,
     invalid_action,
 )
+from desktop.effects.observer import EffectObserver
 from desktop.events.action_log import ActionLog
 from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
@@ -134,6 +135,7 @@ class Desktop:
         self.apps = Apps(self.processes, self.launcher, desktop_id)
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
+        self.effects = EffectObserver(self.events)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
 
     # -- state -------------------------------------------------------------------------------
@@ -338,7 +340,10 @@ class Desktop:
             raise report.refusal()
         healthy = self.supervisor is not None and self.supervisor.failure is None
         if self._state == DesktopRuntimeState.ACTIVE and healthy and self.options is not None:
-            self.options.refuse_change(options, set(requested))
+            fields = set(requested)
+            self.options.refuse_change(options, fields)
+            if "report_effects" in fields:  # read per action: it changes on the running desktop
+                self.options = replace(self.options, report_effects=options.report_effects)
             return
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()
