@@ -54,6 +54,7 @@ from desktop.sandbox.host import SandboxHost
 from desktop.x11 import xlib_poll
 from sandbox_desktop_client import local_servers
 from sandbox_desktop_wire.enums import TokenRole
+from streaming.coturn import LocalTurnServer
 
 logger = logging.getLogger("sandbox_desktop.api")
 
@@ -167,12 +168,17 @@ def create_app(config: ServerConfig) -> Starlette:
                             hidden=(default_state_dir,), preload=(file_calls.__name__,),
                             uids=config.sandbox_uids)
 
+    # The live view's TURN relay (docs/streaming-turn.md): servers run elsewhere, or coturn run by the lifespan.
+    local_turn = (LocalTurnServer(config.local_turn, processes, default_state_dir / "turn")
+                  if config.local_turn is not None else None)
+    turn = local_turn.relays() if local_turn is not None else config.turn
+
     def build(desktop_id: str, state_dir: Path, lifecycle: Lifecycle) -> DesktopServices:
         return build_desktop_services(desktop_id, state_dir, processes, dependencies,
                                       config.webrtc_public_addresses, lifecycle, takeover=config.takeover,
                                       sandboxes=sandboxes, hidden=(default_state_dir,),
                                       guest_hosts=(config.bind_host, urlsplit(config.url).hostname or "127.0.0.1"),
-                                      authorize=controls)
+                                      authorize=controls, turn=turn)
 
     def controls(desktop_id: str, given: str) -> bool:
         """Whether a token controls a desktop: the server's, or a `control` token scoped to it."""
@@ -221,6 +227,8 @@ def create_app(config: ServerConfig) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if local_turn is not None:  # first: a server that cannot start it stops before anything else opened
+            await local_turn.start()
         if config.announce is not None:
             local_servers.announce(config.announce[0], config.url, config.announce[1])
         await sandboxes.open()
@@ -244,6 +252,8 @@ def create_app(config: ServerConfig) -> Starlette:
             if config.announce is not None:
                 local_servers.withdraw(config.announce[0])
             await desktops.shutdown()
+            if local_turn is not None:
+                await local_turn.stop()
             await processes.shutdown()
             await sandboxes.close()
 

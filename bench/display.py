@@ -10,6 +10,8 @@
    (what the desktop does, docs/display.md), and the start time of each.
 3. Xorg with the dummy driver (`xserver-xorg-video-dummy`), the alternative: start time, resize time and
    RSS at the same sizes; skipped with a message when it is not installed.
+4. Xvfb with GLX (`"opengl": true`) and without (the default), alternating: start time and private memory
+   (docs/display.md "OpenGL").
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import desktop.x11.thread as _xthread  # noqa: F401  (python-xlib fixes every connection of the service gets)
 from bench.common import rss_kib, summary, timed
+from bench.footprint import rollup
 from bench.scene import close_scene, open_scene, wait_for_windows
 from desktop.x11.randr import apply_display
 from streaming.viewer import Viewer
@@ -217,6 +220,21 @@ def xorg_dummy(count: int) -> None:
     summary("  Xvfb resize, same sizes (RandR calls)", switches)
 
 
+def xvfb_opengl(count: int) -> None:
+    print(f"\nXvfb with and without GLX, alternating, {count} starts each (start = until -displayfd):")
+    starts: dict[bool, list[float]] = {True: [], False: []}
+    private: dict[bool, float] = {}
+    for _ in range(count):
+        for opengl in (True, False):
+            flags = [] if opengl else ["-extension", "GLX"]
+            with x_server(["Xvfb", "-screen", "0", "2560x1600x24", *flags]) as (proc, start):
+                starts[opengl].append(start)
+                private[opengl] = rollup(proc.pid)["Private_Dirty"] / 2**20
+    for opengl in (True, False):
+        summary(f"  {'with GLX (opengl: true)' if opengl else 'without GLX (default)'} start", starts[opengl])
+        print(f"    private memory once started {private[opengl]:.1f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=12, help="resizes per measurement")
@@ -228,6 +246,7 @@ def main() -> None:
         live_view(args.count, codec)
     xvfb_memory()
     xorg_dummy(args.count)
+    xvfb_opengl(args.count)
 
 
 if __name__ == "__main__":

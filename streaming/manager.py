@@ -38,6 +38,7 @@ from sandbox_desktop_wire.enums import ActionSource, TakeoverMode, VideoCodec
 from sandbox_desktop_wire.events import EventType
 from streaming.config import StreamConfig
 from streaming.control import Access, Control, ControlChange, ControlRefused
+from streaming.turn import TurnRelays, ice_servers_json
 
 if TYPE_CHECKING:  # the WebRTC stack, imported once the live view starts (module doc)
     from streaming.audio import OpusFeed
@@ -91,8 +92,10 @@ class StreamManager:
     """The desktop's live view; the API calls `start_stream`, `stop_stream`, `status` and `serve`."""
 
     def __init__(self, desktop: Desktop, public_addresses: tuple[str, ...] = (),
-                 audio: AudioCapture | None = None) -> None:
+                 audio: AudioCapture | None = None, turn: TurnRelays | None = None) -> None:
         self.desktop = desktop
+        self.turn = turn
+        """The TURN servers viewers may relay through (`--turn-url`, `--turn local`; docs/streaming-turn.md)."""
         self.sound = audio
         """The desktop's sound (None: video only), encoded once for every viewer by `audio`."""
         self.audio: OpusFeed | None = None
@@ -295,6 +298,11 @@ class StreamManager:
     def viewer_ids(self) -> list[str]:
         return list(self._sessions)
 
+    def ice_servers_for(self, viewer: str) -> list[dict[str, Any]]:
+        """A viewer's RTCConfiguration `iceServers`, fresh credentials included ([] without TURN): what
+        `signal/provide` carries, and what any other transport that hands a browser a peer connection gives."""
+        return ice_servers_json(self.turn.for_viewer(self.desktop.id, viewer)) if self.turn is not None else []
+
     def watching(self) -> set[str]:
         return set(self._watchers.values())
 
@@ -305,7 +313,8 @@ class StreamManager:
         # Host candidates on every interface plus 127.0.0.1 (as neko's nat1to1 127.0.0.1), in the range,
         # and the public addresses a NAT forwards the range from.
         policy = HostPolicy(ports=config.ports, loopback=True, public_addresses=self.public_addresses)
-        peer = ViewerPeer(config.codec, policy, on_message, on_state)
+        relays = self.turn.for_server_peer(self.desktop.id) if self.turn is not None else None
+        peer = ViewerPeer(config.codec, policy, on_message, on_state, relays)
         audio = self.audio_track()
         if audio is not None:
             peer.add_audio(audio)

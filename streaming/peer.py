@@ -5,7 +5,8 @@ data channel.
 The server is the offerer (neko's model, and what the SDK expects: it relies on `ondatachannel`).
 aiortc gathers every candidate before the offer is made, so they all travel inside its SDP; the
 viewer's trickled candidates are added once its answer is applied. No STUN server (`iceServers=[]`):
-on a LAN or loopback it would only delay the offer (docs/streaming.md).
+on a LAN or loopback it would only delay the offer (docs/streaming.md); a TURN server only when the server
+is told to relay its own side too (`--turn-server-relay`, docs/streaming-turn.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from aiortc import (
     RTCBundlePolicy,
     RTCConfiguration,
+    RTCIceServer,
     RTCPeerConnection,
     RTCRtpSender,
     RTCSessionDescription,
@@ -29,6 +31,7 @@ from sandbox_desktop_wire.enums import VideoCodec
 from streaming.encoders import CODECS, MIME_TYPES
 from streaming.ports import HostPolicy, host_policy
 from streaming.track import ViewerTrack
+from streaming.turn import IceServer
 
 logger = logging.getLogger("sandbox_desktop.stream.peer")
 
@@ -73,7 +76,7 @@ class ViewerPeer:
     """A peer connection sending `track` and carrying input on the `data` channel."""
 
     def __init__(self, codec: VideoCodec, policy: HostPolicy, on_message: Callable[[bytes | str], None],
-                 on_state: Callable[[str], None]) -> None:
+                 on_state: Callable[[str], None], ice_servers: list[IceServer] | None = None) -> None:
         self.preferred = codec
         self.policy = policy
         self.codec: VideoCodec | None = None
@@ -81,7 +84,8 @@ class ViewerPeer:
         self.track = ViewerTrack()
         self.audio: MediaStreamTrack | None = None
         """The desktop's sound (streaming/audio.py), when the offer carries it."""
-        self._pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
+        servers = [RTCIceServer(list(s.urls), s.username, s.credential) for s in ice_servers or ()]
+        self._pc = RTCPeerConnection(RTCConfiguration(iceServers=servers, bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         transceiver = self._pc.addTransceiver(self.track, direction="sendonly")
         transceiver.setCodecPreferences(codec_preferences(codec))
         self._video_sender = transceiver.sender

@@ -127,7 +127,8 @@ async def _get_component_candidates(self: ice.Connection, component: int, addres
                                     timeout: int = 5) -> list[Candidate]:
     assert _original is not None
     policy = _policy.get()
-    if policy is None:
+    # A relay-only connection gathers no host candidate (aioice passes no address): the policy has none to add.
+    if policy is None or self._transport_policy is ice.TransportPolicy.RELAY:
         return await _original(self, component, addresses, timeout)
     protocols = []
     for address in policy.select(addresses):

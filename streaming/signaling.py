@@ -61,6 +61,8 @@ class LiveView(Protocol):
 
     def viewer_ids(self) -> list[str]: ...
 
+    def ice_servers_for(self, viewer: str) -> list[dict[str, Any]]: ...
+
     def open_peer(self, on_message: Callable[[bytes | str], None], on_state: Callable[[str], None]) -> ViewerPeer: ...
 
     def attach(self, peer: ViewerPeer, viewer: str) -> None: ...
@@ -195,7 +197,7 @@ class SignalingSession:
         if self.peer is not peer:  # replaced or closed while the offer was made
             return
         await self.emit("signal/provide", {
-            "sdp": sdp, "iceservers": [],
+            "sdp": sdp, "iceservers": self._manager.ice_servers_for(self.id),
             "video": {"disabled": False, "id": VIDEO_ID, "video": VIDEO_ID, "auto": False},
             "audio": {"disabled": not peer.has_audio},
         })

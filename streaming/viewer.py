@@ -19,7 +19,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCIceTransportPolicy,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.rtcdatachannel import RTCDataChannel
 from av.video.frame import VideoFrame
@@ -85,13 +91,16 @@ class Viewer(ViewerSession):
 
     def __init__(self, base_url: str, token: str | None = None, *, addresses: Iterable[str] = ("127.0.0.1",),
                  trickle: bool = True, request_control: bool = True, name: str | None = None,
-                 on_frame: Callable[[VideoFrame, float], None] | None = None) -> None:
+                 on_frame: Callable[[VideoFrame, float], None] | None = None, relay_only: bool = False) -> None:
         self.url = signaling_url(base_url, token, name)
         self.policy = HostPolicy(addresses=tuple(addresses))
         self.trickle = trickle
         self.request_control = request_control
         self.on_frame = on_frame
         """Called with each decoded frame and its arrival `time.time()` (benchmarks read pixels there)."""
+        self.relay_only = relay_only
+        """Gather relay candidates only, from the offer's TURN servers, as a browser with
+        `iceTransportPolicy: "relay"` (docs/streaming-turn.md)."""
         self.received = Received()
         self.width = self.height = 0
         self.session_id: str | None = None
@@ -155,14 +164,16 @@ class Viewer(ViewerSession):
 
     async def _on_event(self, event: str, payload: dict[str, Any]) -> None:
         if event in ("signal/provide", "signal/offer", "signal/restart"):
-            await self._on_offer(payload["sdp"])
+            await self._on_offer(payload["sdp"], payload.get("iceservers") or [])
         elif event == "signal/close" and self._pc is not None:
             await self._pc.close()
         # signal/candidate: none come, the server puts every candidate in its offer
 
-    async def _on_offer(self, sdp: str) -> None:
+    async def _on_offer(self, sdp: str, ice_servers: list[dict[str, Any]]) -> None:
         self.offer_sdp = sdp
-        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        servers = [RTCIceServer(s["urls"], s.get("username"), s.get("credential")) for s in ice_servers]
+        policy = RTCIceTransportPolicy.RELAY if self.relay_only else RTCIceTransportPolicy.ALL
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=servers, iceTransportPolicy=policy))
         self._pc = pc
 
         @pc.on("track")
@@ -228,7 +239,7 @@ class Viewer(ViewerSession):
 
 
 async def _main(args: argparse.Namespace) -> dict[str, Any]:
-    viewer = Viewer(args.url, args.token, addresses=args.address or ("127.0.0.1",))
+    viewer = Viewer(args.url, args.token, addresses=args.address or ("127.0.0.1",), relay_only=args.relay_only)
     seen = await watch(viewer, args)
     return {"codec": viewer.codec, **seen}
 
@@ -236,6 +247,8 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser("python -m streaming.viewer", __doc__ or "")
     parser.add_argument("--address", action="append", help="local address for ICE (default 127.0.0.1)")
+    parser.add_argument("--relay-only", action="store_true",
+                        help="only relay candidates, through the TURN servers the offer names (docs/streaming-turn.md)")
     return run_cli(parser, argv, _main)
 
 

@@ -173,11 +173,30 @@ def running_server(tmp: Path, *extra: str, desktop: dict[str, Any] | None = None
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def osworld_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The desktops' Python for OSWorld tasks as users get it: `sandbox-desktop install osworld`, its Python part,
+    in a folder shared with every desktop (a server's `--osworld-python`; docs/osworld.md). Skips where the
+    machine lacks python3-venv or python3-tk (that command's apt part installs them)."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import tkinter, venv"], capture_output=True).returncode != 0:
+        pytest.skip("needs python3-tk and python3-venv (`sandbox-desktop install osworld --only python`)")
+    folder = tmp_path_factory.mktemp("osworld-python") / "venv"
+    done = subprocess.run([sys.executable, "-m", "api.cli.main", "install", "osworld", "--only", "python",
+                           "--no-apt", "--yes", "--python-dir", str(folder)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
 @pytest.fixture(scope="module")
 def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop."""
+    """A server of the test module's own; a module-level `DESKTOP = {...}` start request starts a desktop, and
+    `OSWORLD_PYTHON = True` gives it the desktops' Python for OSWorld tasks (`osworld_python`)."""
     name = request.module.__name__.rsplit(".", 1)[-1]
-    with running_server(tmp_path_factory.mktemp(name), desktop=getattr(request.module, "DESKTOP", None)) as server:
+    extra = [f"--osworld-python={request.getfixturevalue('osworld_python')}"] \
+        if getattr(request.module, "OSWORLD_PYTHON", False) else []
+    with running_server(tmp_path_factory.mktemp(name), *extra,
+                        desktop=getattr(request.module, "DESKTOP", None)) as server:
         yield server
 
 

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from api.approvals.proposals import KEY, POINTER, TYPE, pointer, steps_of, summary, target_text, typed
 from api.convert.actions import plan_batch
 from api.convert.elements import target_of
+from api.convert.open_models import model_plan
 from api.convert.vendors import anthropic_plan, gemini_plan, openai_plan
 from api.http.desktop_paths import desktop_path
 from api.http.operations import Guard, Operation
@@ -32,6 +33,7 @@ from api.server.services import desktop_services, server_of
 from desktop.actions.batch import ElementAt
 from desktop.control.approvals import Venue
 from desktop.events.action_log import action_source, action_wait
+from desktop.vendors.gemini import Browser
 from desktop.x11.session import Session
 from sandbox_desktop_wire.accessibility import ActRequest, ElementAction
 from sandbox_desktop_wire.actions import ActionsRequest
@@ -47,6 +49,7 @@ from sandbox_desktop_wire.mouse import (
     MouseMoveRequest,
     MouseScrollRequest,
 )
+from sandbox_desktop_wire.open_models import ModelActRequest
 from sandbox_desktop_wire.processes import ProcessCreateRequest, ProcessRunRequest
 from sandbox_desktop_wire.vendors import AnthropicRequest, GeminiRequest, OpenAIRequest
 
@@ -164,16 +167,25 @@ async def gemini_computer(p: Proposal) -> list[ProposedStep]:
     plan = gemini_plan(body, session)  # the handler's 400s and 422s too, before asking anyone
     proposed = await steps_of(plan.steps, session, p.services.desktop.accessibility)
     if plan.browser is not None:
-        # What the browser move amounts to: opening a URL is a launch; back and forward are keys.
-        if plan.browser.kind in ("navigate", "open"):
-            proposed.append(ProposedStep(kind=ActionKind.LAUNCH, type="open",
-                                         command=plan.browser.url or "the web browser"))
-        else:
-            proposed.append(ProposedStep(kind=KEY, type="key", keys="alt+Left" if plan.browser.kind == "back"
-                                         else "alt+Right"))
+        proposed.append(browser_step(plan.browser))
     if plan.confirm is not None:
         proposed.append(ProposedStep(type=CONFIRMATION, command=plan.confirm))
     return proposed
+
+
+def browser_step(browser: Browser) -> ProposedStep:
+    """What a browser move amounts to: opening a URL is a launch; back and forward are keys."""
+    if browser.kind in ("navigate", "open"):
+        return ProposedStep(kind=ActionKind.LAUNCH, type="open", command=browser.url or "the web browser")
+    return ProposedStep(kind=KEY, type="key", keys="alt+Left" if browser.kind == "back" else "alt+Right")
+
+
+async def model_act(p: Proposal) -> list[ProposedStep]:
+    body: ModelActRequest = p.body
+    session = p.session()
+    plan = model_plan(body, session)[0]  # the handler's 400s and 422s too, before asking anyone
+    proposed = await steps_of(plan.steps, session, p.services.desktop.accessibility)
+    return proposed + ([browser_step(plan.browser)] if plan.browser is not None else [])
 
 
 def gemini_confirms(proposed: list[ProposedStep]) -> bool:
@@ -242,6 +254,7 @@ DESKTOP_GATES: dict[tuple[str, str], Gate] = {
     ("POST", "/anthropic/computer"): Gate(anthropic_computer, ActionSource.ANTHROPIC),
     ("POST", "/openai/computer"): Gate(openai_computer, ActionSource.OPENAI),
     ("POST", "/gemini/computer"): Gate(gemini_computer, ActionSource.GEMINI, gemini_confirms),
+    ("POST", "/models/act"): Gate(model_act, ActionSource.OPEN_MODEL),
     ("POST", "/accessibility/act"): Gate(element_act),
     ("POST", "/launch"): Gate(launch),
     ("POST", "/open"): Gate(open_target),

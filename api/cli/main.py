@@ -96,6 +96,7 @@ def desktop_policy(text: str) -> DesktopPolicy:
 
 
 def add_server_arguments(server: argparse.ArgumentParser) -> None:
+    from api.cli import turn_options
     from api.mcp import server as mcp_server
     from api.middleware.browser_guard import ALLOWED_HOSTS_ENV
     from api.server.config import MCP_TOOL_TIMEOUT_S
@@ -165,6 +166,10 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--share", type=Path, action="append", metavar="PATH",
                         help="a host folder every desktop sees at the same path, with its own permissions "
                              "(repeatable; docs/security.md)")
+    server.add_argument("--osworld-python", type=Path, default=None, metavar="DIR",
+                        help="the desktops' Python for OSWorld tasks (a venv with pyautogui; default "
+                             "/opt/sandbox-desktop/osworld-python, made by `sandbox-desktop install osworld`), on the "
+                             "PATH of desktops created with osworld (docs/osworld.md)")
     server.add_argument("--desktop-policy", type=desktop_policy, default=None, metavar="FILE",
                         help="impose a JSON policy on every desktop created here: tags, caps on its timers, its "
                              "network rules, caps on its limits (docs/desktops.md \"What the server imposes\")")
@@ -183,6 +188,7 @@ def add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--start-desktop", action="store_true", help="start a desktop with the server")
     server.add_argument("--desktop-size", type=parse_size, default=(1440, 900), metavar="WxH",
                         help="size of the desktop started by --start-desktop (default 1440x900)")
+    turn_options.add_arguments(server)
     server.set_defaults(run=run_server)
 
 
@@ -191,6 +197,13 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
 
     installer.add_arguments(parser)
     parser.set_defaults(run=installer.run)
+
+
+def add_install_osworld_arguments(parser: argparse.ArgumentParser) -> None:
+    from desktop.lifecycle import osworld_install
+
+    osworld_install.add_arguments(parser)
+    parser.set_defaults(run=osworld_install.run)
 
 
 def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
@@ -208,6 +221,8 @@ def add_ready_arguments(parser: argparse.ArgumentParser) -> None:
 PROGRAMS: dict[Words, Leaf] = {
     ("server",): Leaf("run the HTTP server", add_server_arguments),
     ("install", "desktop"): Leaf("the desktop's system packages", add_install_arguments),
+    ("install", "osworld"): Leaf("the apps OSWorld's tasks drive, and the desktops' Python with pyautogui",
+                                 add_install_osworld_arguments),
     ("ready",): Leaf(probe.HELP, add_ready_arguments, "GET /v1/health/ready", probe.HELP),
     ("mcp",): Leaf(MCP_HELP, add_mcp_arguments, description=MCP_HELP),
 }
@@ -285,6 +300,7 @@ def display_url(host: str, port: int) -> str:
 
 def run_server(args: argparse.Namespace) -> int:
     from api.app import create_app
+    from api.cli import turn_options
     from api.middleware.browser_guard import HostPolicy
     from api.middleware.cors import CorsPolicy
     from api.server import descriptors
@@ -292,6 +308,7 @@ def run_server(args: argparse.Namespace) -> int:
     from api.server.logs import configure_logging
     from desktop.lifecycle.options import StartOptions, default_state_dir
     from desktop.lifecycle.policy import DesktopPolicy
+    from desktop.lifecycle.vm_image import DESKTOPS_PYTHON
     from desktop.sandbox.host import Isolation
     from desktop.sandbox.users import UidRange
     from sandbox_desktop_client import local_servers
@@ -308,6 +325,13 @@ def run_server(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as exc:
         print(f"sandbox-desktop: {PUBLIC_ADDRESS_ENV}: {exc}", file=sys.stderr)
         return 2
+    try:
+        local_turn, turn = turn_options.local_options(args, public), turn_options.external_relays(args)
+    except ValueError as exc:
+        print(f"sandbox-desktop: {exc}", file=sys.stderr)
+        return 2
+    for name in turn_options.SECRET_ENVS:  # read: no process the desktops start may inherit them
+        os.environ.pop(name, None)
     if args.max_desktops < 1:
         print("sandbox-desktop: --max-desktops must be at least 1", file=sys.stderr)
         return 2
@@ -344,13 +368,15 @@ def run_server(args: argparse.Namespace) -> int:
     config = ServerConfig(token=token, cors=cors, hosts=hosts, state_dir=state_dir, start_desktop=start, url=url,
                           bind_host=args.host,
                           disabled_apis=disabled, webrtc_public_addresses=public, announce=announce,
+                          turn=turn, local_turn=local_turn,
                           max_desktops=args.max_desktops, takeover=args.takeover, approve=args.approve,
                           approval_timeout=args.approval_timeout,
                           mcp=McpOptions(tuple(args.mcp_allow or ()), args.mcp_timeout),
                           isolation=Isolation(args.isolation), xauthority=xauthority,
                           shared=tuple(path.expanduser().resolve() for path in args.share or ()),
                           desktop_policy=args.desktop_policy or DesktopPolicy(),
-                          sandbox_uids=args.sandbox_uids or UidRange())
+                          sandbox_uids=args.sandbox_uids or UidRange(),
+                          osworld_python=(args.osworld_python or DESKTOPS_PYTHON).expanduser().absolute())
     configure_logging(args.log_level, args.log_format)
     # Before any desktop: each holds tens of descriptors in this process (api/server/descriptors.py).
     descriptors.raise_limit()

@@ -225,4 +225,5 @@ def timeout(command: Command, args: argparse.Namespace, query: list[tuple[str, s
         return None
     given = {**dict(query), **(body or {})}
     waits = [given[name] for name in command["waits"] if name in given]
-    return 60.0 + sum(float(w) for w in waits if str(w).isdigit()) / 1000
+    # ASCII digits only ("³" is a digit to str.isdigit(), not to int()); no server module: the CLI starts without.
+    return 60.0 + sum(int(w) for w in map(str, waits) if w.isascii() and w.isdigit()) / 1000

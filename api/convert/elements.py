@@ -7,6 +7,7 @@ import re
 
 from desktop.accessibility.query import STATE_NAMES, ElementQuery, Target, WindowScope, canonical_name, roles_named
 from desktop.core.errors import FieldError
+from desktop.core.parsing import ascii_int
 from sandbox_desktop_wire.elements import ElementQuery as WireQuery
 from sandbox_desktop_wire.elements import ElementTarget
 from sandbox_desktop_wire.limits import MAX_ELEMENTS
@@ -22,8 +23,9 @@ def window_scope(text: str, field: str = "window") -> WindowScope | int:
     """`all`, `focused` or a decimal window id, else a 400 naming the field."""
     if text in (WindowScope.ALL, WindowScope.FOCUSED):
         return WindowScope(text)
-    if text.isdigit() and len(text) <= 10:
-        return int(text)
+    number = ascii_int(text) if len(text) <= 10 else None
+    if number is not None:
+        return number
     raise bad_field(field, f"{text!r} is not `all`, `focused` or a decimal window id")
 
 

@@ -48,10 +48,7 @@ def condition_of(body: Conditions, session: Session, accessibility: Accessibilit
     if body.element is not None:
         query = element_query(body.element, prefix=f"{prefix}element.")
         until = element_until(body.element.until, f"{prefix}element.until")
-        states = query.states | ({until} if until not in ("present", "gone") else set())
-        return waits.ElementCondition(query, until, lambda q: accessibility.find(session, q),
-                                      lambda: accessibility.watching(session, frozenset(states)),
-                                      lambda ref, q: accessibility.examine(session, ref, q))
+        return waits.element_condition(accessibility, session, query, until)
     assert body.clipboard is not None
     return waits.ClipboardCondition(body.clipboard.until)
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from api.mcp.tools import Reply, Tool, api_error_text, integer, obj, string
+from api.mcp.tools import REPORT_EFFECT, Reply, Tool, api_error_text, integer, obj, string, with_effect
 from sandbox_desktop_client import ConflictError
 from sandbox_desktop_wire.accessibility import AccessibleNode, ActResponse, ElementAction, Mark
 
@@ -103,14 +103,15 @@ def candidate_line(candidate: dict[str, Any]) -> str:
 async def act(client: AsyncClient, args: dict[str, Any]) -> Reply:
     try:
         done = await client.act(args["element"], args["action"], value=args.get("value"),
-                                scroll_into_view=args.get("scrollIntoView", True))
+                                scroll_into_view=args.get("scrollIntoView", True),
+                                report_effect=args.get("reportEffect") or None)
     except ConflictError as e:
         candidates = e.problem.get("candidates")
         if e.code != "element_ambiguous" or not isinstance(candidates, list):
             raise
         # The candidates let the model pick one by id in its next call instead of guessing a narrower query.
         return Reply(["\n".join([api_error_text(e), *map(candidate_line, candidates)])], is_error=True)
-    return Reply([act_text(done)])
+    return Reply([with_effect(act_text(done), done.effect)])
 
 
 WINDOW = string("`all`, `focused`, or a window id from the windows tool", default="all")
@@ -151,6 +152,7 @@ TOOLS = [
              action=string("What to do", *(a.value for a in ElementAction)),
              value=string("setValue: the text (or number) to set"),
              scrollIntoView={"type": "boolean", "default": True, "description": "click, and typing into a page's "
-                             "field: first scroll an element that is out of view into it (false: an error instead)"}),
+                             "field: first scroll an element that is out of view into it (false: an error instead)"},
+             reportEffect=REPORT_EFFECT),
          act),
 ]

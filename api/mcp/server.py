@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from api.mcp import accessibility as mcp_accessibility
 from api.mcp import desktops as mcp_desktops
-from api.mcp.tools import Image, Reply, Tool, api_error_text, integer, obj, string
+from api.mcp.tools import REPORT_EFFECT, Image, Reply, Tool, api_error_text, integer, obj, string, with_effect
 from api.server.config import MCP_TOOL_TIMEOUT_S
 from sandbox_desktop_client import ApiError
 from sandbox_desktop_client.chords import ChordError, parse_chord
@@ -67,8 +67,9 @@ async def screenshot(client: AsyncClient, args: dict[str, Any]) -> Reply:
 
 
 async def click(client: AsyncClient, args: dict[str, Any]) -> Reply:
-    at = await client.click(args["x"], args["y"], button=args.get("button", "left"), count=args.get("count", 1))
-    return Reply([f"clicked at {at.x},{at.y}"])
+    at = await client.click(args["x"], args["y"], button=args.get("button", "left"), count=args.get("count", 1),
+                            report_effect=args.get("reportEffect") or None)
+    return Reply([with_effect(f"clicked at {at.x},{at.y}", at.effect)])
 
 
 async def type_text(client: AsyncClient, args: dict[str, Any]) -> Reply:
@@ -159,7 +160,8 @@ TOOLS = [
              "interactive element, and list each number's element; act takes the numbers"}), screenshot),
     Tool("click", "Click a mouse button at a screen pixel.", obj(
         ["x", "y"], x=X, y=Y, button=BUTTON,
-        count=integer("1 click, 2 double click, 3 triple click", minimum=1, maximum=3)), click),
+        count=integer("1 click, 2 double click, 3 triple click", minimum=1, maximum=3),
+        reportEffect=REPORT_EFFECT), click),
     Tool("type", "Type text (any Unicode) into the focused window; \\n presses Enter.", obj(
         ["text"], text=string("The text to type"),
         delay_ms=integer("Pause between characters in ms", minimum=0, maximum=1000)), type_text),

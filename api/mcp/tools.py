@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the server imports the tools at start; the client (httpx) loads with the first MCP session
     from sandbox_desktop_client import ApiError, AsyncClient
+    from sandbox_desktop_wire.effects import Effect
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,15 @@ class Tool:
 
 def obj(required: Sequence[str] = (), **properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+REPORT_EFFECT = {"type": "boolean", "default": False, "description": "Also say what the action changed: the "
+                 "screen areas drawn, windows opened or closed, the focus (docs/effects.md)"}
+
+
+def with_effect(text: str, effect: Effect | None) -> str:
+    """A tool's acknowledgement, and the effect's summary when it was asked for."""
+    return text if effect is None else f"{text}\nEffect: {effect.summary}"
 
 
 def integer(description: str, **limits: int) -> dict[str, Any]:

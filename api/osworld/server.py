@@ -15,6 +15,9 @@ from urllib.parse import urlsplit
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from desktop.lifecycle.vm_image import CDP_PORT, VLC_PORT
+from desktop.sandbox.portforward import InboundPort, Namespace
+
 logger = logging.getLogger("sandbox_desktop.osworld")
 
 STOP_TIMEOUT_S = 5
@@ -81,8 +84,12 @@ class GuestServer:
     """One desktop's guest API listener; `start`/`stop` may be called any number of times."""
 
     def __init__(self, app: Callable[[], ASGIApp], host: str, public_host: str,
-                 authorize: Authorize = lambda token: False) -> None:
+                 authorize: Authorize = lambda token: False, namespace: Namespace | None = None) -> None:
         self._app = app
+        # The VM's other ports, as upstream's Docker provider maps them: Chrome's DevTools and VLC's HTTP interface
+        # inside the desktop, each on a port of the server's address of its own (docs/osworld.md).
+        self.cdp = InboundPort(host, CDP_PORT, namespace or _host_loopback)
+        self.vlc = InboundPort(host, VLC_PORT, namespace or _host_loopback)
         self.authorize = authorize
         self.require_token = False
         """Whether a request needs a token that controls the desktop (`osworldToken`); read at each request."""
@@ -126,6 +133,13 @@ class GuestServer:
                 sock.close()
                 self._task.result()  # raises why it could not start
                 raise OSError("the OSWorld guest server ended as it started")
+            try:
+                for relay in (self.cdp, self.vlc):
+                    await relay.start()
+            except OSError:
+                await self._stop(server, self._task)
+                self._task = None
+                raise
             self._server, self.port = server, sock.getsockname()[1]
             logger.info("OSWorld guest API on %s:%d", self.host, self.port)
 
@@ -136,13 +150,21 @@ class GuestServer:
             self.port = None
             if server is None or task is None:
                 return
-            server.should_exit = True
-            try:
-                async with asyncio.timeout(STOP_TIMEOUT_S + 2):
-                    await task
-            except TimeoutError:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            except Exception:
-                logger.exception("the OSWorld guest server failed while stopping")
+            await self._stop(server, task)
+
+    async def _stop(self, server: _QuietServer, task: asyncio.Task[None]) -> None:
+        for relay in (self.cdp, self.vlc):
+            await relay.close()
+        server.should_exit = True
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT_S + 2):
+                await task
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        except Exception:
+            logger.exception("the OSWorld guest server failed while stopping")
+
+def _host_loopback() -> str | None:
+    return None

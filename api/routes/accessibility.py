@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from starlette.requests import Request
 
+from api.convert.effects import acted_element, observed
 from api.convert.elements import bad_field, element_query, target_of, window_scope
 from api.http.operations import Operation
 from api.server.services import desktop_of
@@ -16,6 +17,7 @@ from desktop.input.coordinates import CoordinateSpace
 from desktop.x11.session import Session
 from sandbox_desktop_wire import accessibility as wire
 from sandbox_desktop_wire.actions import CoordinateOptions
+from sandbox_desktop_wire.effects import Effect
 from sandbox_desktop_wire.enums import CoordinateSpaceKind
 
 ERRORS = (400, 404, 409, 503)
@@ -104,21 +106,21 @@ async def find(request: Request, body: wire.FindRequest) -> wire.FindResponse:
     return wire.FindResponse(elements=flat(found, space))
 
 
-def act_model(outcome: ActOutcome, space: CoordinateSpace) -> wire.ActResponse:
+def act_model(outcome: ActOutcome, space: CoordinateSpace, effect: Effect | None = None) -> wire.ActResponse:
     x = y = None
     if outcome.point is not None:
         x, y = space.from_screen(*outcome.point)
     return wire.ActResponse(action=outcome.action, through=outcome.through, element=node(outcome.element, space),
-                            x=x, y=y)
+                            x=x, y=y, effect=effect)
 
 
 async def act(request: Request, body: wire.ActRequest) -> wire.ActResponse:
     desktop = desktop_of(request)
     session = desktop.session()
     space = options_space(session, body.coordinates)
-    outcome = await desktop.accessibility.act(session, target_of(body.element), body.action, body.value,
-                                              body.scroll_into_view)
-    return act_model(outcome, space)
+    outcome, effect = await observed(desktop, body.report_effect, lambda: desktop.accessibility.act(
+        session, target_of(body.element), body.action, body.value, body.scroll_into_view), acted_element)
+    return act_model(outcome, space, effect)
 
 
 async def marks(request: Request) -> wire.MarksResponse:

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.convert.actions import image_model, plan_batch, problem_of, result_model
+from api.convert.effects import effect_model, wants_effect
 from api.http.operations import Operation
 from api.server.services import desktop_of, desktop_services
 from desktop.actions import batch as steps
@@ -55,7 +56,8 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
     settle = steps.Settle(body.settle.quiet_ms, body.settle.timeout_ms) if body.settle else None
     observe = shot if body.screenshot is not None or settle is not None else None
     with acting_as(ActionSource.BATCH):
-        outcome = await desktop_services(request).batches.run(session, plan, settle, observe)
+        outcome = await desktop_services(request).batches.run(session, plan, settle, observe,
+                                                              wants_effect(body.report_effect, desktop))
 
     response = ActionsResponse(
         results=[result_model(i, body.actions[i], r, space) for i, r in enumerate(outcome.results)],
@@ -74,6 +76,8 @@ async def run_actions(request: Request, body: ActionsRequest) -> ActionsResponse
         response.settle_ms = round(outcome.settle.elapsed_s * 1000)
     if outcome.shot is not None:
         response.screenshot = image_model(outcome.shot, space)
+    if outcome.effect is not None:
+        response.effect = effect_model(outcome.effect)
     return response
 
 

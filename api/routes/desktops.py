@@ -23,6 +23,8 @@ from api.server.scoped_tokens import DEFAULT_TTL_S
 from api.server.services import desktop_services, server_of
 from desktop.core.errors import DesktopBusy, StreamError, invalid_action
 from desktop.lifecycle.policy import Timer
+from desktop.lifecycle.runtime import Desktop
+from desktop.lifecycle.vm_image import VmImage
 from sandbox_desktop_wire.approvals import ActionKind, parse_kinds
 from sandbox_desktop_wire.desktop import DesktopStartRequest
 from sandbox_desktop_wire.desktops import (
@@ -78,7 +80,9 @@ def osworld_model(services: DesktopServices) -> OsworldGuest | None:
     guest = services.osworld
     if guest.url is None or guest.port is None:
         return None
-    return OsworldGuest(url=guest.url, port=guest.port, token_required=guest.require_token)
+    return OsworldGuest(url=guest.url, port=guest.port, token_required=guest.require_token,
+                        cdp_port=guest.cdp.outer_port, vlc_port=guest.vlc.outer_port,
+                        home_user=services.desktop.sees_home_alias())
 
 
 async def serve_osworld(services: DesktopServices, on: bool | None, token: bool | None) -> None:
@@ -165,7 +169,13 @@ async def create_desktop(request: Request, body: DesktopCreateRequest) -> Respon
     requested = {name for name, value in start.items() if value is not None}
     options = start_options(DesktopStartRequest(**start))
     registry = server_of(request).desktops
-    services = await registry.create(options, requested, lifecycle, sandbox.apply)
+    image = VmImage(python=server_of(request).config.osworld_python) if body.osworld else None
+
+    async def prepare(desktop: Desktop) -> None:
+        desktop.vm_image = image  # dressed as OSWorld's VM from its first start (docs/osworld.md)
+        await sandbox.apply(desktop)
+
+    services = await registry.create(options, requested, lifecycle, prepare)
     try:
         await serve_osworld(services, body.osworld, body.osworld_token)
     except BaseException:
@@ -260,6 +270,8 @@ async def patch_desktop(request: Request, body: DesktopPatchRequest) -> DesktopR
     settings = SandboxSettings.parse(body.network, body.limits).within(policy, creating=False)
     await settings.apply(services.desktop)
     await serve_osworld(services, body.osworld, body.osworld_token)
+    if body.osworld is not None:  # dressed as the VM image (or not) from its next start (a reset keeps its sandbox)
+        services.desktop.vm_image = VmImage(python=server_of(request).config.osworld_python) if body.osworld else None
     if tags is not None:
         life.tags = tags
     for name, value in timers.items():

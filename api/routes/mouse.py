@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from api.convert.effects import observed
 from api.http.operations import Handler, Operation
 from api.server.services import desktop_of
 from desktop.input.mouse import PointerState
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.effects import Effect
 from sandbox_desktop_wire.mouse import (
     MouseButtonRequest,
     MouseClickRequest,
@@ -29,9 +31,9 @@ CLIENT_CLOSED_REQUEST = 499
 T = TypeVar("T")
 
 
-def position_model(state: PointerState) -> MousePositionResponse:
+def position_model(state: PointerState, effect: Effect | None = None) -> MousePositionResponse:
     window = str(state.window) if state.window is not None else None
-    return MousePositionResponse(x=state.x, y=state.y, screen=state.screen, window=window)
+    return MousePositionResponse(x=state.x, y=state.y, screen=state.screen, window=window, effect=effect)
 
 
 async def position(request: Request) -> MousePositionResponse:
@@ -41,33 +43,38 @@ async def position(request: Request) -> MousePositionResponse:
 
 async def move(request: Request, body: MouseMoveRequest) -> MousePositionResponse:
     desktop = desktop_of(request)
-    return position_model(await desktop.mouse.move(desktop.session(), body.x, body.y))
+    return position_model(*await observed(desktop, body.report_effect,
+                                          lambda: desktop.mouse.move(desktop.session(), body.x, body.y)))
 
 
 async def click(request: Request, body: MouseClickRequest) -> MousePositionResponse:
     desktop = desktop_of(request)
-    state = await desktop.mouse.click(desktop.session(), body.x, body.y, body.button, body.click_count)
-    return position_model(state)
+    return position_model(*await observed(desktop, body.report_effect, lambda: desktop.mouse.click(
+        desktop.session(), body.x, body.y, body.button, body.click_count)))
 
 
 async def down(request: Request, body: MouseButtonRequest) -> MousePositionResponse:
-    desktop = desktop_of(request)
-    return position_model(await desktop.mouse.button(desktop.session(), body.x, body.y, body.button, down=True))
+    return await _button(request, body, down=True)
 
 
 async def up(request: Request, body: MouseButtonRequest) -> MousePositionResponse:
+    return await _button(request, body, down=False)
+
+
+async def _button(request: Request, body: MouseButtonRequest, down: bool) -> MousePositionResponse:
     desktop = desktop_of(request)
-    return position_model(await desktop.mouse.button(desktop.session(), body.x, body.y, body.button, down=False))
+    return position_model(*await observed(desktop, body.report_effect, lambda: desktop.mouse.button(
+        desktop.session(), body.x, body.y, body.button, down=down)))
 
 
 async def drag(request: Request, body: MouseDragRequest) -> MousePositionResponse | Response:
     desktop = desktop_of(request)
     dragging = desktop.mouse.drag(desktop.session(), (body.start_x, body.start_y), (body.end_x, body.end_y),
                                   body.button, body.steps, body.duration_ms)
-    state = await unless_client_leaves(request, dragging)
+    state, effect = await observed(desktop, body.report_effect, lambda: unless_client_leaves(request, dragging))
     if state is None:  # nobody to answer; the status is for the access log and metrics
         return Response(status_code=CLIENT_CLOSED_REQUEST)
-    return position_model(state)
+    return position_model(state, effect)
 
 
 async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
@@ -99,8 +106,8 @@ async def _disconnected(request: Request) -> None:
 
 async def scroll(request: Request, body: MouseScrollRequest) -> MousePositionResponse:
     desktop = desktop_of(request)
-    state = await desktop.mouse.scroll(desktop.session(), body.x, body.y, body.delta_x, body.delta_y)
-    return position_model(state)
+    return position_model(*await observed(desktop, body.report_effect, lambda: desktop.mouse.scroll(
+        desktop.session(), body.x, body.y, body.delta_x, body.delta_y)))
 
 
 def _op(method: str, path: str, handler: Handler, summary: str, body: type[WireModel] | None = None) -> Operation:

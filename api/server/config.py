@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from api.middleware.browser_guard import HostPolicy
 from api.middleware.cors import CorsPolicy
 from desktop.control.approvals import DEFAULT_TIMEOUT_S
 from desktop.lifecycle.options import StartOptions
 from desktop.lifecycle.policy import DesktopPolicy
+from desktop.lifecycle.vm_image import DESKTOPS_PYTHON
 from desktop.sandbox.host import Isolation
 from desktop.sandbox.users import UidRange
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import TakeoverMode
+from streaming.turn import TurnRelays
+
+if TYPE_CHECKING:
+    from streaming.coturn import LocalTurnOptions
 
 VERSION = "0.1.0"
 
@@ -50,6 +56,10 @@ class ServerConfig:
     """Names from OPTIONAL_APIS whose routes answer 403 and are left out of the API document."""
     webrtc_public_addresses: tuple[str, ...] = ()
     """IP addresses a 1:1 NAT forwards the live view's UDP ports from (`--webrtc-public-address`)."""
+    turn: TurnRelays | None = None
+    """TURN servers run elsewhere that viewers may relay through (`--turn-url`; docs/streaming-turn.md)."""
+    local_turn: LocalTurnOptions | None = None
+    """The TURN server (coturn) the server starts and stops itself (`--turn local`)."""
     max_desktops: int = 16
     """Desktops the server holds at once (`--max-desktops`); one more is a 429 `too_many_desktops`."""
     announce: tuple[int, Path] | None = None
@@ -73,3 +83,5 @@ class ServerConfig:
     """What every desktop created here gets, whoever asks (`--desktop-policy`; desktop/lifecycle/policy.py)."""
     sandbox_uids: UidRange = field(default_factory=UidRange)
     """The uids desktops take theirs from (`--sandbox-uids`, `$SANDBOX_DESKTOP_UIDS`)."""
+    osworld_python: Path = DESKTOPS_PYTHON
+    """The desktops' Python for OSWorld tasks (`--osworld-python`), on the PATH of desktops created with `osworld`."""

@@ -26,6 +26,7 @@ from recording.manager import RecordingManager
 from sandbox_desktop_wire.approvals import ActionKind
 from sandbox_desktop_wire.enums import OnIdle, TakeoverMode
 from streaming.manager import StreamManager
+from streaming.turn import TurnRelays
 
 """What happens to a desktop nobody has used for its `idleTimeoutSeconds`."""
 
@@ -91,11 +92,12 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
                            takeover: TakeoverMode = TakeoverMode.REFUSE, sandboxes: SandboxHost | None = None,
                            hidden: tuple[Path, ...] = (), guest_hosts: tuple[str, str] = ("127.0.0.1", "127.0.0.1"),
                            authorize: Callable[[str, str], bool] = lambda desktop_id, token: False,
-                           ) -> DesktopServices:
+                           turn: TurnRelays | None = None) -> DesktopServices:
     """The one place a desktop's services are put together; `takeover` is `--takeover` (docs/control.md);
     `sandboxes` the server's, which make each running desktop a sandbox that does not see `hidden`;
     `guest_hosts` where its OSWorld guest API listens (the server's address) and the host its URL names,
-    `authorize(desktop_id, token)` whether a token controls a desktop (for a guest API that wants one)."""
+    `authorize(desktop_id, token)` whether a token controls a desktop (for a guest API that wants one), `turn`
+    the TURN servers its viewers may relay through (docs/streaming-turn.md)."""
     lifecycle = lifecycle or Lifecycle()
     desktop = Desktop(state_dir=state_dir, processes=processes, dependencies=dependencies, desktop_id=desktop_id,
                       home_template=lifecycle.home_template, takeover=takeover, sandboxes=sandboxes, hidden=hidden)
@@ -103,7 +105,7 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     # One reader of the desktop's sound, shared by its viewers and its recording (docs/audio.md).
     audio = AudioCapture(desktop.running_sound)
     recordings = RecordingManager(desktop, audio=audio)
-    stream = StreamManager(desktop, public_addresses, audio=audio)
+    stream = StreamManager(desktop, public_addresses, audio=audio, turn=turn)
     desktop.hooks.stop.append(recordings.on_desktop_stop)
     desktop.hooks.stop.append(stream.on_desktop_stop)
     desktop.hooks.stop.append(audio.close)
@@ -111,8 +113,8 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     desktop.hooks.failure.append(recordings.on_desktop_failure)
     desktop.hooks.failure.append(stream.on_desktop_failure)
     batches = Actions(desktop.mouse, desktop.keyboard, desktop.screen, desktop.frames, desktop.events,
-                      desktop.accessibility.locate)
+                      desktop.accessibility.locate, desktop.effects)
     # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
     guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
-                        authorize=functools.partial(authorize, desktop_id))
+                        authorize=functools.partial(authorize, desktop_id), namespace=desktop.network_namespace)
     return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)

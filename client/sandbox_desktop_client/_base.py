@@ -175,8 +175,8 @@ def move(x: int, y: int) -> Call[MousePositionResponse]:
     return _mouse("POST", "move", wire(x=x, y=y))
 
 
-def click(x: int, y: int, button: str, count: int) -> Call[MousePositionResponse]:
-    return _mouse("POST", "click", wire(x=x, y=y, button=button, click_count=count))
+def click(x: int, y: int, button: str, count: int, report_effect: bool | None = None) -> Call[MousePositionResponse]:
+    return _mouse("POST", "click", wire(x=x, y=y, button=button, click_count=count, report_effect=report_effect))
 
 
 def mouse_button(up: bool, x: int | None, y: int | None, button: str) -> Call[MousePositionResponse]:
@@ -282,8 +282,10 @@ def open_target(target: str) -> Call[OpenResponse]:
 
 
 def actions(steps: Sequence[Mapping[str, Any]], coordinates: Mapping[str, Any] | None,
-            settle: Mapping[str, Any] | None, screenshot: Mapping[str, Any] | None) -> Call[ActionsResponse]:
-    body = wire(actions=[dict(s) for s in steps], coordinates=coordinates, settle=settle, screenshot=screenshot)
+            settle: Mapping[str, Any] | None, screenshot: Mapping[str, Any] | None,
+            report_effect: bool | None = None) -> Call[ActionsResponse]:
+    body = wire(actions=[dict(s) for s in steps], coordinates=coordinates, settle=settle, screenshot=screenshot,
+                report_effect=report_effect)
     waits = sum(float(s.get("durationMs") or 0) for s in steps)
     waits += float((settle or {}).get("timeoutMs", 5000 if settle is not None else 0))
     return Call("POST", "/v1/desktop/actions", model(ActionsResponse), json=body, extra_timeout=waits / 1000)
@@ -384,11 +386,12 @@ def find(role: str | None, name: str | None, name_contains: str | None, name_reg
                 lambda r: FindResponse.model_validate(r.json()).elements, json=body)
 
 
-def act(element: Element, action: str, value: str | None, scroll_into_view: bool = True) -> Call[ActResponse]:
+def act(element: Element, action: str, value: str | None, scroll_into_view: bool = True,
+        report_effect: bool | None = None) -> Call[ActResponse]:
     target = element if isinstance(element, str | int) else as_json(element)
     return Call("POST", "/v1/desktop/accessibility/act", model(ActResponse),
                 json=wire(element=target, action=action, value=value,
-                          scroll_into_view=None if scroll_into_view else False))
+                          scroll_into_view=None if scroll_into_view else False, report_effect=report_effect))
 
 
 def marks() -> Call[list[Mark]]:

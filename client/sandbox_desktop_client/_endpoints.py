@@ -23,11 +23,13 @@ from sandbox_desktop_wire.display import DisplayChangeResponse
 from sandbox_desktop_wire.events import DesktopEvent
 from sandbox_desktop_wire.files_into_apps import DropResponse, FileDialogResponse
 from sandbox_desktop_wire.mouse import MousePositionResponse
+from sandbox_desktop_wire.open_models import CoordinateConvention, ModelActResult, ModelFamily
 from sandbox_desktop_wire.recording import DesktopRecordingInfo
 from sandbox_desktop_wire.waits import WaitResponse
 from sandbox_desktop_wire.windows import DesktopWindowInfo, WindowCloseResponse
 
 from . import _base as b
+from . import _model_calls
 from ._base import Call
 from ._send import DOWNLOAD_CHUNK, SseDecoder, check, content_length, events_timeout, request_options
 from ._types import (
@@ -83,10 +85,12 @@ class Endpoints:
               stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
               stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
               recording_fps: int | None = None, max_width: int | None = None,
-              max_height: int | None = None) -> DesktopStatusResponse:
+              max_height: int | None = None, report_effects: bool | None = None,
+              opengl: bool | None = None) -> DesktopStatusResponse:
         """`POST /v1/desktop/start`: start the desktop (1440x900 at 96 dpi unless told); idempotent while
         active. Options left None take the server's default (docs/desktop.md); `max_width`/`max_height` bound
-        what `set_display` may set later (docs/display.md). Returns its status.
+        what `set_display` may set later (docs/display.md); `report_effects` makes every action answer what it
+        changed (docs/effects.md); `opengl` gives its X clients GLX (docs/display.md). Returns its status.
 
         Raises `ConflictError` (`desktop_already_active`: running at another size or state directory,
         `desktop_runtime_starting`), `ClientError` (400 `desktop_invalid_action`: a value out of range),
@@ -95,7 +99,7 @@ class Endpoints:
             width=width, height=height, dpi=dpi, display_num=display_num, state_dir=state_dir,
             stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
-            max_width=max_width, max_height=max_height))
+            max_width=max_width, max_height=max_height, report_effects=report_effects, opengl=opengl))
 
     def stop(self) -> DesktopStatusResponse:
         """`POST /v1/desktop/stop`: stop the desktop and its apps; returns its status (`inactive`)."""
@@ -125,9 +129,11 @@ class Endpoints:
         """`POST /v1/desktop/mouse/move`: move the pointer to screen pixel (x, y); returns where it is."""
         return self.send(b.move(x, y))
 
-    def click(self, x: int, y: int, *, button: Button = "left", count: int = 1) -> MousePositionResponse:
-        """`POST /v1/desktop/mouse/click`: move to (x, y) and click `count` times; returns the position."""
-        return self.send(b.click(x, y, button, count))
+    def click(self, x: int, y: int, *, button: Button = "left", count: int = 1,
+              report_effect: bool | None = None) -> MousePositionResponse:
+        """`POST /v1/desktop/mouse/click`: move to (x, y) and click `count` times; returns the position, and
+        with `report_effect` what the click changed in `.effect` (docs/effects.md)."""
+        return self.send(b.click(x, y, button, count, report_effect))
 
     def mouse_down(self, x: int | None = None, y: int | None = None, *,
                    button: Button = "left") -> MousePositionResponse:
@@ -282,11 +288,22 @@ class Endpoints:
 
     # Batches
     def actions(self, actions: Sequence[Mapping[str, Any]], *, coordinates: Mapping[str, Any] | None = None,
-                settle: Mapping[str, Any] | None = None,
-                screenshot: Mapping[str, Any] | None = None) -> ActionsResponse:
+                settle: Mapping[str, Any] | None = None, screenshot: Mapping[str, Any] | None = None,
+                report_effect: bool | None = None) -> ActionsResponse:
         """`POST /v1/desktop/actions`: run wire-format (camelCase) action dicts in one batch, stopping at
-        the first failure, which is in `.error` rather than raised (docs/actions.md)."""
-        return self.send(b.actions(actions, coordinates, settle, screenshot))
+        the first failure, which is in `.error` rather than raised (docs/actions.md); with `report_effect`,
+        what the batch changed in `.effect` (docs/effects.md)."""
+        return self.send(b.actions(actions, coordinates, settle, screenshot, report_effect))
+
+    def model_act(self, family: ModelFamily | str, text: str, *,
+                  convention: CoordinateConvention | str | None = None, factor: int | None = None,
+                  min_pixels: int | None = None, max_pixels: int | None = None, screenshot: bool | None = None,
+                  search_url: str | None = None, settle: Mapping[str, Any] | None = None) -> ModelActResult:
+        """`POST /v1/desktop/models/act`: run what an open model printed (`family`: qwen2.5-vl, qwen3-vl,
+        ui-tars-1.0, ui-tars-1.5, opencua, fara); the parsed actions, a final answer (nothing run) and the next
+        screenshot in the model's coordinate convention (docs/vendors.md, "Open models")."""
+        return self.send(_model_calls.model_act(family, text, convention, factor, min_pixels, max_pixels,
+                                                screenshot, search_url, settle))
 
     def action_log(self, *, since: int = 0, limit: int | None = None) -> list[ActionLogEntry]:
         """`GET /v1/desktop/actions/log`: the actions the desktop executed after entry `since` (its `seq`),
@@ -407,15 +424,17 @@ class Endpoints:
         return self.send(b.find(role, name, name_contains, name_regex, states, window, include_hidden, limit))
 
     def act(self, element: Element, action: ElementActionName | ElementAction, *,
-            value: str | None = None, scroll_into_view: bool = True) -> ActResponse:
+            value: str | None = None, scroll_into_view: bool = True,
+            report_effect: bool | None = None) -> ActResponse:
         """`POST /v1/desktop/accessibility/act`: `click` (a real pointer click), `focus`, `invoke` (its
         default action), `setValue` (`value` into a field) or `select` one element: an id, a number of the
         last `screenshot(som=True)`, or a query (a wire-format dict such as `{"role": "button", "name":
         "OK"}`, or an `ElementQuery`) matching exactly one. Returns what was done and how. `NotFoundError`
         (`element_not_found`), `ConflictError` (`element_ambiguous` with the `candidates` in `.problem`,
         `element_action_unsupported`, also for an element out of view when `scroll_into_view` is False: by
-        default a click scrolls it into view first)."""
-        return self.send(b.act(element, action, value, scroll_into_view))
+        default a click scrolls it into view first). With `report_effect`, `.effect` tells what the action
+        changed, the element's states and value among it (docs/effects.md)."""
+        return self.send(b.act(element, action, value, scroll_into_view, report_effect))
 
     def marks(self) -> list[Mark]:
         """`GET /v1/desktop/accessibility/marks`: the number -> element table of the last

@@ -59,6 +59,8 @@ class StartOptions(TypedDict, total=False):
     recording_fps: int | None
     max_width: int | None
     max_height: int | None
+    report_effects: bool | None
+    opengl: bool | None
 
 
 class CreateOptions(StartOptions, total=False):

@@ -158,7 +158,8 @@ class Desktops:
                stream_video_codec: VideoCodec | None = None, stream_audio_codec: AudioCodec | None = None,
                stream_frame_rate: int | None = None, webrtc_port_range: str | None = None,
                recording_fps: int | None = None, max_width: int | None = None,
-               max_height: int | None = None, approve: list[str] | None = None,
+               max_height: int | None = None, report_effects: bool | None = None, opengl: bool | None = None,
+               approve: list[str] | None = None,
                network: Settings | None = None, limits: Settings | None = None,
                auto_pause_seconds: int | None = None,
                auto_delete_seconds: int | None = None, osworld: bool | None = None,
@@ -175,7 +176,8 @@ class Desktops:
         (`{"memoryMb": 512, "pids": 256, "cpu": 1.0}`), `auto_pause_seconds` pauses it after that much active
         time and `auto_delete_seconds` deletes it that long after it pauses (docs/security.md), `osworld`
         serves OSWorld's guest API for it on a port of its own (its resource's `osworld`; docs/osworld.md), which
-        wants a token with `osworld_token`; the other options are `Client.start`'s.
+        wants a token with `osworld_token`; the other options are `Client.start`'s (`report_effects`:
+        every action answers what it changed, docs/effects.md).
         Raises `ClientError` (429 `too_many_desktops` beyond the server's `--max-desktops`, 400/422
         for a value out of range, naming the field) and `ServerError` as `start` does."""
         created = self._client.send(d.create_desktop(
@@ -183,9 +185,9 @@ class Desktops:
             home_template=home_template, width=width, height=height, dpi=dpi, display_num=display_num,
             state_dir=state_dir, stream_video_codec=stream_video_codec, stream_audio_codec=stream_audio_codec,
             stream_frame_rate=stream_frame_rate, webrtc_port_range=webrtc_port_range, recording_fps=recording_fps,
-            max_width=max_width, max_height=max_height, approve=approve, network=network, limits=limits,
-            auto_pause_seconds=auto_pause_seconds, auto_delete_seconds=auto_delete_seconds, osworld=osworld,
-            osworld_token=osworld_token))
+            max_width=max_width, max_height=max_height, report_effects=report_effects, opengl=opengl, approve=approve,
+            network=network, limits=limits, auto_pause_seconds=auto_pause_seconds,
+            auto_delete_seconds=auto_delete_seconds, osworld=osworld, osworld_token=osworld_token))
         return self.attach(created.id)
 
     def list(self, *, tags: Mapping[str, str] | None = None) -> list[DesktopResource]:

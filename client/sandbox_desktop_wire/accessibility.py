@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sandbox_desktop_wire.actions import CoordinateOptions
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.effects import Effect, ReportEffect
 from sandbox_desktop_wire.elements import ElementQuery, ElementTarget
 from sandbox_desktop_wire.enums import CoordinateSpaceKind
 from sandbox_desktop_wire.limits import MAX_ELEMENTS, MAX_IMAGE_SIZE, MAX_TREE_DEPTH
@@ -86,7 +87,7 @@ class FindResponse(WireModel):
     elements: list[AccessibleNode]
 
 
-class ActRequest(WireModel):
+class ActRequest(ReportEffect):
     element: ElementTarget = Field(description="An element id, a set-of-marks number, or a query matching "
                                    "exactly one element")
     action: ElementAction
@@ -102,6 +103,8 @@ class ActResponse(WireModel):
     element: AccessibleNode
     x: int | None = Field(default=None, description="click: where it landed, in the request's space")
     y: int | None = None
+    effect: Effect | None = Field(default=None, description="What the action changed (the element's states and "
+                                  "value among it), with `reportEffect`")
 
 
 class Mark(WireModel):

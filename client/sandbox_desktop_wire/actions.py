@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sandbox_desktop_wire.action_log import ActionLogEntry
 from sandbox_desktop_wire.base import QueryModel, WireModel
+from sandbox_desktop_wire.effects import Effect
 from sandbox_desktop_wire.elements import ElementTarget
 from sandbox_desktop_wire.enums import CoordinateSpaceKind, MouseButton, ScreenshotFormat
 from sandbox_desktop_wire.limits import (
@@ -193,6 +194,9 @@ class ActionsRequest(WireModel):
     settle: SettleOptions | None = None
     screenshot: ScreenshotOptions | None = Field(default=None, description="Take a screenshot after the actions "
                                                  "(also taken when `settle` is given)")
+    report_effect: bool | None = Field(default=None, description="Answer what the batch changed in `effect` "
+                                       "(default: the desktop's `reportEffects`); the settle, when given, is its "
+                                       "window")
 
 
 class ImageFrame(WireModel):
@@ -258,6 +262,7 @@ class ActionsResponse(WireModel):
     settled: bool | None = None
     settle_ms: int | None = None
     screenshot: Image | None = None
+    effect: Effect | None = None
 
 
 class ActionLogQuery(QueryModel):

@@ -51,6 +51,11 @@ class DesktopStartRequest(WireModel):
     max_height: int | None = Field(default=None, ge=MIN_DIMENSION, le=MAX_DIMENSION, description="The largest height "
                                    "the screen may take later, at least `height` (default: the larger of `height` and "
                                    "1600)")
+    report_effects: bool | None = Field(default=None, description="Every action answers what it changed (`effect`) "
+                                        "unless its call says `reportEffect: false` (default false; docs/effects.md)")
+    opengl: bool | None = Field(default=None, description="OpenGL for its X clients (the X server's GLX, with Mesa's "
+                                "software renderer); default false: GLX costs each desktop ~11 MB and ~40 ms of "
+                                "start, and browsers draw without it (docs/display.md)")
 
 
 class DesktopResolution(WireModel):

@@ -74,6 +74,13 @@ class OsworldGuest(WireModel):
     port: int
     token_required: bool = Field(default=False, description="Whether a request needs `Authorization: Bearer` with "
                                  "the server's token or a control token of the desktop")
+    cdp_port: int | None = Field(default=None, description="Chrome's DevTools inside the desktop (its port 9222, "
+                                 "where tasks put socat before Chrome's 1337), on the server's address: what the "
+                                 "harness calls `chromium_port`")
+    vlc_port: int | None = Field(default=None, description="VLC's HTTP interface inside the desktop (its port "
+                                 "8080), on the server's address")
+    home_user: bool = Field(default=False, description="Whether the desktop sees its HOME at `/home/user` too (a "
+                            "desktop created with `osworld`, with a mount namespace of its own)")
 
 
 class DesktopResource(WireModel):

@@ -84,6 +84,8 @@ class ActionSource(enum.StrEnum):
     """`POST /v1/desktop/openai/computer`."""
     GEMINI = "gemini"
     """`POST /v1/desktop/gemini/computer`."""
+    OPEN_MODEL = "open-model"
+    """`POST /v1/desktop/models/act`."""
     MCP = "mcp"
     """A tool call through `/v1/mcp`."""
     STREAM = "stream"

@@ -1,14 +1,16 @@
-"""Wire models of the keyboard endpoints (docs/keyboard.md); every endpoint answers `{"ok": true}`."""
+"""Wire models of the keyboard endpoints (docs/keyboard.md); every endpoint answers `{"ok": true}` (and the
+`effect` when asked)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.base import OkResponse, WireModel
+from sandbox_desktop_wire.effects import Effect, ReportEffect
 from sandbox_desktop_wire.limits import MAX_TYPE_CHARS, MAX_TYPE_DELAY_MS
 
 
-class KeyboardTypeRequest(WireModel):
+class KeyboardTypeRequest(ReportEffect):
     # No max_length: longer text is a 413 from the server, not a 400 (docs/keyboard.md).
     text: str = Field(description=f"Any Unicode text, 1-{MAX_TYPE_CHARS} characters; \\n (or \\r\\n) is Return, "
                       "\\t is Tab")
@@ -25,11 +27,15 @@ class KeyboardModifiers(WireModel):
     cmd: bool | None = None
 
 
-class KeyboardPressRequest(WireModel):
+class KeyboardPressRequest(ReportEffect):
     key: str = Field(description="xdotool key syntax: `Return`, `ctrl+l`, `ctrl+shift+t`, `F5`, `KP_0`, `é`; "
                      "space-separated chords are pressed in turn (`ctrl+a BackSpace`)")
     modifiers: KeyboardModifiers | None = None
 
 
-class KeyboardKeyRequest(WireModel):
+class KeyboardKeyRequest(ReportEffect):
     key: str = Field(description="A key or chord to hold (`down`) or release (`up`), same syntax as press")
+
+
+class KeyboardResponse(OkResponse):
+    effect: Effect | None = Field(default=None, description="What the keys changed, with `reportEffect`")

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from sandbox_desktop_wire.base import WireModel
+from sandbox_desktop_wire.effects import Effect, ReportEffect
 from sandbox_desktop_wire.enums import MouseButton
 from sandbox_desktop_wire.limits import MAX_CLICKS, MAX_DRAG_MS, MAX_DRAG_STEPS, MAX_WHEEL_CLICKS
 
@@ -21,14 +22,15 @@ class MousePositionResponse(WireModel):
     y: int
     screen: int | None = None
     window: str | None = None
+    effect: Effect | None = Field(default=None, description="What the action changed, with `reportEffect`")
 
 
-class MouseMoveRequest(WireModel):
+class MouseMoveRequest(ReportEffect):
     x: int = Field(description="Screen pixels, 0 <= x < width")
     y: int = Field(description="Screen pixels, 0 <= y < height")
 
 
-class MouseClickRequest(WireModel):
+class MouseClickRequest(ReportEffect):
     x: int
     y: int
     button: MouseButton = MouseButton.LEFT
@@ -36,7 +38,7 @@ class MouseClickRequest(WireModel):
                              description="Double and triple clicks are sent server-side")
 
 
-class MouseButtonRequest(WireModel):
+class MouseButtonRequest(ReportEffect):
     """Press or release; with `x` and `y` the pointer moves there first (both or neither)."""
 
     x: int | None = None
@@ -44,7 +46,7 @@ class MouseButtonRequest(WireModel):
     button: MouseButton = MouseButton.LEFT
 
 
-class MouseDragRequest(WireModel):
+class MouseDragRequest(ReportEffect):
     start_x: int
     start_y: int
     end_x: int
@@ -55,7 +57,7 @@ class MouseDragRequest(WireModel):
     duration_ms: int = Field(default=0, ge=0, le=MAX_DRAG_MS, description="Spread the motion over this many ms")
 
 
-class MouseScrollRequest(WireModel):
+class MouseScrollRequest(ReportEffect):
     x: int
     y: int
     delta_x: int = Field(default=0, ge=-MAX_WHEEL_CLICKS, le=MAX_WHEEL_CLICKS,

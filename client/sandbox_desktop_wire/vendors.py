@@ -17,6 +17,14 @@ class VendorModel(WireModel):
     model_config = ConfigDict(alias_generator=None, populate_by_name=True, extra="ignore")
 
 
+class VendorCall(VendorModel):
+    """Our options of every vendor call."""
+
+    report_effect: bool | None = Field(default=None, alias="reportEffect", description="Say what the action "
+                                       "changed in the text the model reads (docs/effects.md); default: the "
+                                       "desktop's `reportEffects`")
+
+
 class AnthropicTool(VendorModel):
     """The tool definition given to the model: a `computer` tool, or the `computer_toolset_20260801` entry."""
 
@@ -61,7 +69,7 @@ class AnthropicToolUse(VendorModel):
     toolset_name: str | None = None
 
 
-class AnthropicRequest(VendorModel):
+class AnthropicRequest(VendorCall):
     tool: AnthropicTool
     input: AnthropicInput | None = Field(default=None, description="The tool_use input (`{}` when absent for a "
                                          "toolset member)")
@@ -137,7 +145,7 @@ class GeminiFunctionCall(VendorModel):
     id: str | None = None
 
 
-class GeminiRequest(VendorModel):
+class GeminiRequest(VendorCall):
     """A Gemini `Part` holding a `functionCall` (camelCase, as the REST API sends it), and our options."""
 
     function_call: GeminiFunctionCall = Field(alias="functionCall")

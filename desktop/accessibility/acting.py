@@ -52,6 +52,9 @@ class ActOutcome:
     through: ActedThrough
     point: tuple[int, int] | None = None
     """Where a click landed, in screen pixels."""
+    states_before: frozenset[str] = frozenset()
+    """The element's states and value before the action (`element` has them after it), for its effect."""
+    value_before: str | None = None
 
 
 @dataclass(frozen=True)

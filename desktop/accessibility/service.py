@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -261,11 +262,12 @@ class Accessibility:
         element, ancestors = await self.resolve(session, target)
         bus = await self.bus(session)
         actor = Actor(bus, session, self._mouse, self._keyboard, scroll_into_view)
+        states, before = element.states, element.value
         outcome = await perform(actor, element, ancestors, action, value)
         with contextlib.suppress(AtspiError, TimeoutError):  # gone with the action (a dialog's OK): as it was
             async with asyncio.timeout(READ_TIMEOUT_S):
                 await refresh(bus, element)
-        return outcome
+        return dataclasses.replace(outcome, states_before=states, value_before=before)
 
 
 def candidate_summary(element: Element) -> dict[str, object]:

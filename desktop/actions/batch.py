@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from desktop.accessibility.query import Target
 from desktop.actions.waits import Condition, WaitResult, wait_for
 from desktop.core.errors import DomainError, InputFailed
+from desktop.effects.effect import Effect
+from desktop.effects.observer import EffectObserver, EffectWatch
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse, PointerState
@@ -155,14 +157,18 @@ class BatchOutcome:
     """(index of the failing step, its problem); `len(steps)` for the final observation."""
     settle: SettleResult | None = None
     shot: Screenshot | None = None
+    effect: Effect | None = None
+    """What the steps changed, when asked (docs/effects.md)."""
 
 
 class Actions:
     """Runs batches against the desktop's mouse, keyboard, screen and capture loop."""
 
     def __init__(self, mouse: Mouse, keyboard: Keyboard, screen: Screen, frames: FrameSource,
-                 events: DesktopEvents | None = None, locate: Locate | None = None) -> None:
+                 events: DesktopEvents | None = None, locate: Locate | None = None,
+                 effects: EffectObserver | None = None) -> None:
         self.mouse = mouse
+        self.effects = effects
         self.locate = locate
         self.keyboard = keyboard
         self.screen = screen
@@ -172,15 +178,25 @@ class Actions:
         """Batches one at a time, observation included; taken before the input lock, never after it."""
 
     async def run(self, session: Session, steps: list[Step], settle: Settle | None = None,
-                  final: ShotOptions | None = None) -> BatchOutcome:
-        """Run `steps` in order; then settle and take the `final` screenshot, even after an error."""
+                  final: ShotOptions | None = None, effect: bool = False) -> BatchOutcome:
+        """Run `steps` in order; then settle and take the `final` screenshot, even after an error; with
+        `effect`, tell what the steps changed (the settle, when asked, is the effect's window)."""
         outcome = BatchOutcome()
         async with self._lock:
-            # Admitted by the takeover gate before the lock: a queued batch waits without blocking the person.
-            async with self.mouse.exclusive(session):
-                await self._run_steps(session, steps, outcome)
-            await self._observe(session, outcome, len(steps), settle, final)
+            if not effect:
+                await self._run_observed(session, steps, outcome, settle, final, None)
+                return outcome
+            assert self.effects is not None, "a batch reporting its effect needs the desktop's effect observer"
+            async with self.effects.watch() as watch:
+                await self._run_observed(session, steps, outcome, settle, final, watch)
         return outcome
+
+    async def _run_observed(self, session: Session, steps: list[Step], outcome: BatchOutcome, settle: Settle | None,
+                            final: ShotOptions | None, watch: EffectWatch | None) -> None:
+        # Admitted by the takeover gate before the lock: a queued batch waits without blocking the person.
+        async with self.mouse.exclusive(session):
+            await self._run_steps(session, steps, outcome)
+        await self._observe(session, outcome, len(steps), settle, final, watch)
 
     async def _run_steps(self, session: Session, steps: list[Step], outcome: BatchOutcome) -> None:
         pressed: set[MouseButton] = set()
@@ -199,11 +215,13 @@ class Actions:
             await self._release(session, pressed)
 
     async def _observe(self, session: Session, outcome: BatchOutcome, index: int, settle: Settle | None,
-                       final: ShotOptions | None) -> None:
+                       final: ShotOptions | None, watch: EffectWatch | None) -> None:
         try:
             if settle is not None:
                 outcome.settle = await wait_until_quiet(self.frames, session.display, settle.quiet_ms / 1000,
                                                         settle.timeout_ms / 1000)
+            if watch is not None:  # before the screenshot, which then shows what the effect tells
+                outcome.effect = await watch.finish(settled=settle is not None)
             if final is not None:
                 outcome.shot = await self.screen.capture(session, final)
         except DomainError as exc:

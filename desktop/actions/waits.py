@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from desktop.accessibility.examine import Verdict
 from desktop.accessibility.query import ElementQuery
+from desktop.accessibility.service import Accessibility
 from desktop.accessibility.tree import Element
 from desktop.events.bus import Event
 from desktop.events.event_types import (
@@ -34,6 +35,7 @@ from desktop.events.event_types import (
     wire_fields,
 )
 from desktop.events.sources import DesktopEvents, XWatch
+from desktop.x11.session import Session
 from sandbox_desktop_wire.events import EventType as E
 from sandbox_desktop_wire.waits import ClipboardUntil, ScreenUntil, WindowUntil
 
@@ -89,6 +91,15 @@ class ElementCondition:
 
 
 Condition = WindowCondition | ScreenCondition | ClipboardCondition | ElementCondition
+
+
+def element_condition(accessibility: Accessibility, session: Session, query: ElementQuery,
+                      until: str) -> ElementCondition:
+    """Elements matching `query` until `until`, read from `accessibility` on `session`."""
+    states = query.states | ({until} if until not in ("present", "gone") else set())
+    return ElementCondition(query, until, lambda q: accessibility.find(session, q),
+                            lambda: accessibility.watching(session, frozenset(states)),
+                            lambda ref, q: accessibility.examine(session, ref, q))
 
 
 @dataclass(frozen=True)

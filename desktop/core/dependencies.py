@@ -90,6 +90,14 @@ DEPENDENCIES: tuple[Dependency, ...] = (
 )
 
 
+TURN_SERVER = Dependency("turnserver", "binary", "turnserver",
+                         "the live view's own TURN relay (`server --turn local`, docs/streaming-turn.md)",
+                         required=False,
+                         packages={"apt": ("coturn",), "dnf": ("coturn",), "apk": ("coturn",)})
+"""Not a desktop's dependency (the server's, and only with `--turn local`): installed with `install desktop
+--with-turn`, and not reported in a desktop's status."""
+
+
 @dataclass(frozen=True)
 class DependencyReport:
     """The outcome of one scan: what is missing, in the fixed order of `DEPENDENCIES`."""

@@ -168,6 +168,7 @@ class EventBus:
         self._loop_thread: int | None = None
         self._screen_hooks: list[InterestHook] = []
         self._screen_interest = False
+        self._screen_holds = 0
 
     @property
     def last_seq(self) -> int:
@@ -232,8 +233,23 @@ class EventBus:
         if hook in self._screen_hooks:
             self._screen_hooks.remove(hook)
 
+    def hold_screen(self) -> Callable[[], None]:
+        """Keep screen events produced without subscribing to them (an effect observer between actions, so the
+        next one needs not wait for XDamage to be set up again); call what this returns to let go, once."""
+        self._screen_holds += 1
+        self._interest_changed()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._screen_holds -= 1
+                self._interest_changed()
+        return release
+
     def _interest_changed(self) -> None:
-        wanted = any(s.types is None or s.types & SCREEN_TYPES for s in self._subscriptions)
+        wanted = self._screen_holds > 0 or any(s.types is None or s.types & SCREEN_TYPES for s in self._subscriptions)
         if wanted != self._screen_interest:
             self._screen_interest = wanted
             for hook in list(self._screen_hooks):

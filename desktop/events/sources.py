@@ -78,6 +78,8 @@ class XWatch:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._restarts = 0
         self._screen = False
+        self._armed = asyncio.Event()
+        """Set while the watcher reports damage (desktop/events/xwatch.py `screen_armed`)."""
 
     @property
     def running(self) -> bool:
@@ -93,18 +95,39 @@ class XWatch:
 
     def _start_thread(self) -> None:
         assert self._display is not None
-        thread = WatchThread(self._display, self._from_thread, self._exited_threadsafe)
+        thread = WatchThread(self._display, self._from_thread, self._exited_threadsafe, self._armed_threadsafe)
         self._thread = thread
         thread.set_screen(self._screen)
         thread.start()
 
     def _set_screen(self, on: bool) -> None:
         self._screen = on
+        if not on:
+            self._armed.clear()  # at once: an observer that comes before the thread says so must wait for it
         if self._thread is not None:
             self._thread.set_screen(on)
 
     def _from_thread(self, event: EventData, t: float) -> None:
         call_soon_from_thread(self._loop, self._apply, threading.current_thread(), event, t)
+
+    def _armed_threadsafe(self, armed: bool) -> None:
+        call_soon_from_thread(self._loop, self._set_armed, threading.current_thread(), armed)
+
+    def _set_armed(self, thread: threading.Thread, armed: bool) -> None:
+        if thread is self._thread:
+            (self._armed.set if armed else self._armed.clear)()
+
+    async def screen_armed(self, timeout_s: float) -> bool:
+        """Wait until drawing is reported as screen events (someone subscribed to them), at most `timeout_s`;
+        whether it is. Drawing before that is not seen: an observer of an action starts the action after this."""
+        if not self.running:
+            return False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._armed.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def _exited_threadsafe(self, thread: WatchThread) -> None:
         call_soon_from_thread(self._loop, self._exited, thread)
@@ -132,6 +155,7 @@ class XWatch:
         self._forget_all()
 
     def _forget_all(self) -> None:
+        self._armed.clear()
         for wid, state in sorted(self.windows.items()):
             self.bus.publish(WindowClosed(wid, state.title))
         self.windows.clear()

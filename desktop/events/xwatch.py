@@ -225,6 +225,12 @@ class _Watch:
             self.damage = None
             self.screen = _Screen(self.emit)
 
+    @property
+    def screen_armed(self) -> bool:
+        """Damage is reported from now on: the object exists and its initial report was taken away (drawing
+        done before that is inside the initial report's area, which BoundingBox does not report again)."""
+        return self.damage is not None and not self.initial_report
+
     # -- events --------------------------------------------------------------------------------------
 
     def handle(self, ev: Any) -> None:
@@ -290,11 +296,16 @@ class _Watch:
 class WatchThread(threading.Thread):
     """Runs a `_Watch` until stopped or until the X server goes away."""
 
-    def __init__(self, display_name: str, emit: Emit, on_exit: Callable[[WatchThread], None]) -> None:
+    def __init__(self, display_name: str, emit: Emit, on_exit: Callable[[WatchThread], None],
+                 on_armed: Callable[[bool], None] = lambda armed: None) -> None:
         super().__init__(name=f"xwatch{display_name}", daemon=True)
         self.display_name = display_name
         self._emit = emit
         self._on_exit = on_exit
+        self._on_armed = on_armed
+        """Told when damage starts (and stops) being reported, so an observer starts its action only then."""
+        self._armed: bool | None = None
+        """As last told (None: to be told again, after each `set_screen`)."""
         self._screen = False
         self._stopping = False
         self._wakeup = Wakeup()
@@ -302,6 +313,7 @@ class WatchThread(threading.Thread):
 
     def set_screen(self, on: bool) -> None:
         self._screen = on
+        self._armed = None
         self._wake()
 
     def stop(self) -> None:
@@ -337,5 +349,8 @@ class WatchThread(threading.Thread):
             if self._screen != (watch.damage is not None):
                 watch.set_screen(self._screen)
             watch.drain()
+            if watch.screen_armed != self._armed:
+                self._armed = watch.screen_armed
+                self._on_armed(self._armed)
             deadline = watch.screen.due(time.monotonic())
             self._wakeup.sleep(None if deadline is None else deadline - time.monotonic())

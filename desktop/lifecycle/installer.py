@@ -14,12 +14,12 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from desktop.accessibility.browsers import DEBIAN_HOOK_DIR, DEBIAN_HOOK_NAME, install_debian_hook
-from desktop.core.dependencies import DEPENDENCIES, Dependency, check_dependencies, which
+from desktop.core.dependencies import DEPENDENCIES, TURN_SERVER, Dependency, check_dependencies, which
 
 # A step still running after this long is presumed stuck (a held lock, a hidden prompt).
 STEP_TIMEOUT_S = 60 * 60.0
@@ -88,6 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--package-manager", choices=sorted(MANAGERS),
                         help="use this package manager instead of detecting one (apt-get, dnf, apk)")
     parser.add_argument("--no-fonts", action="store_true", help="leave the fonts package out")
+    parser.add_argument("--with-turn", action="store_true",
+                        help="also install coturn, the TURN server `server --turn local` starts "
+                             "(docs/streaming-turn.md)")
 
 
 def packages_for(manager: str, *, fonts: bool = True,
@@ -130,15 +133,33 @@ def needs_sudo() -> bool:
     raise InstallError("Installing packages needs root: run this as root, or install sudo.")
 
 
-def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
-    """Carry out `install desktop` with parsed `args`; returns the process exit code."""
-    stdin = stdin or sys.stdin
-    out = out or sys.stdout
+Body = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None, body: Body | None = None
+        ) -> int:
+    """Carry out `install desktop` (or another installer's `body`) with parsed `args`; returns the process exit
+    code, an `InstallError` printed as the error it is (1)."""
     try:
-        return _run(args, stdin, out)
+        return (body or _run)(args, stdin or sys.stdin, out or sys.stdout)
     except InstallError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+
+
+def run_steps(steps: Sequence[Step], sudo: bool, out: TextIO) -> int:
+    """Each step in turn, its output streamed, until one fails; its exit code (0: all done)."""
+    for index, step in enumerate(steps, start=1):
+        print(f"[{index}/{len(steps)}] {step.display(sudo)}", file=out, flush=True)
+        started = time.monotonic()
+        code = _stream(step, sudo, out)
+        elapsed = time.monotonic() - started
+        if code != 0:
+            print(f"[{index}/{len(steps)}] failed with exit code {code} after {elapsed:.1f}s; "
+                  "fix the error above and run the installer again.", file=out)
+            return code if 0 < code < 256 else 1
+        print(f"[{index}/{len(steps)}] done in {elapsed:.1f}s", file=out, flush=True)
+    return 0
 
 
 def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
@@ -146,7 +167,8 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
         raise InstallError("Desktop install is supported on Linux only (Debian/Ubuntu, Fedora/RHEL, "
                            "Alpine); pass --print-only --package-manager to see the commands.")
     manager = detect_manager(args.package_manager)
-    packages = packages_for(manager.name, fonts=not args.no_fonts)
+    packages = packages_for(manager.name, fonts=not args.no_fonts,
+                            dependencies=(*DEPENDENCIES, TURN_SERVER) if args.with_turn else DEPENDENCIES)
     steps = manager.steps(packages)
     try:
         sudo = needs_sudo()
@@ -171,17 +193,8 @@ def _run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
                            f"for this system, or run the command above where {manager.binary} exists.")
     if not args.yes and not _confirm(stdin, out):
         return 1
-    for index, step in enumerate(steps, start=1):
-        print(f"[{index}/{len(steps)}] {step.display(sudo)}", file=out, flush=True)
-        started = time.monotonic()
-        code = _stream(step, sudo, out)
-        elapsed = time.monotonic() - started
-        if code != 0:
-            print(f"[{index}/{len(steps)}] failed with exit code {code} after {elapsed:.1f}s; "
-                  "fix the error above and run the installer again.", file=out)
-            return code if 0 < code < 256 else 1
-        print(f"[{index}/{len(steps)}] done in {elapsed:.1f}s", file=out, flush=True)
-    return _report_after_install(out)
+    code = run_steps(steps, sudo, out)
+    return code if code != 0 else _report_after_install(out)
 
 
 def _chromium_hook(out: TextIO) -> None:

@@ -39,7 +39,7 @@ class DesktopSandbox:
     @classmethod
     async def create(cls, host: SandboxHost, desktop_id: str, layout: StateLayout, hidden: tuple[Path, ...],
                      first_display: int, rules: NetworkRules | None = None,
-                     limits: Limits | None = None) -> DesktopSandbox:
+                     limits: Limits | None = None, home_alias: str | None = None) -> DesktopSandbox:
         display = await asyncio.to_thread(displays.reserve, first_display, False)
         made = cls(host, display)
         try:
@@ -63,7 +63,7 @@ class DesktopSandbox:
             home = server_home() if rootless else None
             plan = SandboxPlan(desktop_id, layout.root / "sandbox", layout.home, runtime, display.number,
                                hidden=hidden, shared=host.shared, private=(home,) if home is not None else (),
-                               secrets=(host.xauthority,) if rootless else ())
+                               secrets=(host.xauthority,) if rootless else (), home_alias=home_alias)
             egress = (rules or NetworkRules()).egress is EgressMode.ALL
             made.sandbox = sandbox = await Sandbox.create(host, plan, made.network, made.cgroup, egress=egress)
             if host.mode is Mode.LANDLOCK:  # its X server is the machine's /tmp's: it takes the display itself

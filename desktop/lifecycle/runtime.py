@@ -10,6 +10,7 @@ the same locks; kept in one class, every state change stays in `_set_state` and 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -35,23 +36,26 @@ from desktop.core.errors import (
     DesktopUnsupportedPlatform,
     invalid_action,
 )
+from desktop.effects.observer import EffectObserver
 from desktop.events.action_log import ActionLog
 from desktop.events.event_types import DisplayChanged
 from desktop.events.sources import DesktopEvents
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
 from desktop.lifecycle.cleanup import end_apps
-from desktop.lifecycle.home import desktop_environment, prepare_home, restore_home
+from desktop.lifecycle.home import desktop_environment, prepare_home, restore_home, runtime_dir
 from desktop.lifecycle.hooks import Hooks
 from desktop.lifecycle.isolation import DesktopSandbox, report_of
 from desktop.lifecycle.options import StartOptions, StateLayout, default_state_dir
 from desktop.lifecycle.snapshot import DesktopSnapshot, rfc3339_ns, take_snapshot
 from desktop.lifecycle.supervisor import Supervisor
+from desktop.lifecycle.vm_image import VmImage
 from desktop.processes import ProcessManager, reaper
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.layers import SandboxReport
 from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.netrules import NetworkRules
+from desktop.sandbox.rootless import Mode
 from desktop.sandbox.sandbox import Sandbox
 from desktop.screen.frames import LINGER_S as FRAMES_LINGER_S
 from desktop.screen.frames import FrameSource
@@ -97,6 +101,8 @@ class Desktop:
         """When it last started running (created, started or resumed): the clock of `autoPauseSeconds`."""
         self.paused_at: float | None = None
         self.home_template = home_template
+        self.vm_image: VmImage | None = None
+        """Dressed as OSWorld's VM image from its next start (docs/osworld.md "What tasks assume"), or not."""
         """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.default_state_dir = state_dir or default_state_dir()
         # A registry shared with other desktops (the server's) is shut down by its owner, not here.
@@ -129,6 +135,7 @@ class Desktop:
         self.apps = Apps(self.processes, self.launcher, desktop_id)
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
+        self.effects = EffectObserver(self.events)
         self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
 
     # -- state -------------------------------------------------------------------------------
@@ -333,7 +340,10 @@ class Desktop:
             raise report.refusal()
         healthy = self.supervisor is not None and self.supervisor.failure is None
         if self._state == DesktopRuntimeState.ACTIVE and healthy and self.options is not None:
-            self.options.refuse_change(options, set(requested))
+            fields = set(requested)
+            self.options.refuse_change(options, fields)
+            if "report_effects" in fields:  # read per action: it changes on the running desktop
+                self.options = replace(self.options, report_effects=options.report_effects)
             return
         if self.supervisor is not None:  # a failed session: clear it away first
             await self._teardown()
@@ -365,18 +375,28 @@ class Desktop:
         base, extra = dict(os.environ), {}
         if self.sandboxes is not None and self.sandboxes.enabled:
             self.sandbox = await DesktopSandbox.create(self.sandboxes, self.id, layout, self.hidden,
-                                                       options.display_num, self.network_rules, self.limits)
+                                                       options.display_num, self.network_rules, self.limits,
+                                                       home_alias=image.home_alias if (image := self.vm_image)
+                                                       else None)
             assert self.sandbox.sandbox is not None
             extra = self.sandbox.sandbox.environment()
             self.options = options = replace(options, display_num=self.sandbox.display.number)
+        vm_image, path = self.vm_image, base.get("PATH", os.defpath)
+
+        def environment(display: str) -> dict[str, str]:
+            dressed = vm_image.environment(path, runtime_dir(display)) if vm_image is not None else {}
+            return desktop_environment(base, layout.home, display, self._marker) | extra | dressed
+
         supervisor = Supervisor(
             self.processes, options, layout,
-            environment=lambda display: desktop_environment(base, layout.home, display, self._marker) | extra,
+            environment=environment,
             log=self.log, on_change=self._supervisor_changed,
             sandbox=self.sandbox.sandbox if self.sandbox is not None else None, desktop_id=self.id,
         )
         self.supervisor = supervisor
         await supervisor.start(exact_display=self.sandbox is not None)
+        if vm_image is not None:  # before any app: the commands tasks name are there when they run
+            await asyncio.to_thread(vm_image.write_commands, runtime_dir(supervisor.display), path)
         self.x = XThread(supervisor.display, "desktop")
         # The largest size `set_display` may take, as the X server allows it (its framebuffer).
         limits = await self.x.call(read_geometry)
@@ -388,6 +408,19 @@ class Desktop:
         self.accessibility.connect_soon(self.session())
         size = f"{options.width}x{options.height}, dpi {options.dpi}"
         self.log(f"desktop runtime active on {supervisor.display} ({size})")
+
+    def sees_home_alias(self) -> bool:
+        """Whether its running sandbox shows its HOME at its VM image's alias too (a mount namespace of its own)."""
+        running = self.sandbox.sandbox if self.sandbox is not None else None
+        return running is not None and running.plan.home_alias is not None and running.host.mode is not Mode.LANDLOCK
+
+    def network_namespace(self) -> str | None:
+        """Where its loopback is (desktop/sandbox/portforward.py `Namespace`): its sandbox's network namespace,
+        None without a sandbox (the host's); OSError while it is not running."""
+        if self._state is not DesktopRuntimeState.ACTIVE:
+            raise OSError(errno.ESRCH, "the desktop is not running")
+        running = self.sandbox.sandbox if self.sandbox is not None else None
+        return running.network_namespace() if running is not None else None
 
     async def stop(self) -> DesktopSnapshot:
         """Stop everything the desktop started; a stop while inactive is a no-op."""

@@ -269,6 +269,7 @@ class Supervisor:
             env=self._environment(f":{first_display}"), log_path=self.layout.logs / "Xvfb.log", exact=exact,
             max_size=o.framebuffer(), launcher=self._launcher,
             extra_args=self.sandbox.xvfb_arguments() if self.sandbox is not None else (), desktop_id=self.desktop_id,
+            opengl=o.opengl,
         )
         self.display_num = num
         self._adopt(SupervisedChild.XVFB, proc)

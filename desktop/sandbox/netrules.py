@@ -28,6 +28,7 @@ from enum import StrEnum
 from ipaddress import IPv4Network
 
 from desktop.core.errors import invalid_action
+from desktop.core.parsing import ascii_int
 
 MAX_ALLOW = 256
 """Entries in one allowlist: each is a set element or two; a longer list is almost surely a mistake."""
@@ -125,8 +126,8 @@ def _list(value: object, field: str, limit: int) -> Sequence[object]:
 
 
 def _port(value: object, field: str) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
+    if isinstance(value, str) and (number := ascii_int(value)) is not None:
+        value = number
     if not isinstance(value, int) or isinstance(value, bool):
         raise invalid_action(f"{field} must be a port number, got {value!r}", field)
     if not 1 <= value <= 65535:
@@ -157,10 +158,11 @@ def _allow_rule(entry: object, field: str) -> AllowRule:
 
 def _port_range(text: str, field: str, entry: str) -> tuple[int, int]:
     low_text, dash, high_text = text.partition("-")
-    if not low_text.isdigit() or (dash and not high_text.isdigit()):
+    low_number, high_number = ascii_int(low_text), ascii_int(high_text) if dash else None
+    if low_number is None or (dash and high_number is None):
         raise invalid_action(f"{field}: {entry!r} must end in a port (\":443\") or a range (\":8000-8100\")", field)
-    low = _port(int(low_text), field)
-    high = _port(int(high_text), field) if dash else low
+    low = _port(low_number, field)
+    high = _port(high_number, field) if high_number is not None else low
     if high < low:
         raise invalid_action(f"{field}: the port range {low}-{high} is empty", field)
     return low, high

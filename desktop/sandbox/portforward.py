@@ -87,6 +87,83 @@ class PortForwarder:
                 w.close()
 
 
+Namespace = Callable[[], str | None]
+"""Where a desktop's loopback is now: the path of its network namespace, or None where it shares the host's; raises
+OSError where the server cannot reach it (a desktop not running, or a namespace it may not join)."""
+
+
+class InboundPort:
+    """The reverse of a forwarded host port: a port of the server's own address (picked free), each connection to
+    which is relayed to 127.0.0.1:`port` inside the desktop's network namespace, by a socket made there
+    (nethost.in_namespace) and used on the event loop. For programs outside that want a service a desktop's app
+    serves on its own loopback (OSWorld's harness and Chrome's DevTools, docs/osworld.md)."""
+
+    def __init__(self, host: str, port: int, namespace: Namespace) -> None:
+        self.host = host
+        self.port = port
+        """The port inside the desktop."""
+        self._namespace = namespace
+        self._server: asyncio.Server | None = None
+        self._relays: set[asyncio.Task[None]] = set()
+
+    @property
+    def outer_port(self) -> int | None:
+        """Where it listens, while it does."""
+        return self._server.sockets[0].getsockname()[1] if self._server is not None else None
+
+    async def start(self) -> None:
+        if self._server is None:
+            self._server = await asyncio.start_server(self._accept, self.host, 0)
+
+    async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for task in list(self._relays):
+            task.cancel()
+        if self._relays:
+            await asyncio.wait(self._relays, timeout=2.0)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is None or len(self._relays) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        self._relays.add(task)
+        try:
+            inner = await self._connect()
+        except OSError:
+            writer.close()  # nothing listens inside (or the desktop is not running): the client sees the close
+            self._relays.discard(task)
+            return
+        inner_reader, inner_writer = inner
+        try:
+            await asyncio.gather(_pipe(reader, inner_writer), _pipe(inner_reader, writer))
+        finally:
+            for w in (writer, inner_writer):
+                w.close()
+            self._relays.discard(task)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        path = self._namespace()
+        if path is None:
+            return await asyncio.open_connection("127.0.0.1", self.port)
+        sock = await in_namespace(path, _unconnected)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", self.port))
+        except BaseException:
+            sock.close()
+            raise
+        return await asyncio.open_connection(sock=sock)
+
+
+def _unconnected() -> socket.socket:
+    """A TCP socket of the calling thread's namespace (it stays there), to connect from the event loop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    return sock
+
+
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(CHUNK):

@@ -7,6 +7,9 @@ its path, so that an address is the same inside and out; the X socket directory,
 reaches from outside through a link of the display's usual path (/tmp/.X11-unix/X<n>); /etc/passwd,
 /etc/group, /etc/hostname and /etc/hosts of its own. Everything else of the machine is seen as the
 sandbox's uid sees it: read-only where it is not that uid's.
+
+Why this module is long: the view above, the init's start and the processes it runs are one object's, whose
+parts share its channel and its plan; split, each would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ class SandboxPlan:
     root); a share within them still shows."""
     secrets: tuple[Path, ...] = ()
     """Files of the server hidden the same way (its X cookies, where they are outside its state)."""
+    home_alias: str | None = None
+    """A second place its HOME is seen at (OSWorld's `/home/user`), within an empty /home: others' stay hidden."""
 
     @property
     def hostname(self) -> str:
@@ -240,12 +245,14 @@ class Sandbox:
         # Shares first (a folder on the way to one that the sandbox's user could not pass, /root, is emptied so
         # that the share can be reached); then the server's state, even within a share, and the folders on the
         # way to HOME; then HOME and the runtime directory, which nothing mounted later may cover.
-        empty([*map(str, plan.private), *_closed_ancestors(plan.shared, uid)])
+        empty([*map(str, plan.private), *(["/home"] if plan.home_alias else []), *_closed_ancestors(plan.shared, uid)])
         for path in plan.shared:
             bind(path, str(path))
         empty([*map(str, plan.hidden), *_closed_ancestors((plan.home, plan.runtime), uid)])
         for path in (plan.home, plan.runtime):
             bind(path, str(path))
+        if plan.home_alias is not None:
+            bind(plan.home, plan.home_alias)
         bind(x11, X11_DIR)
         for name in files:
             bind(etc / name, f"/etc/{name}", read_only=True)
@@ -267,6 +274,19 @@ class Sandbox:
         reach come and go with egress `none`. The file is bound into the sandbox by its inode, rewritten in place,
         so the desktop's next lookup reads the new one."""
         (self.plan.state / "etc" / "resolv.conf").write_text(self._resolv_conf(self.slirp is not None))
+
+    def network_namespace(self) -> str | None:
+        """Where the server may join its network namespace; None where it has none (Landlock only: it shares the
+        host's); OSError where the server may not join it (a server without root) or it is gone."""
+        if self.network is not None:
+            return self.network.netns_path
+        if self.host.mode is Mode.LANDLOCK:
+            return None
+        if self.host.rootless is not None:
+            raise OSError(errno.EPERM, "a server without root cannot join a desktop's network namespace")
+        if self._init is None:
+            raise OSError(errno.ESRCH, "the desktop's sandbox is not running")
+        return f"/proc/{self._init.pid}/ns/net"
 
     def give_home(self) -> None:
         """The desktop's HOME and all in it to the sandbox's user (blocking)."""

@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.core.parsing import ascii_int
+
 FIRST_UID = 3_000_000
 UID_COUNT = 1_000_000
 """uids FIRST_UID .. FIRST_UID + UID_COUNT: above the ranges distributions give accounts and subordinate ids."""
@@ -46,9 +48,9 @@ class UidRange:
         """`FIRST-LAST` (both included). Refused: uid 0, ranges past 2**32 - 2 (-1 means "unchanged" to
         setuid), and fewer than 2 ids (a desktop and the next one need two)."""
         first, sep, last = text.strip().partition("-")
-        if not (sep and first.strip().isdigit() and last.strip().isdigit()):
+        low, high = ascii_int(first), ascii_int(last)
+        if not sep or low is None or high is None:
             raise ValueError(f"{text!r} is not a range FIRST-LAST of uids, e.g. 10000-65533")
-        low, high = int(first), int(last)
         if not 0 < low < high <= 2**32 - 2:
             raise ValueError(f"{text!r}: the range must start above 0 and end above its start, at most "
                              f"{2**32 - 2}, e.g. 10000-65533")

@@ -65,6 +65,9 @@ class ShotOptions:
     region: Region | None = None
     marks: tuple[MarkBox, ...] = ()
     """Set-of-marks boxes to draw (desktop/screen/marks.py)."""
+    size: tuple[int, int] | None = None
+    """The image's exact size instead of `scale`'s: a model's own resize, which may stretch an axis or enlarge
+    (desktop/vendors/model_space.py)."""
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,7 @@ def render(image: Image.Image, options: ShotOptions, region: Region, cursor: Cur
     shown = cursor if cursor is not None and region.contains(cursor.x, cursor.y) else None
     if shown is not None:
         composite(image, shown, region.x, region.y)
-    size = scaled_size(region.width, region.height, options.scale)
+    size = options.size or scaled_size(region.width, region.height, options.scale)
     image = scale_image(image, size)
     if options.marks:
         draw_marks(image, options.marks, (region.x, region.y), (region.width, region.height))

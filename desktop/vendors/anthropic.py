@@ -221,8 +221,10 @@ def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace,
     words a failure (the route passes the problem's detail)."""
     if outcome.error is not None:
         return error_result(describe(outcome.error[1]))
+    # The effect, when asked, rides on the text the model reads: the acknowledgement, or a line before the image.
+    effect = f"Effect: {outcome.effect.summary}." if outcome.effect is not None else None
     if plan.render == "text":
-        return {"content": [{"type": "text", "text": plan.text}]}
+        return {"content": [{"type": "text", "text": " ".join(t for t in (plan.text, effect) if t)}]}
     if plan.render == "cursor":
         pointer = outcome.results[-1].pointer
         assert pointer is not None
@@ -231,4 +233,4 @@ def content(plan: Plan, outcome: batch.BatchOutcome, space: CoordinateSpace,
     shot = outcome.results[-1].shot if plan.render == "zoom" else outcome.shot
     if shot is None:
         return error_result("no screenshot was taken")
-    return {"content": [image_block(shot)]}
+    return {"content": ([{"type": "text", "text": effect}] if effect else []) + [image_block(shot)]}

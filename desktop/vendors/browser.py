@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 
 from desktop.accessibility.atspi import AtspiError
-from desktop.accessibility.query import ElementQuery
+from desktop.accessibility.query import ElementQuery, WindowScope
 from desktop.accessibility.service import Accessibility
+from desktop.actions import batch
+from desktop.actions.waits import element_condition
 from desktop.apps.launch import Apps
 from desktop.core.errors import DomainError
+from desktop.vendors.gemini import Browser, browser_keys
 from desktop.windows.control import Windows
 from desktop.windows.query import WindowInfo
 from desktop.x11.session import Session
@@ -23,6 +27,13 @@ DOCUMENT = "org.a11y.atspi.Document"
 URL_ATTRIBUTES = ("URI", "DocURL")
 """The page's document attribute holding its URL: Chromium's name, then Firefox's (the omnibox's text would lack
 the scheme)."""
+ADDRESS_BAR = ElementQuery(roles=frozenset({"entry"}), name_regex=re.compile(r"^Address and search bar$"),
+                           states=frozenset({"focused"}), window=WindowScope.FOCUSED)
+"""Chromium's omnibox once it has the keyboard focus (its name in an English UI)."""
+ADDRESS_BAR_WAIT_MS = 2000
+"""How long a navigation waits for the address bar to take the focus after Ctrl+L before it types anyway: keys
+typed before Chromium's UI thread has handled Ctrl+L go to the page and are lost (an UI in another language, whose
+bar has another name, waits this long and types as before)."""
 URL_READ_S = 3.0
 """Reading the URL is a courtesy: an answer without one beats a slow one."""
 
@@ -52,6 +63,20 @@ async def focus_browser(windows: Windows, apps: Apps, session: Session, url: str
         with contextlib.suppress(DomainError):
             await windows.focus(session, str(launched.window_id))
     return True
+
+
+def address_bar_focused(accessibility: Accessibility, session: Session) -> batch.Wait:
+    """A batch step that waits (ADDRESS_BAR_WAIT_MS at most) for the focused browser's address bar to take the
+    keyboard focus."""
+    return batch.Wait(ADDRESS_BAR_WAIT_MS, element_condition(accessibility, session, ADDRESS_BAR, "present"))
+
+
+async def browser_steps(windows: Windows, apps: Apps, accessibility: Accessibility, session: Session,
+                        move: Browser) -> list[batch.Step]:
+    """Carry out the first half of a browser move (Gemini's browser functions, Fara's visit_url and history_back):
+    focus the browser, or launch it at the URL; then the keys still to type, none for a browser just launched there."""
+    launched = await focus_browser(windows, apps, session, move.url or "about:blank")
+    return [] if launched else browser_keys(move, address_bar_focused(accessibility, session))
 
 
 async def focused_url(windows: Windows, accessibility: Accessibility, session: Session) -> str | None:

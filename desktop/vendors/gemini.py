@@ -202,13 +202,15 @@ class Translator:
         return batch.Key((tuple(keysyms),))
 
 
-def browser_keys(browser: Browser) -> list[batch.Step]:
-    """The keys a browser move types into the focused Chromium: the address bar (Ctrl+L), then the URL; Delete drops
-    any completion Chromium appended inline, so Enter opens exactly the URL. Back and forward are Alt+arrows."""
+def browser_keys(browser: Browser, address_bar: batch.Wait) -> list[batch.Step]:
+    """The keys a browser move types into the focused Chromium: the address bar (Ctrl+L; `address_bar` waits for it
+    to take the focus), then the URL; Delete drops any completion Chromium appended inline, so Enter opens exactly
+    the URL. Back and forward are Alt+arrows."""
     match browser.kind:
         case "navigate":
             assert browser.url is not None
-            return [chord(CTRL, KEY_L), batch.Type(tuple(text_keysyms(browser.url, f"{ARGS}.url")), TYPE_DELAY_MS),
+            return [chord(CTRL, KEY_L), address_bar,
+                    batch.Type(tuple(text_keysyms(browser.url, f"{ARGS}.url")), TYPE_DELAY_MS),
                     chord(DELETE), chord(RETURN)]
         case "back":
             return [chord(ALT, LEFT)]
@@ -217,11 +219,15 @@ def browser_keys(browser: Browser) -> list[batch.Step]:
     return []
 
 
-def parts(name: str, url: str | None, acknowledged: bool, shot: Screenshot) -> list[dict[str, Any]]:
+def parts(name: str, url: str | None, acknowledged: bool, shot: Screenshot,
+          effect: str | None = None) -> list[dict[str, Any]]:
     """The `Part`s to send back: the `functionResponse` (the page's URL when a browser is focused; the safety
-    acknowledgement Gemini expects after a confirmation) and the screenshot as `inlineData`."""
+    acknowledgement Gemini expects after a confirmation; what the action changed, when asked: its response is
+    free-form JSON the model reads) and the screenshot as `inlineData`."""
     response: dict[str, Any] = {} if url is None else {"url": url}
     if acknowledged:
         response["safety_acknowledgement"] = "true"
+    if effect is not None:
+        response["effect"] = effect
     return [{"functionResponse": {"name": name, "response": response}},
             {"inlineData": {"mimeType": shot.media_type, "data": base64.b64encode(shot.data).decode()}}]

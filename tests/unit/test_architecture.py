@@ -16,8 +16,8 @@ from tests.support.paths import REPO
 PACKAGES = ("desktop", "api", "streaming", "recording", "pytest_sandbox_desktop",
             "client/sandbox_desktop_client", "client/sandbox_desktop_wire")
 
-DESKTOP_ROOMS = ("core", "sandbox", "x11", "processes", "sound", "screen", "windows", "events", "control", "input",
-                 "accessibility", "clipboard", "files", "apps", "actions", "vendors", "lifecycle")
+DESKTOP_ROOMS = ("core", "sandbox", "x11", "processes", "sound", "screen", "windows", "events", "effects", "control",
+                 "input", "accessibility", "clipboard", "files", "apps", "actions", "vendors", "lifecycle")
 """desktop/'s rooms, lowest first: each may import only itself and the rooms before it (docs/architecture.md)."""
 API_ROOMS = ("http", "middleware", "osworld", "server", "convert", "approvals", "routes", "mcp", "commands", "app",
              "cli")

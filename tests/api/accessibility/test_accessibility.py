@@ -195,6 +195,7 @@ def test_image_space_bounds_and_ambiguity(api: httpx.Client, page: dict[str, Any
     ({"nameRegex": "("}, "nameRegex"),
     ({"states": ["shiny"]}, "states"),
     ({"window": "front"}, "window"),
+    ({"window": "\u00b3"}, "window"),  # a digit to str.isdigit(), not to int()
 ])
 def test_a_wrong_query_names_its_field(api: httpx.Client, body: dict[str, Any], field: str) -> None:
     problem = assert_problem(api.post(FIND, json=body), 400, "invalid_request")

@@ -282,6 +282,25 @@ def test_vendor_endpoints_are_held(api: httpx.Client, agent: Any) -> None:
     assert answer.result(WAIT_S).json()["type"] == "computer_call_output"
 
 
+def test_open_model_outputs_are_held(api: httpx.Client, agent: Any) -> None:
+    # Qwen2.5-VL sees 1024x768 as 1036x756; its pixel (518, 378) is the screen's (512, 384).
+    output = "".join(f'<tool_call>{{"name": "computer_use", "arguments": {a}}}</tool_call>' for a in (
+        '{"action": "left_click", "coordinate": [518, 378]}', '{"action": "type", "text": "hi"}'))
+    answer = agent("POST", "/v1/desktop/models/act", json={"family": "qwen2.5-vl", "text": output})
+    [held] = pending(api)
+    assert held["source"] == "open-model" and [s["type"] for s in held["action"]["steps"]] == ["click", "type"]
+    assert (held["action"]["steps"][0]["x"], held["action"]["steps"][0]["y"]) == (512, 384)
+    decide(api, held["id"], "deny")
+    assert_problem(answer.result(WAIT_S), 403, "action_denied")
+    # Refused output is refused before anyone is asked; a final answer has nothing to hold.
+    assert_problem(api.post("/v1/desktop/models/act", json={"family": "opencua", "text": "os.system('x')"},
+                            timeout=5), 422)
+    final = api.post("/v1/desktop/models/act", timeout=10,
+                     json={"family": "ui-tars-1.0", "text": "Thought: ok\nAction: finished()"})
+    assert final.status_code == 200 and final.json()["final"] == {"status": "success"}
+    assert pending_now(api) == []
+
+
 def test_decisions_on_unknown_or_bad_requests(api: httpx.Client) -> None:
     assert_problem(api.post("/v1/approvals/apr_none", json={"decision": "approve"}), 404, "approval_not_found")
     assert_problem(api.get("/v1/approvals/apr_none"), 404, "approval_not_found")

@@ -234,6 +234,29 @@ def test_another_desktop_changes_its_own_size(api: httpx.Client, display: str) -
         api.delete(f"/v1/desktops/{other['id']}")
 
 
+def test_opengl_is_a_start_option_off_by_default(api: httpx.Client) -> None:
+    """GLX is in a desktop's X server only when asked for; asking a running desktop for the other is a 409."""
+    made = {opengl: api.post("/v1/desktops", json={"width": 640, "height": 480, "opengl": opengl})
+            for opengl in (None, True)}
+    try:
+        for opengl, created in made.items():
+            assert created.status_code == 201, created.text
+            conn = Display(created.json()["display"])
+            try:
+                assert (conn.query_extension("GLX") is not None) is bool(opengl), opengl
+            finally:
+                conn.close()
+        base = f"/v1/desktops/{made[True].json()['id']}"
+        conflict = api.post(f"{base}/start", json={"opengl": False})
+        assert "opengl=True" in str(assert_problem(conflict, 409, "desktop_already_active")["detail"])
+        wrong = assert_problem(api.post("/v1/desktops", json={"opengl": "yes please"}), 422)
+        assert wrong["errors"][0]["field"] == "opengl"  # type: ignore[index]
+    finally:
+        for created in made.values():
+            if created.status_code == 201:
+                api.delete(f"/v1/desktops/{created.json()['id']}")
+
+
 def test_maximum_size_is_a_start_option(tmp_path: Path) -> None:
     from tests.conftest import launch_server
 

@@ -141,16 +141,18 @@ class PortForward:
     viewer: str
     router: str
     server: str
+    forwards: tuple[tuple[str, str], ...] = (("tcp", str(HTTP_PORT)), ("udp", PORTS.replace("-", ":")))
+    """(protocol, port or FIRST:LAST) the router forwards from PUBLIC to PRIVATE."""
 
     @classmethod
     @contextlib.contextmanager
-    def create(cls) -> Iterator[PortForward]:
+    def create(cls, forwards: tuple[tuple[str, str], ...] | None = None) -> Iterator[PortForward]:
         if os.geteuid() != 0 or shutil.which("ip") is None:
             pytest.skip("network namespaces need root and iproute2")
         if shutil.which("iptables") is None:
             pytest.skip("the NAT needs iptables")
         tag = f"sdnat{os.getpid() % 100000}"
-        net = cls(f"{tag}v", f"{tag}r", f"{tag}s")
+        net = cls(f"{tag}v", f"{tag}r", f"{tag}s", *([forwards] if forwards else []))
         names = (net.viewer, net.router, net.server)
         made: list[str] = []
         try:
@@ -168,7 +170,6 @@ class PortForward:
 
     def _wire(self) -> None:
         v, r, s = self.viewer, self.router, self.server
-        udp = PORTS.replace("-", ":")
         steps = [
             ["ip", "link", "add", "out", "netns", v, "type", "veth", "peer", "name", "wan", "netns", r],
             ["ip", "link", "add", "lan", "netns", r, "type", "veth", "peer", "name", "in", "netns", s],
@@ -183,7 +184,7 @@ class PortForward:
             ["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
             *(["ip", "netns", "exec", r, "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-d", PUBLIC,
                "-p", proto, "--dport", port, "-j", "DNAT", "--to-destination", PRIVATE]
-              for proto, port in (("tcp", str(HTTP_PORT)), ("udp", udp))),
+              for proto, port in self.forwards),
             ["ip", "netns", "exec", r, "iptables", "-P", "FORWARD", "DROP"],
             ["ip", "netns", "exec", r, "iptables", "-A", "FORWARD", "-m", "conntrack", "--ctstate",
              "ESTABLISHED,RELATED", "-j", "ACCEPT"],
@@ -220,12 +221,14 @@ class PortForward:
             server.stop()
             self._kill_left(self.server)
 
-    def watch(self, server: ServerProcess, display: int, timeout: float) -> subprocess.CompletedProcess[str]:
-        """Run a viewer in the viewer namespace against the server's public URL (bounded)."""
+    def watch(self, server: ServerProcess, display: int, timeout: float,
+              *flags: str) -> subprocess.CompletedProcess[str]:
+        """Run a viewer (`python -m streaming.viewer ... flags`) in the viewer namespace against the server's
+        public URL (bounded)."""
         start = {"displayNum": display, "width": 320, "height": 240, "webrtcPortRange": PORTS}
         args = ["ip", "netns", "exec", self.viewer, sys.executable, "-c", NAT_VIEWER, server.url,
                 server.token or "", json.dumps(start), "--address", VIEWER, "--seconds", "2",
-                "--timeout", str(timeout)]
+                "--timeout", str(timeout), *flags]
         return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=timeout + 60,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
 

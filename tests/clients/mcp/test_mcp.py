@@ -120,8 +120,9 @@ def test_click_and_type_reach_a_launched_xterm(srv: ServerProcess, tmp_path: Pat
         assert json.loads(texts(launched)[0])["processId"]
         term = await until(lambda: window(s, "mcp-term"), "the xterm in the windows tool")
         clicked = await s.call_tool("click", {"x": term["x"] + term["width"] // 2,
-                                              "y": term["y"] + term["height"] // 2})
+                                              "y": term["y"] + term["height"] // 2, "reportEffect": True})
         assert not clicked.isError, texts(clicked)
+        assert texts(clicked)[0].startswith("clicked at ") and "\nEffect: " in texts(clicked)[0], texts(clicked)
         typed = await s.call_tool("type", {"text": f"touch {marker}; printf '\\033]0;mcp-typed\\007'\n"})
         assert not typed.isError, texts(typed)
         retitled: dict[str, Any] = await until(lambda: window(s, "mcp-typed"), "the title set from the shell")

@@ -50,7 +50,7 @@ def test_options_are_keyword_only() -> None:
                 method(*args)
     assert {"ctrl", "shift", "alt", "cmd"} == keyword_only(Client.press)
     assert {"format", "quality", "scale", "show_cursor", "region", "som"} == keyword_only(Client.screenshot)
-    assert {"button", "count"} == keyword_only(Client.click)
+    assert {"button", "count", "report_effect"} == keyword_only(Client.click)
     assert {"wait", "wait_timeout_ms"} == keyword_only(Client.launch)
     assert {"token", "timeout"} <= keyword_only(Client.__init__)
 

@@ -124,6 +124,16 @@ def test_no_fonts_drops_the_fonts_package(manager: str) -> None:
         assert f"  - {package}\n" in text
 
 
+@pytest.mark.parametrize("manager", ["apt", "dnf", "apk"])
+def test_with_turn_adds_coturn_for_the_live_views_own_turn_server(manager: str) -> None:
+    out = io.StringIO()
+    assert run(parse("--print-only", "--with-turn", "--package-manager", manager), out=out) == 0
+    packages, _ = EXPECTED[manager]
+    listed = [line[4:] for line in out.getvalue().splitlines() if line.startswith("  - ")]
+    assert listed == [*packages[:-1], "coturn", packages[-1]]  # the fonts package stays last
+    assert "coturn" not in "".join(packages)  # not without the flag (test_print_only_for_each_manager)
+
+
 def test_print_only_detects_the_manager_and_installs_nothing(fake_path: Path) -> None:
     result = run_cli("--print-only", path=fake_path)
     assert result.returncode == 0, result.stderr

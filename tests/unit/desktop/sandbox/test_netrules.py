@@ -44,6 +44,8 @@ def test_every_accepted_form_parses() -> None:
     ("allowlist", ["h:80-20"], None, "network.allow[0]", "range 80-20 is empty"),
     ("allowlist", ["h:http"], None, "network.allow[0]", "must end in a port"),
     ("allowlist", ["h:"], None, "network.allow[0]", "must end in a port"),
+    ("allowlist", ["h:\u00b3"], None, "network.allow[0]", "must end in a port"),  # str.isdigit() says a digit
+    ("none", None, ["\u00b2"], "network.forwardHostPorts[0]", "must be a port number"),
     ("allowlist", ["[::1]:80"], None, "network.allow[0]", "IPv6"),
     ("allowlist", ["2001:db8::1"], None, "network.allow[0]", "IPv6"),
     ("allowlist", ["300.1.1.1"], None, "network.allow[0]", "neither an IPv4 address"),
