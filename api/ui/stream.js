@@ -14,6 +14,7 @@ import { KIND, SocketMedia, SocketSound, decodesH264, decodesOpus, parseMessage 
 const PING_INTERVAL_MS = 2000;
 const STATS_INTERVAL_MS = 1000;
 export const ICE_TIMEOUT_MS = 2000;
+const ICE_TIMEOUT_WITH_RELAYS_MS = 5000; // TURN allocations take round trips of their own (docs/streaming-turn.md)
 export const TRANSPORTS = ["auto", "webrtc", "websocket"];
 
 /** The inspector's server: its token and its selected desktop (api.js). An embedded viewer brings its own. */
@@ -229,12 +230,13 @@ export class LiveView {
     this.send("signal/answer", { sdp: pc.localDescription.sdp });
     this.startTimers();
     if (this.transport === "auto" && this.canvas) {
+      const timeout = servers.length ? ICE_TIMEOUT_WITH_RELAYS_MS : ICE_TIMEOUT_MS;
       clearTimeout(this.iceTimer);
       this.iceTimer = setTimeout(() => {
         if (this.pc === pc && pc.connectionState !== "connected") {
-          this.fallBack(`WebRTC did not connect within ${ICE_TIMEOUT_MS / 1000} s`);
+          this.fallBack(`WebRTC did not connect within ${timeout / 1000} s`);
         }
-      }, ICE_TIMEOUT_MS);
+      }, timeout);
     }
   }
 
