@@ -103,6 +103,18 @@ def launch_as(user: User, folder: Path, *extra: str, wrapper: tuple[str, ...] = 
     return server
 
 
+@contextlib.contextmanager
+def server_as(user: User, prefix: str, *extra: str) -> Iterator[ServerProcess]:
+    """`launch_as` in a folder of `user`'s own (`own_folder`), stopped and removed on leaving."""
+    folder = own_folder(user, prefix)
+    server = launch_as(user, folder, *extra)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 REFUSE_UNSHARE = """
 import ctypes, os, struct, sys
 # A seccomp filter: unshare(2) fails with EPERM; every other call is allowed (x86-64 numbers).

@@ -38,13 +38,8 @@ def user() -> Iterator[rootless.User]:
 
 @pytest.fixture(scope="module")
 def server(user: rootless.User) -> Iterator[ServerProcess]:
-    folder = rootless.own_folder(user, "sd-rootless-")
-    srv = rootless.launch_as(user, folder)
-    try:
+    with rootless.server_as(user, "sd-rootless-") as srv:
         yield srv
-    finally:
-        srv.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -57,14 +57,8 @@ def remote() -> Iterator[netns.Remote]:
 
 @pytest.fixture(scope="module")
 def server(tun_for_users: None) -> Iterator[ServerProcess]:
-    with rootless.unprivileged_user() as user:
-        folder = rootless.own_folder(user, "sd-rootless-net-")
-        srv = rootless.launch_as(user, folder)
-        try:
-            yield srv
-        finally:
-            srv.stop()
-            shutil.rmtree(folder, ignore_errors=True)
+    with rootless.unprivileged_user() as user, rootless.server_as(user, "sd-rootless-net-") as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
