@@ -27,9 +27,9 @@ VLC_PORT = 8080
 VLC_PASSWORD = "password"
 """The image's VLC HTTP password, which the harness's VLC getters send."""
 BROWSERS = ("chromium", "chromium-browser")
-DCONF_READ_ONLY = """# The machine has no dconf (Debian's dconf-cli, which `sandbox-desktop install osworld` installs), and pyautogui's
-# click and drag run `dconf read` for the mouse's handedness, failing without it: a key read here is unset (prints
-# nothing), as the image's is. Writing settings is not stood in for.
+DCONF_READ_ONLY = """# The machine has no dconf (Debian's dconf-cli, `sandbox-desktop install osworld` installs it), and
+# pyautogui's click and drag run `dconf read` for the mouse's handedness, failing without it: a key read here is
+# unset (prints nothing), as the image's is. Writing settings is not stood in for.
 [ "$1" = read ] && exit 0
 echo "dconf: not installed on this machine (dconf-cli); only 'dconf read' is stood in for" >&2
 exit 1
