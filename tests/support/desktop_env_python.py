@@ -35,8 +35,8 @@ READY = "ready"  # written last: a build cut short is made again, not half-used
 
 
 def desktop_env_python(venv: Path = VENV) -> Path:
-    """The venv's interpreter, building the venv first where it is not there yet (about a minute and a half on a
-    fresh machine, mostly downloads; bench/osworld_tasks.py and docs/osworld.md)."""
+    """The venv's interpreter, building the venv first where it is not there yet (1.5 to 2.5 minutes with no pip
+    cache on a busy 2-core machine, mostly downloads; docs/osworld.md)."""
     python = venv / "bin" / "python"
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f"{venv.name}.lock", "w") as lock:
