@@ -4,7 +4,8 @@ against a desktop's guest API, as `DesktopEnv.reset` runs it, several desktops a
 
 Reads a JSON job on stdin: `{"server", "token", "cache", "desktops": [{"id", "ip", "port", "cdp", "vlc", "width",
 "height"}], "tasks": [{"id", "domain", "config"}], "timeout"}`; prints one JSON line per task: `{"id", "domain",
-"ok", "step", "type", "error", "exits", "seconds"}` (`exits`: the setup commands that exited non-zero).
+"ok", "step", "type", "error", "exits", "seconds"}` (`exits`: the setup commands that exited non-zero, and the
+apps it launched that are gone with a non-zero status).
 
 Faithful to DesktopEnv.reset where it matters: the desktop is reset first (apps ended, HOME from its template;
 the provider's `revert="reset"`), the controller is desktop_env's, its steps are called in order by the same
@@ -26,6 +27,7 @@ import requests
 from desktop_env.controllers.setup import SetupController
 
 REQUEST_CAP_S = 120.0  # upstream waits up to 1810 s for /setup/open_file's window; a task fails sooner here
+LAUNCH_GRACE_S = 2.0
 seen = threading.local()  # what went wrong in the step the thread runs: `errors` and non-zero `exits`
 _send = requests.Session.send
 
@@ -61,8 +63,20 @@ def ready(guest: str, deadline: float) -> None:
     raise RuntimeError("the guest did not answer /screenshot after the reset")
 
 
+def launched_and_gone(job: dict[str, Any], desktop: dict[str, Any], since_ms: int) -> list[str]:
+    """The apps the task's setup started in the background (`launch`, `open`) that have already exited non-zero,
+    after a moment to crash in: the guest answered that they launched, but the task will not find them."""
+    time.sleep(LAUNCH_GRACE_S)
+    listed = requests.get(f"{job['server']}/v1/desktops/{desktop['id']}/processes", timeout=30,
+                          headers={"Authorization": f"Bearer {job['token']}"})
+    listed.raise_for_status()
+    return [f"launched {' '.join([p['command'], *p['args']])[:120]} exited {p['exitCode']}"
+            for p in listed.json()["processes"]
+            if p["createdAtMs"] >= since_ms and p.get("exitCode") not in (None, 0)]
+
+
 def run_task(job: dict[str, Any], desktop: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
-    began = time.monotonic()
+    began, started_ms = time.monotonic(), time.time_ns() // 1_000_000
     result: dict[str, Any] = {"id": task["id"], "domain": task["domain"], "ok": False, "step": 0, "type": "reset",
                               "error": "", "exits": []}
     try:
@@ -81,6 +95,7 @@ def run_task(job: dict[str, Any], desktop: dict[str, Any], task: dict[str, Any])
             if seen.errors:
                 raise RuntimeError("; ".join(seen.errors))
             result["exits"] += [f"step {index} ({step['type']}) {note}" for note in seen.exits]
+        result["exits"] += launched_and_gone(job, desktop, started_ms)
         result.update(ok=True, step=0, type="")
     except Exception as exc:  # the task's failure is the figure, whatever raised it
         result["error"] = f"{type(exc).__name__}: {exc}"[:600]

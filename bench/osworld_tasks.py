@@ -6,7 +6,8 @@ tests/support/desktop_env_python.py builds, or --desktop-env-python) against a d
 reset before each task as the provider's `revert="reset"` does, `--parallel` desktops at once
 (bench/osworld_setup_worker.py). A task's setup is ok when no step raised and the guest answered no error (400 or
 more; upstream's controller would log some of those and carry on); a second column also wants every setup command
-to have exited 0 (upstream's controller ignores exit statuses: a task's command may fail on the image too).
+to have exited 0 (upstream's controller ignores exit statuses: a task's command may fail on the image too) and no
+app the setup launched to be gone with a non-zero status.
 
 Tasks whose setup needs the internet are not run: this machine reaches package registries only. That is a task
 whose setup names a URL outside the machine (the `download` of its files from Hugging Face or Google Drive, a
@@ -153,7 +154,8 @@ def report(tasks: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
         print(f"  {counted.total():>4}  {step} ({named}{more})")
     grouped("Setup failures (a step raised, or the guest answered an error), by reason",
             [(reason(r["type"], r["error"]), r, f"step {r['step']}: {r['error']}") for r in results if not r["ok"]])
-    grouped("Set up, but a setup command exited non-zero (upstream's controller carries on), by reason",
+    grouped("Set up, but a setup command or launched app exited non-zero (upstream's controller carries on), by "
+            "reason",
             [(reason("execute", r["exits"][0].split(") ", 1)[1]), r, "; ".join(r["exits"]))
              for r in results if r["ok"] and r["exits"]])
 
