@@ -47,8 +47,8 @@ APPS: tuple[TaskApp, ...] = (
     TaskApp("files", "os, multi_apps (the file manager)", ("nautilus",)),
     TaskApp("fonts", "libreoffice_*, multi_apps (metric-compatible stand-ins for the Office fonts documents name)",
             ("fonts-liberation2", "fonts-crosextra-carlito", "fonts-crosextra-caladea")),
-    TaskApp("python", "every task: pyautogui actions run with the desktop's `python`",
-            ("python3-venv", "python3-tk", "python-is-python3")),
+    TaskApp("python", "every task: pyautogui actions run with the desktop's `python` (its click runs `dconf read`)",
+            ("python3-venv", "python3-tk", "python-is-python3", "dconf-cli")),
 )
 BY_NAME = {app.name: app for app in APPS}
 NOT_ON_DEBIAN: tuple[tuple[str, str], ...] = (

@@ -1,8 +1,9 @@
 """What programs written for OSWorld's Ubuntu VM image assume of the machine, given to a desktop that asks for it
 (`"osworld": true`, docs/osworld.md "What tasks assume"): its HOME also at `/home/user` (in its own mount
 namespace), and on its PATH, before the machine's, a folder of commands the image has and Debian names otherwise:
-`google-chrome` (Chromium), `python` (the desktops' Python with pyautogui, or the machine's python3) and a `vlc`
-with its HTTP interface on. Each desktop has its own network namespace, so the fixed ports tasks use inside
+`google-chrome` (Chromium), `python` (the desktops' Python with pyautogui, or the machine's python3), a `vlc`
+with its HTTP interface on, and a `dconf` that reads every key unset where the machine has none (pyautogui needs
+one to click). Each desktop has its own network namespace, so the fixed ports tasks use inside
 (Chrome's 1337, socat's 9222, VLC's 8080) never collide between desktops: nothing is rewritten."""
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ VLC_PORT = 8080
 VLC_PASSWORD = "password"
 """The image's VLC HTTP password, which the harness's VLC getters send."""
 BROWSERS = ("chromium", "chromium-browser")
+DCONF_READ_ONLY = """# The machine has no dconf (Debian's dconf-cli, `sandbox-desktop install osworld` installs it), and
+# pyautogui's click and drag run `dconf read` for the mouse's handedness, failing without it: a key read here is
+# unset (prints nothing), as the image's is. Writing settings is not stood in for.
+[ "$1" = read ] && exit 0
+echo "dconf: not installed on this machine (dconf-cli); only 'dconf read' is stood in for" >&2
+exit 1
+"""
+"""The body of the `dconf` written where the machine has none."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class VmImage:
 
     def write_commands(self, runtime: Path, path: str) -> dict[str, tuple[str, ...]]:
         """Write the commands the machine lacks into `bin_folder` (blocking); `path` is the PATH they would be
-        looked up on. Answers each command written and what it runs."""
+        looked up on. Answers each command written and what it runs (nothing: a stand-in of its own)."""
         folder = self.bin_folder(runtime)
         folder.mkdir(mode=0o755, exist_ok=True)
         written: dict[str, tuple[str, ...]] = {}
@@ -62,9 +71,11 @@ class VmImage:
         if self.python is None or not (self.python / "bin" / "python").exists():
             # By name: the machine's python3 as the desktop's PATH finds it (the server's own may be out of sight).
             written["python"] = ("python3",)
-        for name, argv in written.items():
+        bodies = {name: f'exec {shlex.join(argv)} "$@"\n' for name, argv in written.items()}
+        if not which("dconf", path):
+            written["dconf"], bodies["dconf"] = (), DCONF_READ_ONLY
+        for name, body in bodies.items():
             script = folder / name
-            script.write_text("#!/bin/sh\n# Written by sandbox-desktop for OSWorld tasks (docs/osworld.md).\n"
-                              f'exec {shlex.join(argv)} "$@"\n')
+            script.write_text("#!/bin/sh\n# Written by sandbox-desktop for OSWorld tasks (docs/osworld.md).\n" + body)
             script.chmod(0o755)
         return written

@@ -76,6 +76,14 @@ def test_pyautogui_from_execute_moves_the_desktops_own_pointer(desktops: list[di
     assert pointer(first["display"]) == (50, 60)
 
 
+def test_pyautogui_clicks_from_execute(desktops: list[dict[str, Any]]) -> None:
+    # pyautogui's click runs `dconf read` for the mouse's handedness and fails where there is no dconf: the
+    # machine's (dconf-cli) or the stand-in the desktop's PATH has without it (most of OSWorld's actions click).
+    clicked = execute(desktops[0], ["python", "-c", f"{PREFIX}pyautogui.click(30, 40); pyautogui.rightClick(31, 41)"])
+    assert clicked["returncode"] == 0, clicked
+    assert pointer(desktops[0]["display"]) == (31, 41)
+
+
 @needs_chromium
 def test_chromes_devtools_inside_each_desktop_on_its_cdp_port(desktops: list[dict[str, Any]]) -> None:
     first, second = desktops
