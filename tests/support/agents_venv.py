@@ -2,7 +2,8 @@
 
 openai-agents 0.24 requires websockets<17 and the project's venv has websockets 17 (the server's command socket),
 so the SDK cannot be installed beside the server. The venv is built once in the user's cache with the pinned SDK and
-the light client (`pip install openai-agents==PIN ./client`), and reused while its stamp matches; the tests run
+the light client (`pip install openai-agents==PIN ./client`), and reused while its stamp (the pin, the Python
+version, the client's pyproject.toml) matches; the tests run
 `openai_agents_run.py` in it with the worktree's `client/` first on PYTHONPATH, so the client code under test is the
 checkout's, not the copy pip installed. A test skips only when pip cannot reach the package index.
 """
@@ -10,6 +11,7 @@ checkout's, not the copy pip installed. A test skips only when pip cannot reach 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -25,7 +27,9 @@ OPENAI_AGENTS = "0.24.0"
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "client"
 VENV = Path.home() / ".cache" / "sandbox-desktop" / "openai-agents-venv"
-STAMP = f"openai-agents=={OPENAI_AGENTS} python={sys.version_info[0]}.{sys.version_info[1]}"
+STAMP = (f"openai-agents=={OPENAI_AGENTS} python={sys.version_info[0]}.{sys.version_info[1]} client="
+         + hashlib.sha256((CLIENT / "pyproject.toml").read_bytes()).hexdigest()[:16])
+"""Rebuilt when any of these change: the client's own dependencies come from its pyproject.toml."""
 SCRIPT = Path(__file__).with_name("openai_agents_run.py")
 BUILD_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 120
