@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,10 @@ PAGE = """<!doctype html><title>empty</title>
        oninput="document.title = '[' + this.value + ']'">"""
 
 
+def title(display: str, launched: dict[str, Any]) -> str:
+    return xdotool(display, "getwindowname", str(launched["windowId"]))
+
+
 @pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test)")
 def test_characters_bound_on_the_fly_reach_chromium(api: httpx.Client, display: str, tmp_path: Path) -> None:
     with desktop_page(api, tmp_path, "field.html", PAGE) as launched:
@@ -36,9 +41,7 @@ def test_characters_bound_on_the_fly_reach_chromium(api: httpx.Client, display: 
                                                                       {"type": "type", "text": text}]})
             assert typed.status_code == 200, typed.text
             expected = f"[{text}]"
-
-            def title() -> str:
-                return xdotool(display, "getwindowname", str(launched["windowId"]))
             with contextlib.suppress(AssertionError):
-                wait_for(lambda: title().startswith(expected), f"the page's title to be {expected}", 5)
-            assert title().startswith(expected), title()
+                wait_for(lambda expected=expected: title(display, launched).startswith(expected),
+                         f"the page's title to be {expected}", 5)
+            assert title(display, launched).startswith(expected), title(display, launched)
