@@ -26,7 +26,7 @@ OPENAI_AGENTS = "0.24.0"
 """The SDK version the drivers are tested with (the client's `openai-agents` extra allows >=0.24,<1)."""
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "client"
-VENV = Path.home() / ".cache" / "sandbox-desktop" / "openai-agents-venv"
+VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sandbox-desktop" / "openai-agents-venv"
 STAMP = (f"openai-agents=={OPENAI_AGENTS} python={sys.version_info[0]}.{sys.version_info[1]} client="
          + hashlib.sha256((CLIENT / "pyproject.toml").read_bytes()).hexdigest()[:16])
 """Rebuilt when any of these change: the client's own dependencies come from its pyproject.toml."""
