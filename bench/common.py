@@ -60,6 +60,37 @@ def summary(name: str, samples: list[float], baseline: float | None = None, agai
     return median
 
 
+def bounded(fn: Callable[[], object], count: int, deadline: float) -> list[float]:
+    """`timed`, stopped early at `deadline` (monotonic)."""
+    samples: list[float] = []
+    for _ in range(count):
+        if time.monotonic() > deadline:
+            break
+        samples += timed(fn, 1)
+    return samples
+
+
+def compare_translation(name: str, ours: tuple[str, Callable[[], object]], rest: Callable[[], object], count: int,
+                        deadline: float, target_ms: float = 1.0) -> float:
+    """A translating endpoint against the `POST /v1/desktop/actions` batch doing the same, in alternating rounds
+    (drift in the machine's load falls on both alike): both medians, the ratio, and the median of the paired
+    differences, which is what the translation adds; returns that."""
+    label, call = ours
+    mine: list[float] = []
+    theirs: list[float] = []
+    for _ in range(count):
+        if time.monotonic() > deadline:
+            break
+        mine += timed(call, 1)
+        theirs += timed(rest, 1)
+    rest_median = summary(f"{name}: POST /actions", theirs)
+    our_median = summary(f"{name}: {label}", mine, rest_median, "/actions")
+    paired = statistics.median(a - b for a, b in zip(mine, theirs, strict=True))
+    print(f"{'':<52} added at p50: {(our_median - rest_median) * 1000:+.2f} ms; median of the paired "
+          f"differences {paired * 1000:+.2f} ms (target <= {target_ms:g} ms)\n")
+    return paired
+
+
 @dataclass
 class BenchDesktop:
     """A running server with an active desktop and the realistic scene on it."""

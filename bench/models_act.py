@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "client"))
 from api.convert.open_models import model_plan
-from bench.common import bench_desktop, summary, timed
+from bench.common import bench_desktop, bounded, compare_translation, summary
 from sandbox_desktop_wire.open_models import ModelActRequest
 
 MAX_SECONDS = 120
@@ -41,16 +39,6 @@ OUTPUTS = {
     "ui-tars-1.0": "Thought: Click the field.\nAction: click(start_box='(500,400)')",
     "opencua": "## Thought:\nClick.\n## Code:\n```python\npyautogui.click(x=500, y=400)\n```",
 }
-
-
-def bounded(fn: Callable[[], object], count: int, deadline: float) -> list[float]:
-    """`timed`, stopped early at `deadline` (monotonic)."""
-    samples: list[float] = []
-    for _ in range(count):
-        if time.monotonic() > deadline:
-            break
-        samples += timed(fn, 1)
-    return samples
 
 
 def main() -> None:
@@ -94,21 +82,8 @@ def main() -> None:
                  "actions": [{"type": "move", "x": 700, "y": 450}], "settle": {"quietMs": 10, "timeoutMs": 0},
                  "screenshot": {}}))),
         ]
-        count = args.requests
         for name, ours, rest in pairs:
-            # Interleaved, so drift in the machine's load falls on both alike.
-            mine: list[float] = []
-            theirs: list[float] = []
-            for _ in range(count):
-                if time.monotonic() > deadline:
-                    break
-                mine += timed(ours, 1)
-                theirs += timed(rest, 1)
-            rest_median = summary(f"{name}: POST /actions", theirs)
-            our_median = summary(f"{name}: POST /models/act", mine, rest_median, "/actions")
-            paired = statistics.median(a - b for a, b in zip(mine, theirs, strict=True))
-            print(f"{'':<52} added at p50: {(our_median - rest_median) * 1000:+.2f} ms; median of the paired "
-                  f"differences {paired * 1000:+.2f} ms (target <= 1 ms)\n")
+            compare_translation(name, ("POST /models/act", ours), rest, args.requests, deadline)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ CHUNK_CHARS = 200
 """Characters typed per input-thread call at delayMs 0 (about 7 ms of X work)."""
 HOLD_S = 0.25
 """A bound keycode is not rebound until this long after its last key event."""
+MAPPING_SETTLE_S = 0.1
+"""A keycode just bound is not typed until this long after the change (`Keymap.settling`)."""
 IDLE_RESTORE_S = 5.0
 """Bindings unused for this long are removed, leaving the layout as it was. An app reads a key typed through a
 binding with the binding it finds then: one starved of CPU (a loaded CI machine) once read it after 1.5 s, the
@@ -253,10 +255,12 @@ class Keyboard:
             stop += 1
         if stop == start:
             keymap.bind(job.keysyms[start:start + 1], now, self.hold)  # raises: no spare keycode at all
-        wait = keymap.bind(job.keysyms[start:stop], now, self.hold)
-        if wait > 0:  # type what is already mapped while the LRU victims age
+        keysyms = job.keysyms[start:stop]
+        wait = keymap.bind(keysyms, now, self.hold) or keymap.settling(keysyms, now, MAPPING_SETTLE_S)
+        if wait > 0:  # type what is mapped already while the LRU victims age or clients read the new mapping
             ready = start
-            while ready < stop and keymap.stroke(job.keysyms[ready]) is not None:
+            while ready < stop and keymap.stroke(job.keysyms[ready]) is not None \
+                    and not keymap.settling(job.keysyms[ready:ready + 1], now, MAPPING_SETTLE_S):
                 ready += 1
             if ready == start:
                 return wait
@@ -288,7 +292,8 @@ class Keyboard:
     def _resolve(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke] | float]:
         """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
         keymap = self._keymap_for(display)
-        wait = keymap.bind(keysyms, time.monotonic(), self.hold)
+        now = time.monotonic()
+        wait = keymap.bind(keysyms, now, self.hold) or keymap.settling(keysyms, now, MAPPING_SETTLE_S)
         if wait > 0:
             return keymap, wait
         strokes = [keymap.stroke(k) for k in keysyms]

@@ -1,6 +1,7 @@
 """The vendor SDK drivers of the Python client (sandbox_desktop_client.anthropic, .openai_agents), run by the SDKs
 themselves against a real desktop, with a scripted model in place of the vendor's API, and checked by X clients of
-their own (xprobe, an xterm running cat)."""
+their own (xprobe, an xterm running cat). The OpenAI Agents SDK runs in a venv of its own (tests/support/agents_venv.py:
+it needs websockets<17). test_vendor_apps.py drives Chromium and a GTK app the same way."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ from Xlib import X
 from sandbox_desktop_client import ApiError, AsyncClient, Client
 from tests.api.input.test_keyboard import Cat
 from tests.conftest import ServerProcess, managed_probe, run
+from tests.support.agents_venv import run_agents
 
 NO_ANTHROPIC = "the Anthropic SDK is not installed (`pip install 'sandbox-desktop-client[anthropic]'`)"
-NO_AGENTS = ("the OpenAI Agents SDK is not installed (`pip install 'sandbox-desktop-client[openai-agents]'`); "
-             "openai-agents 0.24 requires websockets<17, so it stays out of the project's venv, whose websockets is 17")
 
 # Within the model's image limits (1568 px, 1.15 MP), so the toolset's screenshot is the screen, unscaled, and a
 # model's point is a screen pixel: the checks below need no mapping of their own.
@@ -161,30 +161,17 @@ def test_anthropic_driver_answers_members_and_errors(srv: ServerProcess) -> None
         assert refused.value.status == 400 and "disabled in tool.configs" in str(refused.value)
 
 
-def computer_call(call_id: str, actions: list[dict[str, Any]]) -> Any:
-    from openai.types.responses import ResponseComputerToolCall
-    return ResponseComputerToolCall.model_validate({"type": "computer_call", "id": f"cu_{call_id}",
-                                                    "call_id": call_id, "status": "completed",
-                                                    "pending_safety_checks": [], "actions": actions})
-
-
-def done() -> Any:
-    from openai.types.responses import ResponseOutputMessage
-    return ResponseOutputMessage.model_validate({
-        "type": "message", "id": "m_1", "role": "assistant", "status": "completed",
-        "content": [{"type": "output_text", "text": "Done.", "annotations": []}]})
-
-
-def openai_script(rect: dict[str, Any]) -> tuple[tuple[int, int], list[Any]]:
+def openai_calls(rect: dict[str, Any]) -> tuple[tuple[int, int], list[list[dict[str, Any]]]]:
     click = (rect["x"] + 600, rect["y"] + 400)
     actions = [{"type": "click", "button": "left", "x": click[0], "y": click[1], "keys": ["CTRL"]},
                {"type": "scroll", "x": click[0], "y": click[1], "scroll_x": 0, "scroll_y": 300, "keys": ["SHIFT"]},
                {"type": "double_click", "x": 60, "y": 60},
                {"type": "type", "text": "héllo ✓"}, {"type": "keypress", "keys": ["ENTER"]}]
-    return click, [[computer_call("call_1", actions)], [done()]]
+    return click, [actions]
 
 
-def check_openai_run(probe: Any, term: Cat, click: tuple[int, int], model: Any) -> None:
+def check_openai_run(probe: Any, term: Cat, click: tuple[int, int], answer: dict[str, Any]) -> None:
+    assert answer["finalOutput"] == "Done." and answer["modelCalls"] == 2
     assert term.wait_text("héllo ✓\n") == "héllo ✓\n"
     probe.wait_for(lambda e: e["type"] == "ButtonRelease" and e["button"] == 5, count=3)
     presses = [(e["button"], e["rootX"], e["rootY"]) for e in probe.events("ButtonPress")]
@@ -192,60 +179,28 @@ def check_openai_run(probe: Any, term: Cat, click: tuple[int, int], model: Any) 
     events = probe.events("ButtonPress")
     assert events[0]["state"] & X.ControlMask and all(e["state"] & X.ShiftMask for e in events[1:])
     # The SDK's one screenshot after the call's actions went back to the model as the call's output.
-    (output,) = [item for item in model.calls[1].input if item.get("type") == "computer_call_output"]
-    url = output["output"]["image_url"]
-    assert url.startswith("data:image/png;base64,") and png(url.split(",", 1)[1]).size == (SW, SH)
+    assert answer["outputs"] == [["data:image/png;base64", "PNG", SW, SH]]
 
 
-def test_openai_agents_computer_tool_drives_the_desktop(srv: ServerProcess, scene: tuple[Any, dict, Cat]) -> None:
-    agents = pytest.importorskip("agents", reason=NO_AGENTS)
-    from agents.testing.model import ScriptedModel
-
-    from sandbox_desktop_client.openai_agents import DesktopComputer
+@pytest.mark.parametrize("on_a_handle", [False, True], ids=["sync-client", "async-desktop-handle"])
+def test_openai_agents_computer_tool_drives_the_desktop(srv: ServerProcess, scene: tuple[Any, dict, Cat],
+                                                        on_a_handle: bool) -> None:
+    """The SDK's `Runner` in its own venv (tests/support/agents_venv.py): a scripted model's computer_call."""
     probe, rect, term = scene
-    click, script = openai_script(rect)
-    model = ScriptedModel(script)
-    with Client(srv.url, token=srv.token) as desk:
-        computer = DesktopComputer(desk, settle=FAST)
-        agent = agents.Agent(name="desk", model=model, tools=[agents.ComputerTool(computer=computer)])
-        result = agents.Runner.run_sync(agent, "Type in the terminal.")
-    assert result.final_output == "Done."
-    check_openai_run(probe, term, click, model)
-
-
-def test_async_openai_agents_computer_on_a_desktop_handle(srv: ServerProcess,
-                                                          scene: tuple[Any, dict, Cat]) -> None:
-    agents = pytest.importorskip("agents", reason=NO_AGENTS)
-    from agents.testing.model import ScriptedModel
-
-    from sandbox_desktop_client.openai_agents import AsyncDesktopComputer
-    probe, rect, term = scene
-    click, script = openai_script(rect)
-    model = ScriptedModel(script)
-
-    async def scenario() -> Any:
-        async with AsyncClient(srv.url, token=srv.token) as client:
-            computer = AsyncDesktopComputer(client.desktops.attach("default"), settle=FAST)
-            agent = agents.Agent(name="desk", model=model, tools=[agents.ComputerTool(computer=computer)])
-            return await agents.Runner.run(agent, "Type in the terminal.")
-
-    assert run(scenario).final_output == "Done."
-    check_openai_run(probe, term, click, model)
+    click, calls = openai_calls(rect)
+    answer = run_agents({"url": srv.url, "token": srv.token, "settle": FAST, "async": on_a_handle,
+                         "desktop": "default" if on_a_handle else None, "calls": calls})
+    check_openai_run(probe, term, click, answer)
 
 
 def test_openai_computer_with_a_display_size(srv: ServerProcess, scene: tuple[Any, dict, Cat]) -> None:
-    agents = pytest.importorskip("agents", reason=NO_AGENTS)
-    from sandbox_desktop_client.openai_agents import DesktopComputer
     probe, rect, _ = scene
-    with Client(srv.url, token=srv.token) as desk:
-        computer = DesktopComputer(desk, dimensions=(640, 400), settle=FAST)
-        assert isinstance(computer, agents.Computer)
-        assert computer.environment == "ubuntu" and computer.dimensions == (640, 400)
-        assert png(computer.screenshot()).size == (640, 400)
-        x, y = rect["x"] + 600, rect["y"] + 400
-        computer.click(x // 2, y // 2, "wheel")  # the middle button, at the centre of a 2x2 screen block
-        computer.drag([(30, 30), (31, 31)])  # in the xterm: selects, harmless
+    x, y = rect["x"] + 600, rect["y"] + 400
+    # The middle button (OpenAI's `wheel`) at the centre of a 2x2 screen block; the drag, in the xterm, selects.
+    answer = run_agents({"url": srv.url, "token": srv.token, "settle": FAST, "dimensions": [640, 400],
+                         "click": [x // 2, y // 2, "wheel"], "drag": [[30, 30], [31, 31]]})
+    assert answer["environment"] == "ubuntu" and answer["dimensions"] == [640, 400]
+    assert answer["screenshot"] == ["PNG", 640, 400]
     probe.wait_for(lambda e: e["type"] == "ButtonRelease" and e["button"] == 2)
     (press,) = probe.events("ButtonPress")
     assert (press["button"], press["rootX"], press["rootY"]) == (2, x // 2 * 2 + 1, y // 2 * 2 + 1)
-
