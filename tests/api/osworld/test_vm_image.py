@@ -19,6 +19,7 @@ SMALL = {"width": 640, "height": 400}
 OSWORLD_PYTHON = True  # the module server's desktops get the desktops' Python (tests/conftest.py)
 PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 needs_chromium = pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (scripts/setup.sh test)")
+needs_vlc = pytest.mark.skipif(not shutil.which("vlc"), reason="needs VLC (sandbox-desktop install osworld)")
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,30 @@ def test_chromes_devtools_inside_each_desktop_on_its_cdp_port(desktops: list[dic
         httpx.get(f"http://127.0.0.1:{second['osworld']['cdpPort']}/json/version",
                   timeout=max(1.0, deadline - time.monotonic()))
     execute(first, ["pkill", "-f", "cdp-profile"])
+
+
+@needs_vlc
+def test_vlcs_http_interface_inside_a_desktop_on_its_vlc_port(desktops: list[dict[str, Any]]) -> None:
+    first, second = desktops
+    where = execute(first, "command -v vlc", shell=True)["output"].strip()
+    assert where.endswith("/vm-image-bin/vlc")
+    # As OSWorld's VLC tasks start it; the harness's getters ask its HTTP interface with the image's password.
+    launched = httpx.post(first["osworld"]["url"] + "/setup/launch", json={"command": ["vlc", "--no-video-title"]})
+    assert launched.status_code == 200, launched.text
+    status = f"http://127.0.0.1:{first['osworld']['vlcPort']}/requests/status.xml"
+
+    def answered() -> httpx.Response | None:
+        try:
+            return httpx.get(status, auth=("", "password"), timeout=5)
+        except httpx.HTTPError:
+            return None
+
+    response = wait_for(answered, "VLC's HTTP interface through the vlcPort", 60)
+    assert response.status_code == 200 and b"<state>" in response.content, response.text[:200]
+    assert httpx.get(status, auth=("", "wrong"), timeout=5).status_code == 401
+    with pytest.raises(httpx.HTTPError):  # the other desktop's VLC port reaches its own loopback: nothing there
+        httpx.get(f"http://127.0.0.1:{second['osworld']['vlcPort']}/requests/status.xml", timeout=5)
+    execute(first, ["pkill", "-x", "vlc"])
 
 
 def test_ports_close_with_the_guest(api: httpx.Client) -> None:
