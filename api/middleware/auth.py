@@ -13,6 +13,8 @@ from sandbox_desktop_wire.enums import TokenRole
 
 ROLE_SCOPE_KEY = "sandbox_desktop.role"
 """ASGI scope key where the middleware leaves the role of a scoped request (absent for the admin token)."""
+DESKTOP_SCOPE_KEY = "sandbox_desktop.scoped_desktop"
+"""ASGI scope key where the middleware leaves the desktop a scoped request is limited to (absent for the admin)."""
 
 # Open without a token: liveness probes must work in containers that hold no secret.
 PUBLIC_PATHS = frozenset({"/v1/health"})
@@ -86,6 +88,7 @@ class TokenAuthMiddleware:
             method = "WS" if scope["type"] == "websocket" else scope["method"]
             if scoped.allows(method, scope["path"]):
                 scope[ROLE_SCOPE_KEY] = scoped.role
+                scope[DESKTOP_SCOPE_KEY] = scoped.desktop_id
                 await self.app(scope, receive, send)
                 return
             body = problem_body(
