@@ -446,6 +446,9 @@ function onHashChange() {
   if (wanted === null && tokenGiven) desktopSelection.set(selected());
   else showDesktop(wanted ?? DEFAULT_DESKTOP);
   if (tokenGiven) useToken(token.get());
+  // `#live` connects at once here too: the wall (wall.js) opens a desktop's live view so.
+  const wantsLive = new URLSearchParams(location.hash.replace(/^#/, "")).has("live");
+  if (wantsLive && token.get() && ["idle", "disconnected", "failed"].includes(live.state)) connectLive();
 }
 
 function init() {
@@ -497,9 +500,11 @@ function init() {
   }
   $("stream-stop").addEventListener("click", stopStreaming);
   window.addEventListener("hashchange", onHashChange);
-  // Polls skip while the tab is hidden; errors of background polls are shown like any other.
-  setInterval(() => document.hidden || !auth.ok || poll(), STATUS_POLL_MS);
-  setInterval(() => document.hidden || !auth.ok || refreshLists(true), LISTS_POLL_MS);
+  // Polls skip while the tab is hidden or shows the wall (wall.js: its socket brings the desktops); errors of
+  // background polls are shown like any other.
+  const away = () => document.hidden || document.body.dataset.view === "wall" || !auth.ok;
+  setInterval(() => away() || poll(), STATUS_POLL_MS);
+  setInterval(() => away() || refreshLists(true), LISTS_POLL_MS);
   setInterval(() => {
     renderUptime();
     tickDesktops();
