@@ -61,7 +61,8 @@ def run(seconds: float, count: int, width: int, height: int, screenshot: Path | 
             page.wait_for(f"[...document.querySelectorAll('#wall-tiles img')].filter(i => i.naturalWidth > 0)"
                           f".length === {count}", "a picture on every tile", 30)
             time.sleep(2.0)  # past the start: every source runs
-            shown = "[...document.querySelectorAll('#wall-tiles img')].reduce((n, i) => n + +(i.dataset.pictures||0), 0)"
+            shown = ("[...document.querySelectorAll('#wall-tiles img')]"
+                     ".reduce((n, i) => n + +(i.dataset.pictures || 0), 0)")
             pictures = page.evaluate(shown)
             started = time.monotonic()
             watched = server_cpu(pid, seconds)
