@@ -5,6 +5,7 @@
 // encodes no thumbnail.
 
 import { call, socketUrl } from "./api.js";
+import { element as el } from "./ui.js";
 
 const SOCKET_PATH = "/v1/wall/ws";
 const RECONNECT_MIN_MS = 1000;
@@ -19,15 +20,6 @@ let canDecide = false;
 const tiles = new Map();
 /** Desktop id → the object URL its <img> shows (revoked when replaced). */
 const pictures = new Map();
-
-function el(tag, { text, className, attrs } = {}, ...children) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-  node.append(...children);
-  return node;
-}
 
 const wanted = () => new URLSearchParams(location.hash.replace(/^#/, "")).has("wall");
 

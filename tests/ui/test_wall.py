@@ -11,6 +11,7 @@ a view-scoped token's wall shows its one desktop. Same browser setup as tests/ui
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +24,7 @@ from tests.conftest import ServerProcess, wait_for
 from tests.support import inspector_fixtures as shared
 from tests.support.browser import Browser, Page
 from tests.support.colour_window import ColourWindow
-from tests.support.inspector_fixtures import click_at, click_on_screen
+from tests.support.inspector_fixtures import click_at, click_on_screen, messages
 from tests.support.xprobe import Probe
 
 pytestmark = shared.needs_chromium
@@ -76,6 +77,19 @@ def tile_colour(page: Page, desktop_id: str) -> list[int]:
         const d = g.getImageData(Math.floor({x + w / 2} * c.width / {SMALL['width']}),
                                  Math.floor({y + h / 2} * c.height / {SMALL['height']}), 1, 1).data;
         return [d[0], d[1], d[2]]; }})()"""))
+
+
+def steady(page: Page, element: str) -> None:
+    """Wait until the element keeps its place on the page for a moment (nothing above it grows any more)."""
+    where = f"JSON.stringify(({element}).getBoundingClientRect())"
+    previous = page.evaluate(where)
+    for _ in range(50):
+        time.sleep(0.3)
+        now = page.evaluate(where)
+        if now == previous:
+            return
+        previous = now
+    raise AssertionError(f"{element} kept moving")
 
 
 def near(rgb: list[int], wanted: tuple[int, int, int]) -> bool:
@@ -140,9 +154,11 @@ def test_a_tile_opens_the_live_view_where_taking_control_reaches_an_app(
         click_at(page, "document.getElementById('live-request-control')")
         page.wait_for("document.getElementById('live-control').textContent.startsWith('You have control')",
                       "control of the desktop")
-        click_on_screen(page, "document.getElementById('live-video')", 100, 90)
+        video = "document.getElementById('live-video')"
+        steady(page, video)  # the panels around it fill in as their first answers come
+        click_on_screen(page, video, 100, 90)
         press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
-        assert (press["rootX"], press["rootY"]) == (100, 90)
+        assert (press["rootX"], press["rootY"]) == (100, 90), messages(page)
     finally:
         page.evaluate("window.inspector.live.disconnect()")
         probe.close()
