@@ -175,3 +175,5 @@ def test_a_view_scoped_tokens_wall_shows_its_desktop_only(browser: Browser, page
     assert page.evaluate("[...document.querySelectorAll('#wall-tiles .wall-tile')].map(t => t.dataset.desktopId)") \
         == [mine]
     assert f"sees desktop {mine} only" in page.evaluate("document.getElementById('wall-state').textContent")
+    # The inspector's panels rest under the wall: nothing asked the desktops list, which this token may not read.
+    assert messages(page) == [] and page.evaluate("document.getElementById('desktops').offsetParent === null")
