@@ -30,10 +30,11 @@ from api.http.operations import Operation
 from api.http.problems import handle_domain_error, handle_http_exception, handle_unexpected, refuse_websocket
 from api.http.router import IndexedRouter
 from api.mcp import http as mcp_http
-from api.middleware.auth import TokenAuthMiddleware, tokens_match
-from api.middleware.browser_guard import BrowserGuardMiddleware, OriginPolicy
-from api.middleware.cors import CorsMiddleware
-from api.middleware.request_metrics import RequestMetricsMiddleware
+from api.middleware.auth import TokenCheck, tokens_match
+from api.middleware.browser_guard import BrowserGuard, OriginPolicy
+from api.middleware.cors import Cors
+from api.middleware.gate import RequestGate
+from api.middleware.request_metrics import RequestMetrics
 from api.routes.events import WEBSOCKET_ROUTES as EVENTS_WEBSOCKETS
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import DESKTOP_WEBSOCKET_ROUTES as DESKTOP_TERMINAL_WEBSOCKETS
@@ -266,12 +267,11 @@ def create_app(config: ServerConfig) -> Starlette:
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         middleware=[
-            # Outermost, so refused (401) and failed (500) requests are counted too.
-            Middleware(RequestMetricsMiddleware, metrics=metrics, routes=routes),
-            # Before CORS and the token: a page we do not serve gets nothing, not even a preflight.
-            Middleware(BrowserGuardMiddleware, hosts=config.hosts, origins=OriginPolicy.from_cors(config.cors.origins)),
-            Middleware(CorsMiddleware, policy=config.cors),
-            Middleware(TokenAuthMiddleware, token=config.token, scoped=tokens),
+            # Metrics first, so refused (401) and failed (500) requests are counted too; the guard before CORS and
+            # the token: a page we do not serve gets nothing, not even a preflight. One layer (api/middleware/gate.py).
+            Middleware(RequestGate, metrics=RequestMetrics(metrics, routes),
+                       guard=BrowserGuard(config.hosts, OriginPolicy.from_cors(config.cors.origins)),
+                       cors=Cors(config.cors), auth=TokenCheck(config.token, tokens)),
         ],
         exception_handlers={
             DomainError: handle_domain_error,

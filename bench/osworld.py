@@ -7,7 +7,10 @@ reset between tasks <= 1 s; `/accessibility` of a Chromium page <= 300 ms; 8 tas
 1. create to ready: `POST /v1/desktops {"osworld": true}`, then the guest's `GET /screenshot` until it answers a
    PNG (timed from the create); baseline in the same run: the same create without the guest API.
 2. reset to ready: `POST /v1/desktops/{id}/reset` (apps ended, HOME restored), then `/screenshot` again.
-3. `/accessibility` of a Chromium page with a form (skipped without Chromium).
+3. `/accessibility` of a Chromium page with a form (skipped without Chromium), and beside it the walk the
+   upstream guest does (pyatspi, the same reads per object: states, attributes, extents of what shows, text,
+   image, selection, value, actions, role, children), run in the desktop through `/run_python` and timed
+   around the walk alone (skipped without python3-pyatspi).
 4. N desktops at once, each running a task's typical setup through its own guest: `/setup/launch` of an
    xterm, `/setup/execute` of a shell command writing a file, `/file` reading it back, `/screenshot`;
    prints each phase's wall time and the failures (0 expected).
@@ -18,6 +21,7 @@ Usage: .venv/bin/python bench/osworld.py [--rounds 6] [--parallel 8]
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -38,6 +42,64 @@ READY_TIMEOUT_S = 30.0
 FORM = ("<!doctype html><title>Form</title><h1>Sign up</h1><form>" +
         "".join(f"<label>Field {i} <input name=f{i}></label><br>" for i in range(20)) +
         "<button>Send</button></form>")
+
+
+PYATSPI_WALK = r"""
+import json, time
+import pyatspi
+
+def node(acc, depth=0):
+    count = 1
+    states = acc.getState().get_states()
+    acc.get_attributes()
+    names = {pyatspi.StateType._enum_lookup[s] for s in states}
+    if "STATE_VISIBLE" in names and "STATE_SHOWING" in names:
+        try:
+            acc.queryComponent().getExtents(pyatspi.XY_SCREEN)
+        except NotImplementedError:
+            pass
+    try:
+        text = acc.queryText()
+        text.getText(0, text.characterCount)
+    except NotImplementedError:
+        pass
+    for query in (acc.queryImage, acc.querySelection):
+        try:
+            query()
+        except NotImplementedError:
+            pass
+    try:
+        value = acc.queryValue()
+        for read in ("currentValue", "minimumValue", "maximumValue", "minimumIncrement"):
+            try:
+                getattr(value, read)
+            except Exception:
+                pass
+    except NotImplementedError:
+        pass
+    try:
+        action = acc.queryAction()
+        for i in range(action.nActions):
+            (action.getName(i), action.getDescription(i), action.getKeyBinding(i))
+    except NotImplementedError:
+        pass
+    acc.getRoleName()
+    if depth < 50:
+        try:
+            for i, child in enumerate(acc):
+                if i == 1024:
+                    break
+                count += node(child, depth + 1)
+        except Exception:
+            pass
+    return count
+
+desktop = pyatspi.Registry.getDesktop(0)
+began = time.perf_counter()
+nodes = node(desktop)
+print(json.dumps({"ms": (time.perf_counter() - began) * 1000, "nodes": nodes}))
+"""
+"""The upstream guest's walk, per object the same reads (its `_create_atspi_node`), without building XML."""
 
 
 def wait_screenshot(guest: httpx.Client, began: float) -> float:
@@ -105,8 +167,23 @@ def accessibility(api: httpx.Client, shared: Path, rounds: int) -> None:
                 size = len(tree.content)
             print(f"\n3. /accessibility of a Chromium page with a 20-field form ({size} bytes of XML)")
             summary("  GET /accessibility", samples)
+            upstream_walk(guest, rounds)
     finally:
         api.delete(f"/v1/desktops/{made['id']}")
+
+
+def upstream_walk(guest: httpx.Client, rounds: int) -> None:
+    walks, nodes = [], 0
+    for _ in range(rounds):
+        done = guest.post("/run_python", json={"code": PYATSPI_WALK}).json()
+        if done.get("status") != "success":
+            print(f"  the upstream walk (pyatspi) did not run: {str(done.get('error'))[-200:]}; "
+                  "apt-get install python3-pyatspi")
+            return
+        found = json.loads(done["output"].strip().splitlines()[-1])
+        walks.append(found["ms"] / 1000)
+        nodes = found["nodes"]
+    summary(f"  upstream's pyatspi walk of the same desktop ({nodes} objects, walk alone)", walks)
 
 
 def one_task(api: httpx.Client, shared: Path, index: int) -> dict[str, float]:

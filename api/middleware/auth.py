@@ -6,9 +6,10 @@ import hmac
 from typing import Protocol
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Scope
 
-from api.http.problems import problem_body, problem_response, send_refusal
+from api.http.problems import problem_body, problem_response
 from sandbox_desktop_wire.enums import TokenRole
 
 ROLE_SCOPE_KEY = "sandbox_desktop.role"
@@ -65,23 +66,23 @@ class ScopedTokens(Protocol):
     def find(self, token: str) -> ScopedGrant | None: ...
 
 
-class TokenAuthMiddleware:
-    """Rejects requests to protected paths without the right token with a 401 problem; a token scoped to one
-    desktop (api/server/scoped_tokens.py) passes only within its scope, else 403 `token_scope`."""
+class TokenCheck:
+    """Refuses requests to protected paths without the right token with a 401 problem; a token scoped to one
+    desktop (api/server/scoped_tokens.py) passes only within its scope, else 403 `token_scope`. Run by the request
+    gate (api/middleware/gate.py), last before the routes."""
 
-    def __init__(self, app: ASGIApp, token: str | None, scoped: ScopedTokens | None = None) -> None:
-        self.app = app
+    def __init__(self, token: str | None, scoped: ScopedTokens | None = None) -> None:
         self.token = token
         self.scoped = scoped
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not is_protected(scope["path"]):
-            await self.app(scope, receive, send)
-            return
+    def refusal(self, scope: Scope) -> Response | None:
+        """The problem an HTTP request or WebSocket handshake is refused with, or None when it may go on (with the
+        role and desktop of a scoped token left in the scope, under ROLE_SCOPE_KEY and DESKTOP_SCOPE_KEY)."""
+        if not is_protected(scope["path"]):
+            return None
         given = presented_token(scope)
         if given is not None and self.token is not None and tokens_match(given, self.token):
-            await self.app(scope, receive, send)
-            return
+            return None
         # Even an open server (--no-token) honours a scoped token's limits: a view link stays view-only.
         scoped = self.scoped.find(given) if given is not None and self.scoped is not None else None
         if scoped is not None:
@@ -89,20 +90,15 @@ class TokenAuthMiddleware:
             if scoped.allows(method, scope["path"]):
                 scope[ROLE_SCOPE_KEY] = scoped.role
                 scope[DESKTOP_SCOPE_KEY] = scoped.desktop_id
-                await self.app(scope, receive, send)
-                return
-            body = problem_body(
+                return None
+            return problem_response(problem_body(
                 403, "token_scope", "Token Scope", f"this token is for desktop {scoped.desktop_id!r} with role "
                 f"{scoped.role.value!r}, which does not cover {method} {scope['path']}", "token_scope",
-                desktopId=scoped.desktop_id, role=scoped.role.value)
-            await send_refusal(scope, receive, send, problem_response(body))
-            return
+                desktopId=scoped.desktop_id, role=scoped.role.value))
         if self.token is None:
-            await self.app(scope, receive, send)
-            return
+            return None
         body = problem_body(
             401, "token_invalid", "Token Invalid", "token invalid", "token_invalid",
             details={"message": "missing or invalid bearer token; send `Authorization: Bearer <token>`"},
         )
-        response = problem_response(body, {"WWW-Authenticate": 'Bearer realm="sandbox-desktop"'})
-        await send_refusal(scope, receive, send, response)
+        return problem_response(body, {"WWW-Authenticate": 'Bearer realm="sandbox-desktop"'})

@@ -14,7 +14,7 @@ here closes one:
 
 Starlette's `TrustedHostMiddleware` checks the Host name only: it ignores the port, keeps a trailing
 dot as part of the name, and answers a plain-text 400 rather than a problem naming the host and the
-flag that would allow it; so the rule is written here, as plain ASGI with everything decided at start.
+flag that would allow it; so the rule is written here, with everything decided at start.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import ipaddress
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Scope
 
-from api.http.problems import problem_body, problem_response, send_refusal
+from api.http.problems import problem_body, problem_response
 from sandbox_desktop_client.local_servers import is_loopback_host
 
 ALLOWED_HOST_FLAG = "--allowed-host"
@@ -200,15 +201,15 @@ def is_same_origin(origin: str, host_header: str | None) -> bool:
     return (origin_port if origin_port is not None else _DEFAULT_PORTS[parts.scheme]) == host[1]
 
 
-class BrowserGuardMiddleware:
+class BrowserGuard:
     """Refuses, before any route runs, a request whose Host is not ours (421) or whose Origin is a
-    page we do not serve (403). HTTP requests and WebSocket handshakes alike.
+    page we do not serve (403). HTTP requests and WebSocket handshakes alike; run by the request gate
+    (api/middleware/gate.py) before CORS and the token.
 
     Every request pays for the Host check, and a client sends the same Host on every request: the
     verdict of each (Host, scheme) is kept, since the policy never changes (bounded, as Hosts come from clients)."""
 
-    def __init__(self, app: ASGIApp, hosts: HostPolicy, origins: OriginPolicy) -> None:
-        self.app = app
+    def __init__(self, hosts: HostPolicy, origins: OriginPolicy) -> None:
         self.hosts = hosts
         self.origins = origins
         self._host_verdicts: dict[tuple[bytes | None, str], bool] = {}
@@ -223,10 +224,8 @@ class BrowserGuardMiddleware:
             self._host_verdicts[key] = verdict
         return verdict
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
+    def refusal(self, scope: Scope) -> Response | None:
+        """The problem an HTTP request or WebSocket handshake is refused with, or None when it may go on."""
         raw_host: bytes | None = None
         raw_origin: bytes | None = None
         for name, value in scope["headers"]:
@@ -236,21 +235,17 @@ class BrowserGuardMiddleware:
                 raw_origin = value
         if not self.host_allowed(raw_host, scope.get("scheme", "http")):
             shown = raw_host.decode("latin-1") if raw_host is not None else "(none)"
-            body = problem_body(
+            return problem_response(problem_body(
                 421, "host_not_allowed", "Host Not Allowed",
                 f"this server does not answer to the host {shown!r}; start it with "
                 f"{ALLOWED_HOST_FLAG} NAME (or ${ALLOWED_HOSTS_ENV}) to allow a name it is reached by",
-                "host_not_allowed", host=shown, flag=ALLOWED_HOST_FLAG)
-            await send_refusal(scope, receive, send, problem_response(body))
-            return
+                "host_not_allowed", host=shown, flag=ALLOWED_HOST_FLAG))
         if raw_origin is not None:
             origin = raw_origin.decode("latin-1")
             host = raw_host.decode("latin-1") if raw_host is not None else None
             if not self.origins.allows(origin, host):
-                body = problem_body(
+                return problem_response(problem_body(
                     403, "origin_not_allowed", "Origin Not Allowed",
                     f"requests from pages on {origin!r} are refused; start the server with {CORS_FLAG} {origin} "
-                    "to allow that origin", "origin_not_allowed", origin=origin, flag=CORS_FLAG)
-                await send_refusal(scope, receive, send, problem_response(body))
-                return
-        await self.app(scope, receive, send)
+                    "to allow that origin", "origin_not_allowed", origin=origin, flag=CORS_FLAG))
+        return None

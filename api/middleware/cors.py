@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope
 
 EXPOSED = "mcp-session-id"
 VARY = "origin, access-control-request-method, access-control-request-headers"
@@ -40,17 +40,16 @@ class CorsPolicy:
         return ", ".join(self.headers)
 
 
-class CorsMiddleware:
-    """Answers preflights itself and decorates simple responses; always sends `Vary`."""
+class Cors:
+    """Answers preflights itself and decorates simple responses; always sends `Vary`. HTTP only: browsers apply no
+    CORS to WebSockets. Run by the request gate (api/middleware/gate.py), after the browser guard."""
 
-    def __init__(self, app: ASGIApp, policy: CorsPolicy) -> None:
-        self.app = app
+    def __init__(self, policy: CorsPolicy) -> None:
         self.policy = policy
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def read(self, scope: Scope) -> tuple[Response | None, str | None]:
+        """The preflight's answer (None for any other request), and the allowed origin the response is to name
+        (None: only `Vary` is added)."""
         # One pass over the raw headers: every request pays for this, most carry no Origin (SDKs, curl).
         origin: str | None = None
         requests_method = False
@@ -61,27 +60,23 @@ class CorsMiddleware:
             elif name == b"access-control-request-method":
                 requests_method = True
         if scope["method"] == "OPTIONS" and origin and requests_method:
-            await self.preflight(origin, Headers(scope=scope))(scope, receive, send)
-            return
-        allowed = origin if origin and self.policy.allows_origin(origin) else None
+            return self.preflight(origin, Headers(scope=scope)), None
+        return None, origin if origin and self.policy.allows_origin(origin) else None
 
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                if allowed is not None:
-                    out = MutableHeaders(scope=message)
-                    out.append("vary", VARY)
-                    out["access-control-allow-origin"] = self.policy.origin_value(allowed)
-                    # The MCP session id, which a browser MCP client must read and send back (docs/mcp.md);
-                    # a route that exposes headers of its own (the screenshot's frame) keeps its list.
-                    if "access-control-expose-headers" not in out:
-                        out["access-control-expose-headers"] = EXPOSED
-                    if self.policy.credentials:
-                        out["access-control-allow-credentials"] = "true"
-                else:
-                    message["headers"] = [*message.get("headers", ()), VARY_HEADER]
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
+    def decorate(self, message: Message, allowed: str | None) -> None:
+        """Add the CORS headers to a response's `http.response.start`."""
+        if allowed is not None:
+            out = MutableHeaders(scope=message)
+            out.append("vary", VARY)
+            out["access-control-allow-origin"] = self.policy.origin_value(allowed)
+            # The MCP session id, which a browser MCP client must read and send back (docs/mcp.md);
+            # a route that exposes headers of its own (the screenshot's frame) keeps its list.
+            if "access-control-expose-headers" not in out:
+                out["access-control-expose-headers"] = EXPOSED
+            if self.policy.credentials:
+                out["access-control-allow-credentials"] = "true"
+        else:
+            message["headers"] = [*message.get("headers", ()), VARY_HEADER]
 
     def preflight(self, origin: str, headers: Headers) -> Response:
         """A 200 preflight answer; without an allowed origin it simply carries no allow headers."""

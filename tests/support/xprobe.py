@@ -31,7 +31,8 @@ class EventLog:
         """Every recorded event (of one type, if given), oldest first."""
         if not self.out.exists():
             return []
-        found = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
+        # Complete lines only: the client may be writing the last one as it is read.
+        found = [json.loads(line) for line in self.out.read_text().split("\n")[:-1] if line.strip()]
         return [e for e in found if kind is None or e["type"] == kind]
 
     def wait_for(self, predicate: Callable[[dict[str, Any]], bool], count: int = 1,

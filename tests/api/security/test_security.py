@@ -231,7 +231,7 @@ def test_the_token_is_compared_in_constant_time() -> None:
     server_side = [p for p in (REPO / "api").rglob("*.py") if p.name not in ("cli_client.py", "mcp_server.py")]
     assert [hit for p in server_side for hit in token_equality_checks(p)] == []
     assert "compare_digest" in auth.tokens_match.__code__.co_names
-    assert "tokens_match" in auth.TokenAuthMiddleware.__call__.__code__.co_names
+    assert "tokens_match" in auth.TokenCheck.refusal.__code__.co_names
     assert auth.tokens_match("s3cr\u00e9t", "s3cr\u00e9t") and not auth.tokens_match("s3cret", "s3creT")
 
 

@@ -1,0 +1,128 @@
+"""A move and a click cost one job on the X thread and one X round trip while the pointer stays over the same
+window (docs/benchmarks.md, "Peers"): counted on a real Xvfb with openbox in the desktop's own configuration and a
+managed window under the pointer, by watching the two ways the X thread waits for the server (desktop/x11/raw.py's
+socket path, python-xlib's own replies)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from Xlib import X
+from Xlib.display import Display
+from Xlib.protocol import display as xprotocol
+
+from desktop.input import mouse
+from desktop.lifecycle.home import prepare_home
+from desktop.x11 import raw as xraw
+from desktop.x11.thread import XThread
+from tests.support.xvfb import free_display
+
+CLIENT = (100, 100)
+"""Where the managed window the actions land on (an xterm of 40x10 characters) is put."""
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An Xvfb with openbox as a desktop runs it (desktop/lifecycle/home.py's rc.xml) and one xterm."""
+    home = tmp_path_factory.mktemp("home")
+    prepare_home(home)
+    with free_display() as name:
+        env = dict(os.environ, DISPLAY=name)
+        wm = subprocess.Popen(["openbox", "--config-file", str(home / ".config" / "openbox" / "rc.xml")], env=env,
+                              stderr=subprocess.DEVNULL)
+        d = Display(name)
+        term = None
+        try:
+            deadline = time.monotonic() + 30
+            while d.screen().root.get_full_property(d.get_atom("_NET_SUPPORTING_WM_CHECK"), 0) is None:
+                assert time.monotonic() < deadline, "openbox did not start"
+                time.sleep(0.05)
+            term = subprocess.Popen(["xterm", "-geometry", "40x10+{}+{}".format(*CLIENT[:2])], env=env,
+                                    stderr=subprocess.DEVNULL)
+            clients = d.get_atom("_NET_CLIENT_LIST")
+            while not (listed := d.screen().root.get_full_property(clients, 0)) or not len(listed.value) or \
+                    d.create_resource_object("window", listed.value[0]).get_attributes().map_state != X.IsViewable:
+                assert time.monotonic() < deadline, "openbox did not show the xterm"
+                time.sleep(0.05)
+            yield name
+        finally:
+            if term is not None:
+                term.kill()
+                term.wait()
+            d.close()
+            wm.terminate()
+            wm.wait()
+
+
+class Waits:
+    """How often the X thread waited for the X server, and how many jobs it ran."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.round_trips = self.jobs = 0
+        through_socket, through_queue = xraw._through_socket, xraw._through_queue
+        send_and_recv = xprotocol.Display.send_and_recv
+
+        def counted(path: Any) -> Any:
+            def run(p: Any, requests: Any, answered: Any) -> Any:
+                self.round_trips += any(answered)
+                return path(p, requests, answered)
+            return run
+
+        def xlib_waits(display: Any, *args: Any, **kwargs: Any) -> Any:
+            self.round_trips += kwargs.get("request") is not None  # python-xlib waiting for a reply of its own
+            return send_and_recv(display, *args, **kwargs)
+
+        monkeypatch.setattr(xraw, "_through_socket", counted(through_socket))
+        monkeypatch.setattr(xraw, "_through_queue", counted(through_queue))
+        monkeypatch.setattr(xprotocol.Display, "send_and_recv", xlib_waits)
+
+    def job(self, x: XThread) -> None:
+        submit = x.submit
+
+        def counted(fn: Any, *args: Any) -> Any:
+            self.jobs += 1
+            return submit(fn, *args)
+        x.submit = counted  # type: ignore[method-assign]
+
+
+def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    inside = [(CLIENT[0] + 80 + 10 * i, CLIENT[1] + 70) for i in range(2)]
+    outside = [(500 + 10 * i, 400) for i in range(2)]
+
+    async def run() -> list[tuple[str, int, int]]:
+        x = XThread(desktop, "round-trips")
+        try:
+            # Warm: the connection opens, atoms are interned and the path to the window under the pointer is found.
+            await mouse._click(x, inside[0], 1, 1)
+            await mouse._settled(x, await x.call(mouse._move_job, *outside[0]), outside[0])
+            waits = Waits(monkeypatch)
+            waits.job(x)
+            found = []
+            for where, points in (("over the window", inside), ("over the root", outside)):
+                for action in ("move", "click"):
+                    # Not counted: a look into a window the pointer was not over before descends to its client,
+                    # a round trip per level (desktop/input/pointer.py), once.
+                    await mouse._settled(x, await x.call(mouse._move_job, *points[1]), points[1])
+                    waits.round_trips = waits.jobs = 0
+                    for i in range(20):
+                        at = points[i % 2]
+                        if action == "move":
+                            state = await mouse._settled(x, await x.call(mouse._move_job, *at), at)
+                        else:
+                            state = await mouse._click(x, at, 1, 1)
+                        assert (state.x, state.y) == at
+                        assert (state.window is not None) == (points is inside), f"{action} {where}: {state}"
+                    found.append((f"{action} {where}", waits.round_trips, waits.jobs))
+            return found
+        finally:
+            await x.close()
+
+    for name, round_trips, jobs in asyncio.run(run()):
+        assert (round_trips, jobs) == (20, 20), f"{name}: {round_trips} round trips and {jobs} jobs for 20 calls"
