@@ -1,9 +1,11 @@
 """The inspector's wall (`/ui/#wall`, api/ui/wall.js, docs/inspector.md "Wall") in a real headless Chromium.
 
 Eight small desktops (the default one and seven created) on one wall: every tile shows its desktop's picture, and a
-window our own X client paints on one desktop shows in its tile's pixels (read back from the page's <img>); an agent's
+window our own X client paints on one desktop shows in its tile's pixels (read back from the page's <img>); a desktop
+created meanwhile gets a tile, and loses it when deleted, without a reload; an agent's
 click held for approval shows on its desktop's tile and the wall's Approve releases it (the click reaches an X
-client); clicking a tile opens that desktop's live view full size, where taking control lets a click reach an app;
+client); clicking a tile opens that desktop's live view full size, where taking control lets a click reach an app
+(and handing it back clears the controller);
 a view-scoped token's wall shows its one desktop. Same browser setup as tests/ui/test_inspector.py
 (tests/support/inspector_fixtures.py).
 """
@@ -113,6 +115,19 @@ def test_every_tile_shows_its_desktop_and_follows_it(wall: Page, desktops: list[
         window.close()
 
 
+def test_desktops_created_and_deleted_come_and_go_without_a_reload(wall: Page, api: httpx.Client) -> None:
+    created = api.post("/v1/desktops", json={**SMALL, "tags": {"late": "yes"}})
+    assert created.status_code == 201, created.text
+    new = created.json()["id"]
+    try:
+        wall.wait_for(f"{tile(new, 'img')}?.naturalWidth > 0", "the new desktop's tile and picture", 20)
+        assert wall.evaluate(f"{tile(new, '.wall-tags')}.textContent") == "late=yes"
+    finally:
+        api.delete(f"/v1/desktops/{new}")
+    wall.wait_for(f"!{tile(new)}", "the deleted desktop's tile gone")
+    assert wall.evaluate("document.querySelectorAll('#wall-tiles .wall-tile').length") == DESKTOPS
+
+
 def test_a_pending_approval_shows_on_its_tile_and_the_wall_approves_it(
         wall: Page, srv: ServerProcess, api: httpx.Client, desktops: list[dict[str, Any]], tmp_path: Path) -> None:
     held = desktops[-1]
@@ -159,6 +174,11 @@ def test_a_tile_opens_the_live_view_where_taking_control_reaches_an_app(
         click_on_screen(page, video, 100, 90)
         press = wait_for(lambda: probe.events("ButtonPress"), "the click in the X client")[0]
         assert (press["rootX"], press["rootY"]) == (100, 90), messages(page)
+        click_at(page, "document.getElementById('live-release-control')")  # and hand it back
+        page.wait_for("document.getElementById('live-control').textContent.startsWith('Nobody has control')",
+                      "control handed back")
+        wait_for(lambda: api.get(f"/v1/desktops/{chosen['id']}/stream/status").json().get("controller") is None,
+                 "no controller in the stream's status")
     finally:
         page.evaluate("window.inspector.live.disconnect()")
         probe.close()
