@@ -113,8 +113,11 @@ def test_two_walls_share_one_encode_per_picture_and_nothing_is_encoded_unwatched
 
     try:
         got_a, got_b, encoded = run(scenario)
-        # One encode per picture, shared: both walls got the same bytes, and the server encoded each once.
-        assert set(got_a) & set(got_b) and len(set(got_a) | set(got_b)) == encoded
+        # One encode per picture, shared: both walls got the same bytes, and the server encoded no more pictures than
+        # one wall received (each encode reached both; two encodes per picture would be twice as many).
+        assert set(got_a) & set(got_b), "the two walls got no picture in common"
+        distinct, received = len(set(got_a) | set(got_b)), max(len(got_a), len(got_b))
+        assert distinct <= encoded <= received, f"{encoded} encodes for {distinct} pictures ({received} received)"
         # Both left: the source stops, and a screen that changes is encoded no more.
         wait_metric = lambda: metric(api, "sandbox_desktop_wall_viewers", target) == 0  # noqa: E731
         run(lambda: poll(wait_metric, "no wall watching"))
