@@ -40,6 +40,7 @@ from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
 from api.routes.terminal import DESKTOP_WEBSOCKET_ROUTES as DESKTOP_TERMINAL_WEBSOCKETS
 from api.routes.terminal import WEBSOCKET_ROUTES as TERMINAL_WEBSOCKETS
 from api.routes.ui import ROUTES as UI_ROUTES
+from api.routes.wall import WEBSOCKET_ROUTES as WALL_WEBSOCKETS
 from api.server.config import VERSION, ServerConfig
 from api.server.desktop_services import DesktopServices, Lifecycle, build_desktop_services
 from api.server.metrics import Metrics
@@ -77,6 +78,7 @@ ROUTE_MODULES = (
     "api.routes.recording",
     "api.routes.trajectory",
     "api.routes.stream",
+    "api.routes.wall",
     "api.routes.approvals",
     "api.routes.processes",
     "api.routes.terminal",
@@ -261,7 +263,7 @@ def create_app(config: ServerConfig) -> Starlette:
     # Switched-off APIs come first: their catch-all routes must win over the WebSocket routes below them.
     sockets = [*STREAM_WEBSOCKETS, *EVENTS_WEBSOCKETS, *DESKTOP_TERMINAL_WEBSOCKETS, *commands.routes()]
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *sockets,
-              *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
+              *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *WALL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
     app = Starlette(
         middleware=[

@@ -14,6 +14,8 @@ from sandbox_desktop_wire.enums import TokenRole
 
 ROLE_SCOPE_KEY = "sandbox_desktop.role"
 """ASGI scope key where the middleware leaves the role of a scoped request (absent for the admin token)."""
+DESKTOP_SCOPE_KEY = "sandbox_desktop.scoped_desktop"
+"""ASGI scope key where the middleware leaves the desktop a scoped request is limited to (absent for the admin)."""
 
 # Open without a token: liveness probes must work in containers that hold no secret.
 PUBLIC_PATHS = frozenset({"/v1/health"})
@@ -75,7 +77,7 @@ class TokenCheck:
 
     def refusal(self, scope: Scope) -> Response | None:
         """The problem an HTTP request or WebSocket handshake is refused with, or None when it may go on (with the
-        role of a scoped token left in the scope, under ROLE_SCOPE_KEY)."""
+        role and desktop of a scoped token left in the scope, under ROLE_SCOPE_KEY and DESKTOP_SCOPE_KEY)."""
         if not is_protected(scope["path"]):
             return None
         given = presented_token(scope)
@@ -87,6 +89,7 @@ class TokenCheck:
             method = "WS" if scope["type"] == "websocket" else scope["method"]
             if scoped.allows(method, scope["path"]):
                 scope[ROLE_SCOPE_KEY] = scoped.role
+                scope[DESKTOP_SCOPE_KEY] = scoped.desktop_id
                 return None
             return problem_response(problem_body(
                 403, "token_scope", "Token Scope", f"this token is for desktop {scoped.desktop_id!r} with role "

@@ -24,8 +24,9 @@ from desktop.sandbox.host import SandboxHost
 from desktop.sound.capture import AudioCapture
 from recording.manager import RecordingManager
 from sandbox_desktop_wire.approvals import ActionKind
-from sandbox_desktop_wire.enums import OnIdle, TakeoverMode
+from sandbox_desktop_wire.enums import DesktopRuntimeState, OnIdle, TakeoverMode
 from streaming.manager import StreamManager
+from streaming.thumbnails import ThumbnailSource
 from streaming.turn import TurnRelays
 
 """What happens to a desktop nobody has used for its `idleTimeoutSeconds`."""
@@ -72,6 +73,8 @@ class DesktopServices:
     """Runs batches of steps in order: `POST .../actions` and the vendor endpoints (desktop/actions/batch.py)."""
     osworld: GuestServer
     """Its OSWorld guest API on a port of its own, while `osworld` is on (docs/osworld.md)."""
+    thumbnails: ThumbnailSource
+    """Its small JPEG pictures for the wall, encoded once for every wall watching (docs/inspector.md, "Wall")."""
 
     async def open(self) -> None:
         """Start the services that run without the desktop (catalog recovery, the stream's loop)."""
@@ -117,4 +120,7 @@ def build_desktop_services(desktop_id: str, state_dir: Path, processes: ProcessM
     # The guest API is built from the desktop's own services only, so it acts in this desktop and no other.
     guest = GuestServer(lambda: Guest(desktop, recordings, lifecycle.touch).app(), *guest_hosts,
                         authorize=functools.partial(authorize, desktop_id), namespace=desktop.network_namespace)
-    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest)
+    # A paused desktop's X server is stopped: its capture would wait forever, so the wall waits for it instead.
+    thumbnails = ThumbnailSource(desktop.frames, lambda: desktop.display_name
+                                 if desktop.current_state() is DesktopRuntimeState.ACTIVE else None)
+    return DesktopServices(desktop_id, desktop, recordings, stream, lifecycle, batches, guest, thumbnails)

@@ -161,6 +161,11 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
     viewers = GaugeMetricFamily("sandbox_desktop_stream_viewers", "Connected live-view viewers",
                                 labels=["desktop"])
     fps = GaugeMetricFamily("sandbox_desktop_stream_fps", "Frames per second sent to viewers", labels=["desktop"])
+    # The wall's thumbnails (docs/inspector.md, "Wall"): one encode per new picture, however many walls watch.
+    walls = GaugeMetricFamily("sandbox_desktop_wall_viewers", "Walls showing the desktop's thumbnails",
+                              labels=["desktop"])
+    thumbnails = CounterMetricFamily("sandbox_desktop_wall_thumbnails", "Thumbnails encoded for the wall",
+                                     labels=["desktop"])
     # What each desktop uses, from its cgroups while it runs in a sandbox (docs/sandbox-limits.md "Usage").
     memory = GaugeMetricFamily("sandbox_desktop_memory_bytes", "Memory the desktop's cgroup is charged now, "
                                "session and apps", labels=["desktop"])
@@ -184,6 +189,8 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
         streaming.add_metric([label], status.active)
         viewers.add_metric([label], status.viewers or 0)
         fps.add_metric([label], status.fps or 0.0)
+        walls.add_metric([label], services.thumbnails.subscribers)
+        thumbnails.add_metric([label], services.thumbnails.encodes)
         if (usage := services.desktop.usage()) is not None:
             figures: tuple[tuple[GaugeMetricFamily | CounterMetricFamily, float | None], ...] = (
                 (memory, usage.memory_bytes), (cpu, usage.cpu_seconds), (tasks, usage.pids),
@@ -191,7 +198,8 @@ def desktop_families(desktops: Sequence[DesktopServices], registry: DesktopRegis
             for family, value in figures:
                 if value is not None:  # None: not measurable here, which is not 0: no sample
                     family.add_metric([label], value)
-    yield from (up, state, restarts, recording, outcomes, streaming, viewers, fps, memory, cpu, tasks, oom_kills)
+    yield from (up, state, restarts, recording, outcomes, streaming, viewers, fps, walls, thumbnails, memory, cpu,
+                tasks, oom_kills)
     # One process registry serves every desktop (docs/architecture.md): a server-wide figure, unlabelled.
     running = sum(1 for proc in registry.default.desktop.processes.list() if proc.running)
     yield GaugeMetricFamily("sandbox_desktop_processes_running", "Processes the server started that run",

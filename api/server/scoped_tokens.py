@@ -6,6 +6,7 @@ token for one desktop with a role:
   input (the viewer can never take control);
 - `control`: everything under that desktop's paths (`/v1/desktops/{id}/...`, and `/v1/desktop/...`
   for `default`), except issuing tokens and deleting the desktop.
+The wall (`/v1/wall/ws`) is open to both, showing their desktop only (docs/inspector.md, "Wall").
 Anything else (another desktop, the desktops list, the process and file APIs, metrics) is 403
 `token_scope`. Tokens live in memory, hashed, until their `ttlSeconds` pass or the server stops.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from api.http.desktop_paths import desktop_path
 from sandbox_desktop_wire.enums import TokenRole
 from sandbox_desktop_wire.limits import MAX_TTL_SECONDS
+from sandbox_desktop_wire.wall import WALL_SOCKET_PATH
 
 PREFIX = "sdt_"
 DEFAULT_TTL_S = 3600
@@ -46,6 +48,8 @@ class ScopedToken:
 
     def allows(self, method: str, path: str) -> bool:
         """Whether this token may make `method path` ("WS" for a WebSocket handshake)."""
+        if (method, path) == ("WS", WALL_SOCKET_PATH):
+            return True  # the route shows this token's desktop only
         about = desktop_path(path)
         if about is None or about[0] != self.desktop_id:
             return False

@@ -429,9 +429,15 @@ function useToken(value) {
   auth.ok = true;
   $("token-input").value = "";
   $("token-input").placeholder = value ? "token set (enter another to replace it)" : "the server's --token";
+  if (onWall()) return; // the wall's socket brings what it shows (a desktop's token may not list the desktops)
   refreshDesktops();
   refreshStatus();
   refreshLists();
+}
+
+/** The address says `#wall`: the wall (wall.js) shows instead of the panels, which then rest. */
+function onWall() {
+  return new URLSearchParams(location.hash.replace(/^#/, "")).has("wall");
 }
 
 async function poll() {
@@ -441,11 +447,18 @@ async function poll() {
 
 function onHashChange() {
   const tokenGiven = token.adoptFromHash();
+  if (onWall()) {
+    live.disconnect(); // the wall shows instead: the panels and their live view rest until the address leaves it
+    return;
+  }
   const wanted = desktopSelection.fromHash();
   // `#token=…` alone names no desktop: keep the one shown (and put it back into the address).
   if (wanted === null && tokenGiven) desktopSelection.set(selected());
   else showDesktop(wanted ?? DEFAULT_DESKTOP);
   if (tokenGiven) useToken(token.get());
+  // `#live` connects at once here too: the wall (wall.js) opens a desktop's live view so.
+  const wantsLive = new URLSearchParams(location.hash.replace(/^#/, "")).has("live");
+  if (wantsLive && token.get() && ["idle", "disconnected", "failed"].includes(live.state)) connectLive();
 }
 
 function init() {
@@ -497,9 +510,11 @@ function init() {
   }
   $("stream-stop").addEventListener("click", stopStreaming);
   window.addEventListener("hashchange", onHashChange);
-  // Polls skip while the tab is hidden; errors of background polls are shown like any other.
-  setInterval(() => document.hidden || !auth.ok || poll(), STATUS_POLL_MS);
-  setInterval(() => document.hidden || !auth.ok || refreshLists(true), LISTS_POLL_MS);
+  // Polls skip while the tab is hidden or shows the wall (wall.js: its socket brings the desktops); errors of
+  // background polls are shown like any other.
+  const away = () => document.hidden || onWall() || !auth.ok;
+  setInterval(() => away() || poll(), STATUS_POLL_MS);
+  setInterval(() => away() || refreshLists(true), LISTS_POLL_MS);
   setInterval(() => {
     renderUptime();
     tickDesktops();

@@ -12,11 +12,9 @@ Each must show the desktop on its canvas and get a click to an X client (tests/s
 from __future__ import annotations
 
 import http.server
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,31 +23,19 @@ import pytest
 from tests.conftest import ServerProcess, launch_server, wait_for
 from tests.support.browser import Browser, Forwarder, Page, PrivateNetwork
 from tests.support.inspector_fixtures import click, click_on_screen, needs_chromium, text
+from tests.support.no_udp import INSPECTOR_CANVAS, canvas_state, network_without_udp, open_inspector
 from tests.support.xprobe import Probe
 
 pytestmark = needs_chromium
 
 DESKTOP = {"displayNum": 287, "width": 800, "height": 600, "streamVideoCodec": "h264"}
 PROBE = (120, 100, 360, 260)  # x, y, width, height
-NO_UDP = """table inet nodgram {
-  chain out {
-    type filter hook output priority 0;
-    meta l4proto udp drop
-  }
-  chain in {
-    type filter hook input priority 0;
-    meta l4proto udp drop
-  }
-}
-"""
 
 
 @pytest.fixture(scope="module")
 def network() -> Iterator[PrivateNetwork]:
     """The browser's namespace, its UDP dropped both ways (TCP, the page and its WebSocket, still pass)."""
-    with PrivateNetwork.create() as net:
-        subprocess.run(["ip", "netns", "exec", net.name, "nft", "-f", "-"], input=NO_UDP, text=True, check=True,
-                       capture_output=True, timeout=10)
+    with network_without_udp() as net:
         yield net
 
 
@@ -128,24 +114,8 @@ def probe(api: httpx.Client, tmp_path: Path) -> Iterator[Probe]:
     p.close()
 
 
-def open_inspector(browser: Browser, url: str, srv: ServerProcess) -> Page:
-    """The inspector, told to connect its live view at once in the automatic transport (`#live`)."""
-    return browser.new_page(f"{url}#token={srv.token}&live")
-
-
-INSPECTOR_CANVAS = "document.getElementById('live-canvas')"
 EMBEDDED = "document.querySelector('sandbox-desktop-view')"
 EMBEDDED_CANVAS = f"{EMBEDDED}.shadowRoot.querySelector('canvas')"
-
-
-def canvas_state(page: Page, canvas: str = INSPECTOR_CANVAS) -> dict[str, Any]:
-    """The canvas's size and how many distinct colours a sample of its pixels has (1: blank)."""
-    return dict(page.evaluate(
-        f"(() => {{ const c = {canvas};"
-        " if (!c.width || c.hidden) return {width: 0, colours: 0};"
-        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; const seen = new Set();"
-        " for (let i = 0; i < d.length; i += 4 * 997) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);"
-        " return {width: c.width, height: c.height, colours: seen.size}; })()"))
 
 
 def falls_back_and_clicks(page: Page, probe: Probe, api: httpx.Client) -> str:
@@ -173,7 +143,7 @@ def test_udp_dropped_falls_back_to_jpeg_pictures_on_the_socket(srv: ServerProces
                                                                 network: PrivateNetwork, probe: Probe) -> None:
     browser = Browser.launch(netns=network.name)
     try:
-        page = open_inspector(browser, page_url, srv)
+        page = open_inspector(browser, page_url, srv.token)
         # A private http:// address is no secure context: no WebCodecs, so the page asks for JPEG.
         assert page.evaluate("typeof VideoDecoder") == "undefined"
         label = falls_back_and_clicks(page, probe, api)
@@ -190,7 +160,7 @@ def test_udp_dropped_falls_back_to_h264_decoded_by_webcodecs(srv: ServerProcess,
     origin = page_url.removesuffix("/ui/")
     browser = Browser.launch(netns=network.name, extra=(f"--unsafely-treat-insecure-origin-as-secure={origin}",))
     try:
-        page = open_inspector(browser, page_url, srv)
+        page = open_inspector(browser, page_url, srv.token)
         assert page.evaluate("VideoDecoder.isConfigSupported({codec: 'avc1.42E01F'}).then(r => r.supported)") is True
         label = falls_back_and_clicks(page, probe, api)
         assert "JPEG" not in label
