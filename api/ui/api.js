@@ -27,6 +27,17 @@ function replaceHash(params) {
   history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
 }
 
+/** The value of `#name=` in the address, taken out of it (a one-time instruction, such as `#live`); null when
+ * the address has none. */
+export function takeFromHash(name) {
+  const params = hashParams();
+  const value = params.get(name);
+  if (value === null) return null;
+  params.delete(name);
+  replaceHash(params);
+  return value;
+}
+
 /** The token for this tab: `#token=…` in the address wins (and is then removed from it). */
 export const token = {
   get() {

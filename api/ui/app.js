@@ -2,7 +2,7 @@
 // control, screenshots, recordings and the live view; processes are the server's. Every API error
 // is shown in the message list.
 
-import { ApiError, DEFAULT_DESKTOP, call, decodeBase64, desktopPath, desktopSelection, token } from "./api.js";
+import { ApiError, DEFAULT_DESKTOP, call, decodeBase64, desktopPath, desktopSelection, takeFromHash, token } from "./api.js";
 import { checkGone, desktopEntry, initDesktops, markSelected, refreshDesktops, tickDesktops } from "./desktops.js";
 import { LiveView, TRANSPORTS } from "./stream.js";
 import { $, action, auth, bytes, clearMessages, duration, element, positiveInt, reportError, showMessage } from "./ui.js";
@@ -114,9 +114,16 @@ async function refreshStatus(background = false) {
   }
 }
 
+let autoLive = false;
+/** Whether the live view is still to connect by itself, once the desktop is active (set by `init`). */
+
 function renderStatus(status) {
   const previous = desktop;
   desktop = status;
+  if (autoLive && status.state === "active") {
+    autoLive = false;
+    connectLive();
+  }
   const state = $("desktop-state");
   state.textContent = status.state.replace("_", " ");
   state.dataset.state = status.state;
@@ -521,7 +528,11 @@ function init() {
   }, 1000);
   // For debugging from the console (and the tests).
   window.inspector = { live, poll, refreshStatus, refreshLists, refreshDesktops, showDesktop };
-  if (params.has("live") && token.get()) connectLive();
+  // Opened with a token, the page connects the live view by itself: at once with `#live`, else as soon as the
+  // desktop shows active; `#live=0` leaves it to the Connect button (docs/inspector.md).
+  const liveAsked = takeFromHash("live");
+  if (liveAsked !== null && liveAsked !== "0" && token.get()) connectLive();
+  else autoLive = token.get() !== "" && liveAsked !== "0" && !params.has("wall");
 }
 
 init();

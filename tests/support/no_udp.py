@@ -43,9 +43,9 @@ def network_without_udp() -> Iterator[PrivateNetwork]:
 
 
 def open_inspector(browser: Browser, url: str, token: str | None) -> Page:
-    """The inspector at `url` (its `/ui/`), told to connect its live view at once in the automatic transport
-    (`#live`)."""
-    return browser.new_page(f"{url}#token={token or ''}&live")
+    """The inspector at `url` (its `/ui/`) opened with a token and nothing else, as a person opens the link
+    `sandbox-desktop viewer` prints: it connects its live view by itself, in the automatic transport."""
+    return browser.new_page(f"{url}#token={token or ''}")
 
 
 def canvas_state(page: Page, canvas: str = INSPECTOR_CANVAS) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def desktop(api: httpx.Client) -> Iterator[None]:
 
 
 def open_viewer(browser: Browser, page_url: str, token: str, name: str) -> Page:
-    page = browser.new_page(f"{page_url}#token={token}")
+    page = browser.new_page(f"{page_url}#token={token}&live=0")
     # Every page of the headless browser counts as focused: the clipboard API needs a focused document.
     page.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
     fill(page, "live-name", name)

@@ -40,7 +40,7 @@ def desktop(api: httpx.Client) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, page_url: str, srv: ServerProcess, desktop: str) -> Page:
-    return browser.new_page(f"{page_url}#token={srv.token}")
+    return browser.new_page(f"{page_url}#token={srv.token}&live=0")
 
 
 def x_size(display: str) -> tuple[int, int]:

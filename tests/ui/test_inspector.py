@@ -39,7 +39,7 @@ network, srv, browser, page_url = shared.network, shared.srv, shared.browser, sh
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, page_url: str, srv: ServerProcess) -> Page:
-    return browser.new_page(f"{page_url}#token={srv.token}")
+    return browser.new_page(f"{page_url}#token={srv.token}&live=0")
 
 
 def streaming_available(api: httpx.Client) -> bool:
@@ -75,7 +75,7 @@ def test_page_is_served_without_the_token(srv: ServerProcess) -> None:
 def test_token_from_the_address_is_used_and_hidden(page: Page, srv: ServerProcess) -> None:
     page.wait_for("document.getElementById('desktop-state').dataset.state === 'inactive'",
                   "the page to show the inactive desktop (a status fetched with the token)")
-    assert page.evaluate("location.hash") == ""
+    assert page.evaluate("location.hash") == ""  # the token and `live` are taken out of the address
     assert page.evaluate("sessionStorage.getItem('sandbox-desktop.token')") == srv.token
     assert text(page, "desktop-missing") == "none"
     assert messages(page) == []

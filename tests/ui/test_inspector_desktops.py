@@ -40,7 +40,7 @@ def default_desktop(api: httpx.Client) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, page_url: str, srv: ServerProcess, default_desktop: dict[str, Any]) -> Page:
-    return browser.new_page(f"{page_url}#token={srv.token}")
+    return browser.new_page(f"{page_url}#token={srv.token}&live=0")
 
 
 @pytest.fixture(scope="module")

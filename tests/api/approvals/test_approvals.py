@@ -376,7 +376,7 @@ network, browser, page_url = shared.network, shared.browser, shared.page_url
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, page_url: str, srv: ServerProcess) -> Page:
-    return browser.new_page(f"{page_url}#token={srv.token}")
+    return browser.new_page(f"{page_url}#token={srv.token}&live=0")
 
 
 MARKER = "document.querySelector('#approvals-overlay .marker[data-approval-id=\"{id}\"]')"

@@ -395,7 +395,7 @@ network, srv, browser, page_url = shared.network, shared.srv, shared.browser, sh
 def page(browser: Browser, page_url: str, srv: ServerProcess) -> Page:
     # WebRTC only: a loaded machine's ICE may miss the automatic choice's 2 s and fall back to the WebSocket, whose
     # sound has a test of its own below.
-    return browser.new_page(f"{page_url}#token={srv.token}&transport=webrtc")
+    return browser.new_page(f"{page_url}#token={srv.token}&transport=webrtc&live=0")
 
 
 @pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (apt-get install chromium)")
