@@ -185,6 +185,24 @@ def test_a_view_only_token_watches_and_its_input_is_dropped(srv: ServerProcess, 
     assert presses(probe) == [(x + 90, y + 90)]
 
 
+def test_four_viewers_two_on_each_transport_share_one_encoder(srv: ServerProcess, api: httpx.Client,
+                                                               streaming: None) -> None:
+    async def scenario() -> None:
+        viewers = [Viewer(srv.url, srv.token, name=f"rtc-{i}") for i in range(2)]
+        viewers += [SocketViewer(srv.url, srv.token, name=f"ws-{i}", request_control=False) for i in range(2)]
+        try:
+            for viewer in viewers:
+                await viewer.connect()
+            counts = [viewer.received.frames for viewer in viewers]
+            await asyncio.gather(*(viewer.wait_frames(count + 2) for viewer, count in zip(viewers, counts)))
+            status = api.get("/v1/desktop/stream/status").json()
+            assert (status["viewers"], status["encoders"]) == (4, 1), status
+        finally:
+            for viewer in viewers:
+                await viewer.close()
+    run(scenario)
+
+
 def test_control_passes_between_a_webrtc_and_a_websocket_viewer_who_share_one_encoder(
         srv: ServerProcess, api: httpx.Client, streaming: None, probe: Probe) -> None:
     x, y, _, _ = PROBE
