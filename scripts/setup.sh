@@ -67,6 +67,7 @@ install_test_tools() {
     apt_install featherpad  # tests/api/accessibility/test_accessibility_qt.py: a real Qt 5 app
     apt_install iptables            # tests/api/streaming/test_nat.py: the live view through a NAT between test namespaces
     apt_install slirp4netns  # tests/api/security/test_rootless_network.py: a rootless server's desktops get a network
+    apt_install nginx-light  # tests/ui/test_live_fallback.py: the live view behind docs/streaming.md's reverse proxy
     apt_install coturn              # tests/api/streaming/test_turn.py: the live view relayed by `server --turn local`
   else
     echo "warning: test tools (xterm, xwininfo, xdpyinfo, xclip, xdotool, ffprobe, gtk3-widget-factory, zenity) must be installed by hand" >&2

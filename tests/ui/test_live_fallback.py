@@ -12,6 +12,9 @@ Each must show the desktop on its canvas and get a click to an X client (tests/s
 from __future__ import annotations
 
 import http.server
+import re
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, launch_server, wait_for
+from tests.conftest import REPO, ServerProcess, free_port, launch_server, wait_for
 from tests.support.browser import Browser, Forwarder, Page, PrivateNetwork
 from tests.support.inspector_fixtures import click, click_on_screen, needs_chromium, text
 from tests.support.no_udp import INSPECTOR_CANVAS, canvas_state, network_without_udp, open_inspector
@@ -214,6 +217,57 @@ def test_an_app_on_another_origin_embeds_the_viewer_on_the_websocket(srv: Server
         state = wait_for(lambda: (s := canvas_state(page, EMBEDDED_CANVAS))["colours"] > 1 and s, "a non-blank canvas")
         assert (state["width"], state["height"]) == (800, 600)
         assert api.get("/v1/desktop/stream/status").json()["viewers"] == 1
+    finally:
+        browser.close()
+        api.post("/v1/desktop/stream/stop")
+
+
+def nginx_location(upstream: str) -> str:
+    """docs/streaming.md's nginx `location /` block, pointed at `upstream`: the documented proxy is the one tested."""
+    doc = (REPO / "docs" / "streaming.md").read_text()
+    block = re.search(r"```nginx\n(.*?)```", doc, re.DOTALL)
+    assert block is not None, "docs/streaming.md has no nginx example"
+    location = re.search(r"(    location / \{.*?\n    \})", block.group(1), re.DOTALL)
+    assert location is not None, "its nginx example has no `location /` block"
+    return location.group(1).replace("http://127.0.0.1:2468", upstream)
+
+
+@pytest.fixture(scope="module")
+def proxied_url(srv: ServerProcess, network: PrivateNetwork, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[str]:
+    """The inspector's address through nginx, an HTTP-only reverse proxy (no UDP), on our end of the pair."""
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if nginx is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light; scripts/setup.sh test installs it)")
+    folder = tmp_path_factory.mktemp("nginx")
+    port = free_port()
+    temp = "".join(f"{kind}_temp_path {folder / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                       "scgi"))
+    (folder / "nginx.conf").write_text(
+        f"daemon off; pid {folder / 'nginx.pid'}; error_log {folder / 'error.log'};\n"
+        "events {}\n"
+        f"http {{ access_log off; {temp}\n"
+        "map $http_upgrade $connection_upgrade { default upgrade; '' close; }\n"
+        f"server {{ listen {network.outer}:{port};\n{nginx_location(srv.url)}\n}}\n}}\n")
+    proxy = subprocess.Popen([nginx, "-p", str(folder), "-c", str(folder / "nginx.conf")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: httpx.get(f"http://{network.outer}:{port}/v1/health", timeout=2).status_code == 200,
+                 "nginx forwarding to the server", 10)
+        yield f"http://{network.outer}:{port}/ui/"
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+
+
+def test_behind_an_http_only_reverse_proxy_the_inspector_connects_by_itself(
+        srv: ServerProcess, api: httpx.Client, proxied_url: str, network: PrivateNetwork, probe: Probe) -> None:
+    """docs/streaming.md's nginx configuration in front of the server, a browser without UDP: the page opened with
+    its token connects by itself, over the WebSocket through the proxy, and a click reaches an app."""
+    browser = Browser.launch(netns=network.name)
+    try:
+        page = open_inspector(browser, proxied_url, srv.token)
+        falls_back_and_clicks(page, probe, api)
     finally:
         browser.close()
         api.post("/v1/desktop/stream/stop")

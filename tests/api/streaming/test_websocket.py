@@ -193,8 +193,8 @@ def test_four_viewers_two_on_each_transport_share_one_encoder(srv: ServerProcess
         try:
             for viewer in viewers:
                 await viewer.connect()
-            counts = [viewer.received.frames for viewer in viewers]
-            await asyncio.gather(*(viewer.wait_frames(count + 2) for viewer, count in zip(viewers, counts)))
+            waits = [viewer.wait_frames(viewer.received.frames + 2) for viewer in viewers]
+            await asyncio.gather(*waits)
             status = api.get("/v1/desktop/stream/status").json()
             assert (status["viewers"], status["encoders"]) == (4, 1), status
         finally:
