@@ -74,6 +74,18 @@ install_test_tools() {
   fi
 }
 
+install_test_venvs() {
+  # The venvs of the tests that run vendors' code beside ours (desktop-env for OSWorld's harness, openai-agents,
+  # which pins an older websockets): built here, with the installs, not inside the timed test run. The tests
+  # build them themselves where this did not (a lock keeps them from doing it twice).
+  say "building the test venvs for desktop-env and openai-agents (cached under ~/.cache/sandbox-desktop)"
+  (cd "$repo" && "$venv/bin/python" -c "
+from tests.support.desktop_env_python import desktop_env_python
+from tests.support.agents_venv import agents_python
+desktop_env_python()
+agents_python()") || echo "warning: a test venv could not be built now; its tests will try again" >&2
+}
+
 install_sdk_tests() {
   # tests/clients/reference_sdk/test_sdk_compat.py drives the reference TypeScript SDK; without npm it skips.
   local sdk="$repo/tests/sdk"
@@ -101,6 +113,7 @@ case "$mode" in
     install_system
     install_test_tools
     install_sdk_tests
+    install_test_venvs
     say "running the tests"
     cd "$repo"
     # Two workers, each test file on one of them (its module-scoped server with it): a run takes about
