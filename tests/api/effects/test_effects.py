@@ -42,6 +42,10 @@ class Term:
         self.rect: dict[str, Any] = wait_for(lambda: next(
             (w for w in api.get("/v1/desktop/windows").json()["windows"] if w["title"] == self.title), None),
             f"the {self.title} window")
+        # openbox draws the frame (and redraws it when the focus arrives) after the window is listed: wait until
+        # the screen is quiet, or that drawing lands in the next action's effect.
+        settled = api.post("/v1/desktop/actions", json={"actions": [], "settle": {"quietMs": 300, "timeoutMs": 5000}})
+        assert settled.status_code == 200 and settled.json()["settled"], settled.text
 
     def covers(self, region: dict[str, int]) -> bool:
         r = self.rect
