@@ -28,6 +28,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import timed
 from bench.footprint import MIB, process_table, tree_memory, tree_of
+from desktop.sandbox import serving
 from tests.conftest import ServerProcess, launch_server
 
 SIZE = {"width": 1280, "height": 800}
@@ -115,7 +116,7 @@ def memory(servers: dict[str, ServerProcess], clients: dict[str, httpx.Client], 
         time.sleep(1)
         before = tree_memory(server_processes(servers[mode])).pss
         made = [clients[mode].post("/v1/desktops", json=SIZE).json()["id"] for _ in range(idle)]
-        time.sleep(3)  # settled: fonts read, buses quiet
+        time.sleep(3 + serving.IDLE_S)  # settled: fonts read, buses quiet, the sandboxes' serving processes gone
         after = tree_memory(server_processes(servers[mode])).pss
         for desktop in made:
             clients[mode].delete(f"/v1/desktops/{desktop}")

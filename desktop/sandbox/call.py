@@ -1,4 +1,5 @@
-"""A `Call` from the server's side: a function run in a child of a sandbox's init, as the sandbox's user.
+"""A `Call` from the server's side: a function run in a process of a sandbox (a child of its serving init, or
+the zygote's grandchild where the init is a reaper only), as the sandbox's user.
 
 The child answers on a socket of the call's own (desktop/sandbox/init.py), never on the init's, so that a long
 call holds up nothing else and a process of the sandbox's uid never holds the init's socket. What it answers
@@ -12,37 +13,27 @@ import asyncio
 import errno
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from desktop.sandbox import protocol
-from desktop.sandbox.channel import Channel, SandboxGone
+from desktop.sandbox.channel import SandboxGone, one_answer
 
 MAX_ANSWER_BYTES = 256 << 20
 """A spilled answer (the listing of a huge folder) is read up to this."""
 
 
-async def run_call(channel: Channel, function: str, args: Mapping[str, Any], fds: Sequence[int],
-               cgroups: Sequence[str]) -> tuple[dict[str, Any], list[int]]:
-    """Send the `Call` on the init's `channel` and wait for its answer: the JSON object and the descriptors the
-    function sent (the caller's to close). Raises OSError (errno 0: the function raised) or SandboxGone."""
-    ours, theirs = protocol.socket_pair()
-    answers: Channel | None = None
+async def run_call(send: Callable[[protocol.Call, list[int]], Awaitable[None]], function: str,
+                   args: Mapping[str, Any], fds: Sequence[int], cgroups: Sequence[str]
+                   ) -> tuple[dict[str, Any], list[int]]:
+    """Send the `Call` with `send` (to the init, or to the zygote for a sandbox whose init is a reaper only) and
+    wait for its answer on the call's own socket: the JSON object and the descriptors the function sent (the
+    caller's to close). Raises OSError (errno 0: the function raised) or SandboxGone."""
+    call = protocol.Call(0, function, dict(args), tuple(cgroups))
     try:
-        try:
-            await channel.send(protocol.Call(channel.next_id(), function, dict(args), tuple(cgroups)),
-                               [theirs.fileno(), *fds])
-        finally:
-            theirs.close()
-        answers = Channel(ours)
-        message, received = await answers.expect()  # the one message on the call's own socket
+        message, received = await one_answer(lambda answer: send(call, [answer, *fds]))
     except SandboxGone:
         raise SandboxGone("the call in the desktop's sandbox ended without an answer") from None
-    finally:
-        if answers is not None:
-            answers.close()
-        else:
-            ours.close()
     if isinstance(message, protocol.Result):
         if not message.spilled:
             return message.value or {}, received

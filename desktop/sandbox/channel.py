@@ -13,7 +13,7 @@ import itertools
 import os
 import socket
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from desktop.core.errors import DesktopFailed
 from desktop.sandbox import protocol
@@ -151,3 +151,37 @@ class Channel:
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+async def one_answer(send: Callable[[int], Awaitable[None]]) -> Received:
+    """A request answered on a socket of its own (a call; any request of a sandbox whose init is a reaper only):
+    `send(fd)` hands the other end on with the request. The one message that comes back, and its descriptors;
+    SandboxGone if every holder of the other end closed it without answering."""
+    ours, theirs = protocol.socket_pair()
+    try:
+        try:
+            await send(theirs.fileno())
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                data, fds, _flags, _address = socket.recv_fds(ours, protocol.MAX_MESSAGE_BYTES, protocol.MAX_FDS)
+                break
+            except BlockingIOError:
+                readable: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(ours.fileno(), _settle, readable)
+                try:
+                    await readable
+                finally:
+                    loop.remove_reader(ours.fileno())
+            except OSError as exc:
+                raise SandboxGone("the request in the desktop's sandbox ended without an answer") from exc
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            raise SandboxGone("the request in the desktop's sandbox ended without an answer")
+        return protocol.decode(data), fds
+    finally:
+        ours.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 from desktop.core.errors import DesktopFailed
 from desktop.sandbox import protocol, users
 from desktop.sandbox.cgroups import CgroupRoot
-from desktop.sandbox.channel import Channel
+from desktop.sandbox.channel import Channel, SandboxGone
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
 from desktop.sandbox.network import NetworkHub, NetworkUnavailable
 from desktop.sandbox.rootless import Mode, RootlessPlan, exposed
@@ -213,6 +213,14 @@ class SandboxHost:
         finally:
             theirs.close()
         return Channel(ours)
+
+    async def send_enter(self, message: protocol.Enter, fds: list[int]) -> None:
+        """Hand the zygote a request for a sandbox whose init is a reaper only (`fds`: [the init's pidfd, the
+        answer socket, the request's own]); the answer comes on that socket."""
+        if self._channel is None or self._channel.closed:
+            raise SandboxGone("the sandbox zygote is not running")
+        async with self._lock:
+            await self._channel.send(message, fds)
 
     async def user_for(self, desktop_id: str) -> users.SandboxUser:
         """The desktop's uid, the same for its whole life: a stop and a start keep it, so what it wrote

@@ -19,34 +19,35 @@ needs (setuid, setgid, kill, and reading folders as it enters them) and serves t
 Every exit of a spawned program is reported (`Exited`); orphans are reaped. When the server's end of
 the socket closes (the sandbox is deleted, or the server died), the init kills every process of the
 namespace and exits, which ends the namespace.
+
+Where the sandbox has a pid namespace of its own and the kernel keeps a process's exit for its pidfd
+(`Create.reaper`), the init serves nothing: once set up it becomes a reaper only (`become_reaper`: `cat`
+reading its socket until the server closes it, SIGCHLD ignored so that the kernel reaps every orphan), a few
+hundred KiB where a forked Python costs ~2.7 MiB of private memory for as long as the desktop lives. Its
+requests are served instead by a process the zygote starts in the sandbox while they come (desktop/sandbox/entry.py),
+with this module's request loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import json
 import os
 import select
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import traceback
+from typing import NoReturn
 
-from desktop.sandbox import landlock, linux, protocol
+from desktop.sandbox import linux, protocol
+from desktop.sandbox.in_sandbox import SandboxUser, harden, high, join, open_as, run_call, start_in
 
 MOUNT_FLAGS = linux.MS_NOSUID | linux.MS_NODEV
-KEPT_CAPABILITIES = (linux.CAP_KILL, linux.CAP_SETGID, linux.CAP_SETUID, linux.CAP_DAC_OVERRIDE,
-                     linux.CAP_DAC_READ_SEARCH)
-"""What starting programs needs: a program's folder is entered before its uid changes (CPython's fork-exec
-changes directory first), and may be the sandbox user's own 0700 HOME."""
-SETSID = shutil.which("setsid") or "/usr/bin/setsid"
-OWN_FDS_FROM = 1000
-"""The init moves its own descriptors up here, so that a program's may take any lower number."""
 RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+REAPER = shutil.which("cat") or "/bin/cat"
+"""What a reaper-only init runs: it reads its socket to the server until that closes, and nothing else."""
 
 
 def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> None:
@@ -58,28 +59,32 @@ def run(channel: socket.socket, request: protocol.Create, fds: list[int]) -> Non
             signal.signal(sig, signal.SIG_DFL)
         try:
             set_up(request)
-            # What every program of the sandbox inherits from the init: no way to gain a privilege by exec.
-            if not request.user_namespace and request.namespaces:
-                os.setgroups([])  # refused in a user namespace without root, where the map has the one group
-            if request.namespaces:  # else it has no capability to drop: a server without root, no namespaces
-                linux.drop_bounding_set()
-                linux.clear_ambient()
-            linux.no_new_privs()
-            if request.landlock is not None:
-                landlock.restrict_self(request.landlock)
-            if request.namespaces:
-                linux.keep_only_capabilities(KEPT_CAPABILITIES)
+            harden(request.namespaces, request.user_namespace, request.landlock)
         except OSError as exc:
             protocol.send(channel, protocol.Failed(-1, exc.errno or 0, "setup", str(exc)))
             return
         finally:
             for fd in fds[1:]:
                 os.close(fd)
-        channel = _move_up(channel)
+        channel = socket.socket(fileno=high(channel.detach()))
         protocol.send(channel, protocol.Ready())
-        status = Init(channel, request).serve()
+        if request.reaper:
+            become_reaper(channel)
+        status = Init.of(channel, request).serve()
     finally:
         os._exit(status)
+
+
+def become_reaper(channel: socket.socket) -> NoReturn:
+    """Exec `cat` with the server's socket as its input and nothing as its output: it ends when the server closes
+    its end (the sandbox is deleted, or the server died), and the kernel then kills the rest of the pid namespace.
+    SIGCHLD ignored is kept across exec: every orphan the init inherits is reaped by the kernel at its exit (its
+    exit stays readable on the pidfd the server holds: PIDFD_INFO_EXIT)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    os.dup2(channel.fileno(), 0)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.execv(REAPER, [REAPER])
 
 
 def set_up(request: protocol.Create) -> None:
@@ -141,44 +146,27 @@ def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
                                 | MOUNT_FLAGS | linux.mount_flags(mount.target))
 
 
-def _answer(answer: socket.socket, value: dict[str, object], fds: list[int]) -> None:
-    """Send a call's answer; one too large for a message goes in a memfd."""
-    message = protocol.encode(protocol.Result(value))
-    if len(message) < protocol.MAX_MESSAGE_BYTES // 2:
-        socket.send_fds(answer, [message], fds)
-        return
-    spill = os.memfd_create("answer", os.MFD_CLOEXEC)
-    with open(spill, "wb", closefd=False) as out:
-        out.write(json.dumps(value, separators=(",", ":")).encode())
-    protocol.send(answer, protocol.Result(None, spilled=True), [spill, *fds])
-
-
-def _move_up(channel: socket.socket) -> socket.socket:
-    return socket.socket(fileno=_high(channel.detach()))
-
-
-def _high(fd: int) -> int:
-    """`fd` moved to OWN_FDS_FROM or above."""
-    new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, OWN_FDS_FROM)
-    os.close(fd)
-    return new
-
-
 class Init:
-    """The request loop of one sandbox."""
+    """The request loop of one sandbox: its init's, or that of a serving process the zygote started in a sandbox
+    whose init is a reaper only (`entered`: there it reports no exit, which the server reads off each program's
+    pidfd, and ends alone when the server closes its socket, leaving the programs to the init)."""
 
-    def __init__(self, channel: socket.socket, request: protocol.Create) -> None:
+    def __init__(self, channel: socket.socket, user: SandboxUser, home_cgroups: tuple[str, ...],
+                 own_pid_namespace: bool, entered: bool = False) -> None:
         self.channel = channel
-        self.uid = request.uid
-        self.gid = request.gid
-        self.switches = request.uid != os.geteuid()
-        """Its programs change uid (a root server's); else they run as the init does (the server's uid)."""
-        self.own_pid_namespace = bool(request.namespaces & linux.CLONE_NEWPID)
-        self.home_cgroups: tuple[str, ...] = request.cgroup_files
+        self.user = user
+        self.own_pid_namespace = own_pid_namespace
+        self.home_cgroups = home_cgroups
+        self.entered = entered
         self.children: dict[int, subprocess.Popen[bytes]] = {}
 
+    @classmethod
+    def of(cls, channel: socket.socket, request: protocol.Create) -> Init:
+        return cls(channel, SandboxUser(request.uid, request.gid), request.cgroup_files,
+                   bool(request.namespaces & linux.CLONE_NEWPID))
+
     def serve(self) -> int:
-        wake_r, wake_w = (_high(fd) for fd in os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC))
+        wake_r, wake_w = (high(fd) for fd in os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC))
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         # poll, not select: its descriptors sit at OWN_FDS_FROM and up, a few from select's limit of 1023.
@@ -209,7 +197,14 @@ class Init:
                 case protocol.Spawn():
                     self.spawn(message, fds)
                 case protocol.Open():
-                    self.open(message)
+                    opened = open_as(message, self.user)
+                    if isinstance(opened, protocol.Failed):
+                        protocol.send(self.channel, opened)
+                    else:
+                        try:
+                            protocol.send(self.channel, protocol.Opened(message.id), [opened])
+                        finally:
+                            os.close(opened)
                 case protocol.Call():
                     self.call(message, fds)
         except Exception as exc:  # the desktop outlives any one request
@@ -223,69 +218,20 @@ class Init:
                 os.close(fd)
 
     def spawn(self, request: protocol.Spawn, fds: list[int]) -> None:
-        """Start the program with CPython's own fork-exec (C code between fork and exec: a Python child of a
-        10 MB process would copy most of its pages on write, 8-18 ms a spawn instead of ~1)."""
-        argv = list(request.argv)
-        if request.tty:  # the pty (fd 0) becomes the new session's controlling terminal
-            argv = [SETSID, "--ctty", "--", *argv]
-        extra = [(t, fd) for t, fd in zip(request.targets, fds, strict=True) if t > 2]
-        stdio = dict(zip(request.targets, fds, strict=True))
-        for target, fd in extra:
-            os.dup2(fd, target)  # at the number its arguments name (the init's own descriptors are high)
         try:
-            self._join(request.cgroup_files)
-            try:
-                child = subprocess.Popen(
-                    argv, env=request.env, cwd=request.cwd, stdin=stdio.get(0), stdout=stdio.get(1),
-                    stderr=stdio.get(2), pass_fds=[t for t, _ in extra], close_fds=True, restore_signals=True,
-                    start_new_session=not request.tty, user=self.uid if self.switches else None,
-                    group=self.gid if self.switches else None, extra_groups=[] if self.switches else None)
-            finally:
-                if request.cgroup_files:
-                    self._join(self.home_cgroups)
-        except OSError as exc:
-            stage = "cwd" if request.cwd is not None and exc.filename == request.cwd else "exec"
-            protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, stage, os.strerror(exc.errno or 0)))
-            return
-        except (ValueError, TypeError, UnicodeError) as exc:  # an embedded NUL, a '=' in a variable's name...
-            protocol.send(self.channel, protocol.Failed(request.id, errno.EINVAL, protocol.ARGUMENTS_STAGE, str(exc)))
-            return
+            started = start_in(request, fds, self.user)
         finally:
-            for target, _ in extra:
-                os.close(target)
-        self.children[child.pid] = child
-        pidfd = os.pidfd_open(child.pid)
+            if request.cgroup_files:
+                join(self.home_cgroups)
+        if isinstance(started, protocol.Failed):
+            protocol.send(self.channel, started)
+            return
+        self.children[started.pid] = started
+        pidfd = os.pidfd_open(started.pid)
         try:
-            protocol.send(self.channel, protocol.Spawned(request.id, child.pid), [pidfd])
+            protocol.send(self.channel, protocol.Spawned(request.id, started.pid), [pidfd])
         finally:
             os.close(pidfd)
-
-    @staticmethod
-    def _join(files: tuple[str, ...] | list[str]) -> None:
-        """Move the init into these cgroups: what it forks now starts in them."""
-        for path in files:
-            with open(path, "w") as procs:
-                procs.write("0")
-
-    def open(self, request: protocol.Open) -> None:
-        """Open as the sandbox's user: its uid's permissions, through the sandbox's mounts."""
-        try:
-            if self.switches:
-                os.setegid(self.gid)
-                os.seteuid(self.uid)
-            try:
-                fd = os.open(request.path, request.flags | os.O_CLOEXEC | os.O_NOCTTY, request.mode)
-            finally:
-                if self.switches:
-                    os.seteuid(0)
-                    os.setegid(0)
-        except OSError as exc:
-            protocol.send(self.channel, protocol.Failed(request.id, exc.errno or 0, "open", str(exc)))
-            return
-        try:
-            protocol.send(self.channel, protocol.Opened(request.id), [fd])
-        finally:
-            os.close(fd)
 
     def call(self, request: protocol.Call, fds: list[int]) -> None:
         """Fork the call's child (its exit is reaped as an orphan's: nothing waits for it here)."""
@@ -296,38 +242,7 @@ class Init:
                 protocol.send(answer, protocol.Failed(-1, exc.errno or 0, "fork", str(exc)))
             return
         if pid == 0:
-            self._called(request, fds)
-
-    def _called(self, request: protocol.Call, fds: list[int]) -> None:
-        """The call's child: as the sandbox's user for good, with nothing of the init but the call's descriptors."""
-        status = 1
-        answer = socket.socket(fileno=fds[0])
-        try:
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            os.closerange(OWN_FDS_FROM, os.sysconf("SC_OPEN_MAX"))  # the init's socket to the server above all
-            null = os.open(os.devnull, os.O_RDWR)
-            for target in (0, 1, 2):  # not the server's log, which the init inherited
-                os.dup2(null, target)
-            os.close(null)
-            self._join(request.cgroup_files)
-            os.setresgid(self.gid, self.gid, self.gid)
-            os.setresuid(self.uid, self.uid, self.uid)  # every capability goes with root
-            # The uid's other processes may not trace it or read its memory (the kernel does this on the uid
-            # change too; said here so that it holds whatever suid_dumpable is).
-            linux.prctl(linux.PR_SET_DUMPABLE, 0)
-            os.chdir("/")
-            module, _, name = request.function.partition(":")
-            function = getattr(sys.modules[module], name)  # preloaded: nothing is imported inside a sandbox
-            value, out = function(request.args, fds[1:])
-            _answer(answer, value, out)
-            status = 0
-        except BaseException as exc:
-            code = exc.errno if isinstance(exc, OSError) and exc.errno else 0
-            with contextlib.suppress(OSError):
-                protocol.send(answer, protocol.Failed(-1, code, "call", f"{type(exc).__name__}: {exc}"))
-        finally:
-            os._exit(status)
+            run_call(request, fds, self.user)
 
     def reap(self) -> None:
         while True:
@@ -340,10 +255,14 @@ class Init:
             child = self.children.pop(pid, None)
             if child is not None:
                 child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it
-                protocol.send(self.channel, protocol.Exited(pid, status))
+                if not self.entered:
+                    protocol.send(self.channel, protocol.Exited(pid, status))
 
     def end(self) -> int:
-        """The server is gone: nothing of the sandbox may outlive it."""
+        """The server is gone: nothing of the sandbox may outlive it (a serving process's programs are the init's,
+        which ends them when it ends)."""
+        if self.entered:
+            return 0
         if self.own_pid_namespace:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but the init

@@ -150,6 +150,29 @@ def pidfd_pid(pidfd: int) -> int | None:
     return None
 
 
+# <linux/pidfd.h>: PIDFD_GET_INFO = _IOWR(0xFF, 11, struct pidfd_info), whose first version is 64 bytes.
+_PIDFD_INFO_SIZE = 64
+PIDFD_GET_INFO = (3 << 30) | (_PIDFD_INFO_SIZE << 16) | (0xFF << 8) | 11
+PIDFD_INFO_EXIT = 1 << 3
+_PIDFD_INFO_EXIT_CODE = 16 + 11 * 4
+"""struct pidfd_info: mask and cgroupid (u64 each), eleven u32 ids, then the exit code (a wait status)."""
+
+
+def pidfd_exit_status(pidfd: int) -> int | None:
+    """How the process ended, as waitpid(2) gives it, whoever reaped it; None while it runs or has not been
+    reaped yet. OSError where the kernel has no PIDFD_GET_INFO (before Linux 6.13)."""
+    info = bytearray(struct.pack("QQ", PIDFD_INFO_EXIT, 0) + bytes(_PIDFD_INFO_SIZE - 16))
+    try:
+        fcntl.ioctl(pidfd, PIDFD_GET_INFO, info)
+    except ProcessLookupError:  # reaped before the kernel kept exit information (Linux 6.13, 6.14)
+        return None
+    (mask,) = struct.unpack_from("Q", info, 0)
+    if not mask & PIDFD_INFO_EXIT:
+        return None
+    (status,) = struct.unpack_from("i", info, _PIDFD_INFO_EXIT_CODE)
+    return int(status)
+
+
 def map_self(uid: int, gid: int) -> None:
     """In a user namespace this process just made: its uid and gid map to the same numbers outside, and only
     they (what a process without privilege may write; setgroups(2) is refused from now on, as the kernel

@@ -20,6 +20,9 @@ from desktop.sandbox import linux
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
+EXIT_RECORD_WAIT_S = 1.0
+"""How long a readable pidfd may go without its exit recorded (the init reaps at once; only load delays it)."""
+
 
 class SandboxedProcess:
     def __init__(self, pidfd: int, sandbox_pid: int) -> None:
@@ -34,6 +37,37 @@ class SandboxedProcess:
         self.exited = asyncio.Event()
         self.exited_at_ms: int | None = None
         self.callbacks: list[Callable[[], None]] = []
+        self._watched: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def pidfd(self) -> int:
+        if self._pidfd is None:
+            raise ProcessLookupError(self.sandbox_pid)
+        return self._pidfd
+
+    def watch_exit(self) -> None:
+        """Learn its exit off its pidfd (PIDFD_INFO_EXIT), where no process of the sandbox reports it (an init
+        that is a reaper only). The pidfd turns readable at the exit; the kernel may record the exit a moment
+        later, when the init reaps it."""
+        loop = asyncio.get_running_loop()
+        fd = self.pidfd
+        deadline = time.monotonic() + EXIT_RECORD_WAIT_S
+
+        def readable() -> None:
+            if self._pidfd != fd:  # ended another way (the sandbox was closed)
+                return
+            loop.remove_reader(fd)
+            try:
+                status = linux.pidfd_exit_status(fd)
+            except OSError:
+                status = 9  # the kernel will not say: counted as killed
+            if status is None and time.monotonic() < deadline:
+                loop.call_later(0.001, readable)
+                return
+            self.ended(9 if status is None else status)
+
+        self._watched = loop
+        loop.add_reader(fd, readable)
 
     def ended(self, status: int) -> None:
         """The init reported the exit (`status` as waitpid(2) gives it)."""
@@ -78,6 +112,10 @@ class SandboxedProcess:
         return True
 
     def _release(self) -> None:
+        if self._watched is not None and self._pidfd is not None:
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
+                self._watched.remove_reader(self._pidfd)
+            self._watched = None
         if self._pidfd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._pidfd)

@@ -1,4 +1,4 @@
-"""What the server, the zygote and each sandbox's init say to each other (docs/sandbox.md "How it is built").
+"""What the server, the zygote and each sandbox's init say to each other (docs/security.md "How it is built").
 
 One message is one datagram of a SOCK_SEQPACKET socket pair: a JSON object, and the file descriptors it
 carries as SCM_RIGHTS. Each message is a frozen dataclass of this module; `encode`/`decode` are the only
@@ -72,6 +72,9 @@ class Hello(Message):
     """Which step of that trial failed (`unshare`, `map`, `mount`), if one did."""
     tun_errno: int = -1
     """Opening /dev/net/tun inside that user namespace (what slirp4netns does): 0 where it worked, -1 untried."""
+    pidfd_exit: bool = False
+    """A pidfd tells how its process exited after another process reaped it (PIDFD_INFO_EXIT, Linux 6.15): what
+    lets a sandbox's init be a reaper only (`Create.reaper`)."""
 
 
 # -- server -> zygote --------------------------------------------------------------------------------------------
@@ -101,6 +104,10 @@ class Create(Message):
     """Bring the new network namespace's loopback up (the root server's hub does it otherwise)."""
     firewall: str | None = None
     """nftables rules the init applies in its network namespace (desktop/sandbox/slirp.py)."""
+    reaper: bool = False
+    """Once set up, the init becomes a reaper only (desktop/sandbox/init.py `become_reaper`): requests then go to a
+    serving process the zygote starts in the sandbox on demand (`Enter`), and every exit is read off the
+    program's pidfd."""
 
 
 # -- server -> init ----------------------------------------------------------------------------------------------
@@ -145,6 +152,24 @@ class Call(Message):
     args: dict[str, Any]
     cgroup_files: tuple[str, ...] = ()
     """The cgroups (`cgroup.procs` files) the child runs in, as a program would."""
+
+
+# -- server -> zygote, for a sandbox whose init is a reaper only ------------------------------------------------
+
+@dataclass(frozen=True)
+class Enter(Message):
+    """Start a serving process in a sandbox whose init is a reaper only: a child of the zygote enters the init's
+    namespaces, and its own child (in the sandbox's pid namespace) puts on the sandbox's restrictions and serves
+    `Spawn`, `Open` and `Call` on the socket it was given as the init would (desktop/sandbox/entry.py), until the
+    server closes it. Descriptors: [a pidfd of the sandbox's init, the serving process's end of its socket]."""
+    kind: ClassVar[str] = "enter"
+    namespaces: int
+    """The CLONE_NEW* flags of the init's namespaces to enter (the user namespace's included where it has one)."""
+    uid: int
+    gid: int
+    landlock: Confinement | None = None
+    cgroup_files: tuple[str, ...] = ()
+    """The session's cgroups (`cgroup.procs` files), where the serving process stays, as the init would."""
 
 
 # -- init -> server ----------------------------------------------------------------------------------------------
@@ -217,8 +242,8 @@ class Result(Message):
     spilled: bool = False
 
 
-KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Started, Ready, Failed,
-                                                             Spawned, Opened, Exited, Result)}
+KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Enter, Started, Ready,
+                                                             Failed, Spawned, Opened, Exited, Result)}
 
 
 def encode(message: Message) -> bytes:

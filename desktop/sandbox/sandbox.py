@@ -35,6 +35,7 @@ from desktop.sandbox.layers import Layer, SandboxReport
 from desktop.sandbox.network import DesktopNetwork
 from desktop.sandbox.process import SandboxedProcess
 from desktop.sandbox.rootless import Mode
+from desktop.sandbox.serving import Server
 from desktop.sandbox.slirp import RESOLVER, Slirp, firewall, host_addresses
 from desktop.sandbox.zygote import NAMESPACES
 
@@ -108,6 +109,8 @@ class Sandbox:
         """Where its programs start (the apps' cgroups, once the desktop has them)."""
         self._early_exits: dict[int, int] = {}
         """Exits reported before their spawn's reply was taken (both can come in one read)."""
+        self._server: Server | None = None
+        """Who serves its requests (desktop/sandbox/serving.py), once it runs."""
 
     # -- making it --------------------------------------------------------------------------------------------
 
@@ -136,15 +139,21 @@ class Sandbox:
         self.app_cgroups = self.cgroup.procs_files(CgroupKind.APPS) if self.cgroup is not None else ()
         netns = os.open(self.network.netns_path, os.O_RDONLY | os.O_CLOEXEC) if self.network is not None else None
         namespaces = NAMESPACES & ~linux.CLONE_NEWNET if netns is not None else NAMESPACES
+        hello = self.host.hello
+        reaper = hello is not None and hello.pidfd_exit and mode is not Mode.LANDLOCK
         try:
             request = protocol.Create(
-                namespaces=0 if mode is Mode.LANDLOCK else namespaces,
+                reaper=reaper, namespaces=0 if mode is Mode.LANDLOCK else namespaces,
                 hostname=self.plan.hostname, mounts=tuple(mounts), uid=self.user.uid, gid=self.user.gid,
                 join_netns=1 if netns is not None else None, cgroup_files=session,
                 user_namespace=mode is Mode.USER_NAMESPACE, landlock=self._confinement(),
                 loopback=mode is Mode.USER_NAMESPACE,
                 firewall=await asyncio.to_thread(lambda: firewall(host_addresses())) if slirp is not None else None)
             self._channel = await self.host.create_init(request, [netns] if netns is not None else [])
+            entering = protocol.Enter(
+                request.namespaces | linux.CLONE_NEWNET | (linux.CLONE_NEWUSER if request.user_namespace else 0),
+                request.uid, request.gid, request.landlock, request.cgroup_files) if reaper else None
+            self._server = Server(self.host, self._channel, entering, lambda: self._init_process().pidfd)
         finally:
             if netns is not None:
                 os.close(netns)
@@ -324,13 +333,11 @@ class Sandbox:
         """Start a program in the sandbox with `fds` (target number -> our descriptor) as its descriptors.
         Raises OSError (errno of the failing step, as a local spawn would), ValueError (arguments no program can
         take: an embedded NUL, a '=' in a variable's name) or SandboxGone."""
-        channel = self._channel
-        if channel is None or channel.closed:
-            raise SandboxGone("the desktop's sandbox is not running")
         targets = tuple(fds)
-        request = protocol.Spawn(channel.next_id(), tuple(argv), dict(env), cwd, targets, tty=tty,
-                                 cgroup_files=tuple(self.app_cgroups if cgroups is None else cgroups))
-        reply, received = await channel.request(request, [fds[t] for t in targets])
+        files = tuple(self.app_cgroups if cgroups is None else cgroups)
+        reply, received = await self._live_server().request(
+            lambda request_id: protocol.Spawn(request_id, tuple(argv), dict(env), cwd, targets, tty=tty,
+                                              cgroup_files=files), [fds[t] for t in targets])
         if isinstance(reply, protocol.Failed):
             limit = self._apps_pids_limit() if cgroups is None else None
             if reply.errno == errno.EAGAIN and limit is not None:  # the desktop's own limit, not the machine's
@@ -342,12 +349,25 @@ class Sandbox:
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
         assert isinstance(reply, protocol.Spawned)
         process = SandboxedProcess(received[0], reply.pid)
+        if self._live_server().reaper_init:  # its exit is read off its pidfd: the init that reaps it says nothing
+            process.watch_exit()
+            return process
         early = self._early_exits.pop(reply.pid, None)
         if early is not None:
             process.ended(early)
         else:
             self._processes[reply.pid] = process
         return process
+
+    def _live_server(self) -> Server:
+        if self._server is None or self._server.init.closed:
+            raise SandboxGone("the desktop's sandbox is not running")
+        return self._server
+
+    def _init_process(self) -> SandboxedProcess:
+        if self._init is None:
+            raise SandboxGone("the desktop's sandbox is not running")
+        return self._init
 
     def _apps_pids_limit(self) -> int | None:
         """The pids limit the kernel enforces on the desktop's apps, if any."""
@@ -356,10 +376,8 @@ class Sandbox:
 
     async def open(self, path: str, flags: int, mode: int = 0o644) -> int:
         """A descriptor of `path` opened as the sandbox's user would, in its view of the files."""
-        channel = self._channel
-        if channel is None or channel.closed:
-            raise SandboxGone("the desktop's sandbox is not running")
-        reply, received = await channel.request(protocol.Open(channel.next_id(), path, flags, mode))
+        reply, received = await self._live_server().request(
+            lambda request_id: protocol.Open(request_id, path, flags, mode), [])
         if isinstance(reply, protocol.Failed):
             raise OSError(reply.errno, reply.message)
         return received[0]
@@ -368,10 +386,7 @@ class Sandbox:
                    ) -> tuple[dict[str, Any], list[int]]:
         """Run `function(args, fds)` ("module:name" of a module in the host's `preload`) in a child of the init,
         as the sandbox's user (desktop/sandbox/call.py). Raises OSError or SandboxGone."""
-        channel = self._channel
-        if channel is None or channel.closed:
-            raise SandboxGone("the desktop's sandbox is not running")
-        return await run_call(channel, function, args, fds, self.app_cgroups)
+        return await run_call(self._live_server().send, function, args, fds, self.app_cgroups)
 
     def _exited(self, message: protocol.Exited) -> None:
         process = self._processes.pop(message.pid, None)
@@ -395,6 +410,8 @@ class Sandbox:
         """End every process of the sandbox: the init is killed, and the kernel kills the rest of its pid
         namespace and reaps it before the init's own exit shows on its pidfd. The uid stays the desktop's
         (SandboxHost.user_for)."""
+        if self._server is not None:
+            self._server.close()
         if self._channel is not None:
             self._channel.close()
         if self._init is not None:

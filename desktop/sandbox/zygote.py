@@ -1,4 +1,4 @@
-"""The zygote: one small process per server that forks every sandbox's init (docs/sandbox.md "How it is built").
+"""The zygote: one small process per server that forks every sandbox's init (docs/security.md "How it is built").
 
 Why a zygote: each sandbox needs a process of its own as PID 1 of its pid namespace, and a Python
 interpreter started for each would cost ~4.5 MB of private memory per desktop. A fork of this process,
@@ -8,7 +8,10 @@ shares its pages until it writes them: ~0.75 MB each, and no interpreter start o
 For each `Create` the zygote forks an outer child, which enters the network namespace it was given,
 unshares the rest (mount, UTS, IPC, pid...) and forks the init: the first process of the new pid
 namespace. The outer child hands the server a pidfd of the init over the sandbox's own socket and
-exits; the zygote is the subreaper that reaps it, and each init once it ends.
+exits; the zygote is the subreaper that reaps it, and each init once it ends. Where the init is a reaper only
+(`Create.reaper`), each request of that sandbox comes here as an `Enter`, served by a grandchild of the zygote
+inside the sandbox's namespaces (desktop/sandbox/entry.py): the fork per request replaces a Python process per
+desktop.
 
 Run as `python -I -S desktop/sandbox/zygote.py FD [MODULE...]` (standard library only; FD is its socket to
 the server). It imports each MODULE before it forks anything: what a `Call` runs in a sandbox
@@ -33,7 +36,7 @@ if __package__ in (None, ""):  # run as a script by path: the repository root is
     # The wire's package (preloaded modules use its enums) is beside ours once installed, in client/ in a checkout.
     sys.path[:0] = [_ROOT, *[p for p in (os.path.join(_ROOT, "client"),) if os.path.isdir(p)]]
 
-from desktop.sandbox import init, landlock, linux, protocol
+from desktop.sandbox import entry, init, landlock, linux, protocol
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -63,8 +66,11 @@ def main(argv: list[str]) -> int:
             if received is None:
                 return 0
             message, fds = received
-            if isinstance(message, protocol.Create):
-                _create(message, fds, (server.fileno(), wake_r, wake_w))
+            match message:
+                case protocol.Create():
+                    _create(message, fds, (server.fileno(), wake_r, wake_w))
+                case protocol.Enter():
+                    entry.enter(message, fds, (server.fileno(), wake_r, wake_w))
             for fd in fds:
                 os.close(fd)
 
@@ -123,12 +129,31 @@ def _trial() -> protocol.Hello:
     _, status = os.waitpid(pid, 0)
     errno = os.waitstatus_to_exitcode(status)
     hello = protocol.Hello(root=root, namespaces=NAMESPACES if errno == 0 else 0, errno=max(errno, 0),
-                           landlock_abi=landlock.abi())
+                           landlock_abi=landlock.abi(), pidfd_exit=_pidfd_keeps_exits())
     if root:
         return hello
     stage, errno, tun = _trial_user_namespace()
     return replace(hello, user_namespace=NAMESPACES if not stage else 0, user_namespace_errno=errno,
                    user_namespace_stage=stage, tun_errno=tun)
+
+
+def _pidfd_keeps_exits() -> bool:
+    """Does a pidfd tell how its process exited once reaped (Linux 6.15), and is there the reaper's program?"""
+    if not os.path.exists(init.REAPER):
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    pidfd = os.pidfd_open(pid)  # a zombie until the wait below
+    try:
+        os.waitpid(pid, 0)
+        try:
+            status = linux.pidfd_exit_status(pidfd)
+        except OSError:  # no PIDFD_GET_INFO
+            return False
+        return status is not None and os.waitstatus_to_exitcode(status) == 3
+    finally:
+        os.close(pidfd)
 
 
 def _trial_user_namespace() -> tuple[str, int, int]:

@@ -16,7 +16,7 @@ from desktop.core.errors import InvalidRequest, NotFound, PermissionDenied, Stre
 from desktop.files import calls as file_calls
 from desktop.files.filesystem import Files, InSandbox
 from desktop.sandbox.host import SandboxHost
-from desktop.sandbox.init import OWN_FDS_FROM
+from desktop.sandbox.in_sandbox import OWN_FDS_FROM
 from desktop.sandbox.sandbox import Sandbox
 from tests.support import sandbox_calls
 from tests.support.tars import member, tar_bytes

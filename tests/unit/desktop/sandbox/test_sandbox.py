@@ -11,6 +11,7 @@ import pty
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,14 +35,23 @@ def plan(root: Path, name: str, display: int = 91) -> SandboxPlan:
 Scenario = Callable[[SandboxHost, Sandbox], Awaitable[None]]
 
 
-def scenario(tmp_path: Path, body: Scenario, timeout: float = 30, preload: tuple[str, ...] = ()) -> None:
+INITS = pytest.mark.parametrize("reaper", [True, False], ids=["reaper-init", "serving-init"])
+"""A sandbox's init is a reaper only where the kernel keeps exits for pidfds (Linux 6.15); before, it serves the
+requests itself (desktop/sandbox/init.py). The tests marked so run both on a kernel that has the choice."""
+
+
+def scenario(tmp_path: Path, body: Scenario, timeout: float = 30, preload: tuple[str, ...] = (),
+             reaper: bool = True) -> None:
     """Run `body(host, sandbox)` on a fresh event loop with a server's sandbox host (its zygote importing
-    `preload`) and one sandbox."""
+    `preload`) and one sandbox; with `reaper=False`, one whose init serves its requests, as on a kernel older
+    than 6.15."""
     async def main() -> None:
         host = SandboxHost(Isolation.AUTO, tmp_path / "xauthority", preload=preload)
         await host.open()
         try:
             assert host.enabled, host.missing()
+            if not reaper and host.hello is not None:
+                host.hello = replace(host.hello, pidfd_exit=False)
             sandbox = await Sandbox.create(host, plan(tmp_path, "a"))
             try:
                 async with asyncio.timeout(timeout):
@@ -141,7 +151,8 @@ def test_two_sandboxes_share_nothing(tmp_path: Path) -> None:
     scenario(tmp_path, body)
 
 
-def test_exits_and_failures_come_back_as_a_local_spawn_would(tmp_path: Path) -> None:
+@INITS
+def test_exits_and_failures_come_back_as_a_local_spawn_would(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         assert (await run(sandbox, "exit 7"))[0] == 7
         assert (await run(sandbox, "kill -TERM $$"))[0] == -signal.SIGTERM
@@ -151,10 +162,11 @@ def test_exits_and_failures_come_back_as_a_local_spawn_would(tmp_path: Path) -> 
             await sandbox.spawn(["true"], ENV, "/no/such/folder", {0: 0, 1: 1, 2: 2})
         assert "cwd" in str(failed.value)
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_arguments_no_program_can_take_fail_alone_as_a_local_spawn_would(tmp_path: Path) -> None:
+@INITS
+def test_arguments_no_program_can_take_fail_alone_as_a_local_spawn_would(tmp_path: Path, reaper: bool) -> None:
     """A ValueError, as subprocess raises it here, and the init (every program of the desktop) lives on."""
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         for argv, env in ((["true"], {**ENV, "A=B": "x"}), (["true", "a\x00b"], ENV)):
@@ -162,10 +174,11 @@ def test_arguments_no_program_can_take_fail_alone_as_a_local_spawn_would(tmp_pat
                 await sandbox.spawn(argv, env, None, {0: 0, 1: 1, 2: 2})
         assert await run(sandbox, "echo alive") == (0, "alive\n")
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_a_descriptor_arrives_at_the_number_its_arguments_name(tmp_path: Path) -> None:
+@INITS
+def test_a_descriptor_arrives_at_the_number_its_arguments_name(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         read, write = os.pipe()
         try:
@@ -176,10 +189,11 @@ def test_a_descriptor_arrives_at_the_number_its_arguments_name(tmp_path: Path) -
         with os.fdopen(read, "rb") as pipe:
             assert pipe.read() == b"announced\n"
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_a_tty_program_gets_its_pty_as_controlling_terminal(tmp_path: Path) -> None:
+@INITS
+def test_a_tty_program_gets_its_pty_as_controlling_terminal(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         master, slave = pty.openpty()
         try:
@@ -202,10 +216,11 @@ def test_a_tty_program_gets_its_pty_as_controlling_terminal(tmp_path: Path) -> N
         assert "/dev/pts/" in text and "not a tty" not in text
         assert "s" in text.split()[-1]  # a session leader with its terminal
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_open_is_as_the_sandboxes_user(tmp_path: Path) -> None:
+@INITS
+def test_open_is_as_the_sandboxes_user(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         mine = sandbox.plan.home / "mine.txt"
         mine.write_text("readable")
@@ -215,10 +230,11 @@ def test_open_is_as_the_sandboxes_user(tmp_path: Path) -> None:
         with pytest.raises(PermissionError):
             await sandbox.open("/etc/shadow", os.O_RDONLY)
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_closing_ends_every_process_even_a_daemon(tmp_path: Path) -> None:
+@INITS
+def test_closing_ends_every_process_even_a_daemon(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         made = await Sandbox.create(host, plan(tmp_path, "c", 93))
         code, _ = await run(made, "(setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &) ; sleep 0.1")
@@ -230,10 +246,11 @@ def test_closing_ends_every_process_even_a_daemon(tmp_path: Path) -> None:
         left = [p for p in os.listdir("/proc") if p.isdigit() and _uid_of(p) == uid]
         assert left == []
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
-def test_a_process_killed_from_outside_reports_its_signal(tmp_path: Path) -> None:
+@INITS
+def test_a_process_killed_from_outside_reports_its_signal(tmp_path: Path, reaper: bool) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         process: SandboxedProcess = await sandbox.spawn(["sleep", "30"], ENV, None, {0: 0, 1: 1, 2: 2})
         assert process.pid != process.sandbox_pid and process.pid > 0  # the server's number, and the sandbox's
@@ -241,7 +258,7 @@ def test_a_process_killed_from_outside_reports_its_signal(tmp_path: Path) -> Non
         await asyncio.wait_for(process.exited.wait(), 10)
         assert process.returncode == -signal.SIGKILL
 
-    scenario(tmp_path, body)
+    scenario(tmp_path, body, reaper=reaper)
 
 
 def _uid_of(pid: str) -> int | None:
