@@ -23,10 +23,12 @@ from starlette.routing import WebSocketRoute, compile_path
 from starlette.types import ASGIApp, Message
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from api.commands.direct import DirectRun
 from api.commands.names import STREAMING_MEDIA_TYPES, CommandTable
 from api.http.desktop_paths import SINGLE_PREFIX, desktop_path, many_path
 from api.http.operations import Operation
 from api.http.problems import PROBLEM_MEDIA_TYPE, problem_document, upgrade_required
+from api.http.router import IndexedRouter
 from api.middleware.auth import presented_token
 from desktop.core.errors import DomainError, FieldError, InvalidRequest, NotFound
 
@@ -108,6 +110,8 @@ class CommandSocket:
     def __init__(self, operations: list[Operation]) -> None:
         self.table = CommandTable(operations)
         self.streams = Streams(operations)
+        self.direct: DirectRun | None = None
+        """Set by the app (api/app.py) once its request gate is built: JSON operations then skip the ASGI stack."""
 
     def routes(self) -> list[WebSocketRoute]:
         """The `/v1/desktop/ws` route; api/app.py copies it under every desktop as for the other sockets."""
@@ -203,6 +207,8 @@ class Connection:
                            "server": scope.get("server")}
         self.app: ASGIApp = scope["app"]
         self.state = scope.get("state")
+        router = scope.get("router")
+        self.router = router if isinstance(router, IndexedRouter) and commands.direct is not None else None
 
     async def run(self) -> None:
         reader, worker = asyncio.create_task(self.read()), asyncio.create_task(self.work())
@@ -295,6 +301,8 @@ class Connection:
                  "headers": headers}
         if self.state is not None:
             scope["state"] = dict(self.state)
+        direct = self.commands.direct
+        found = direct.found(self.router, scope) if direct is not None and self.router is not None else None
         status = 500
         answer_headers: dict[str, str] = {}
         chunks: list[bytes] = []
@@ -320,7 +328,11 @@ class Connection:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        await self.app(scope, receive, send)
+        if found is not None and direct is not None:
+            scope["app"], scope["router"] = self.app, self.router
+            await direct.run(found, scope, receive, send, item.body)
+        else:
+            await self.app(scope, receive, send)
         return status, answer_headers, b"".join(chunks)
 
 
