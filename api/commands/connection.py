@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from api.commands.direct import DirectRun
-from api.commands.messages import Item, shape_error
+from api.commands.messages import COMPACT_JSON, Item, shape_error
 from api.commands.names import CommandTable
 from api.http.problems import PROBLEM_MEDIA_TYPE, problem_document
 from api.http.router import IndexedRouter
@@ -182,7 +182,7 @@ class Connection:
     async def send_error(self, ident: Any, error: DomainError) -> None:
         document = problem_document(error)
         await self.websocket.send_text(answer_text(ident, document["status"], {"content-type": PROBLEM_MEDIA_TYPE},
-                                                   json.dumps(document, ensure_ascii=False)))
+                                                   COMPACT_JSON.encode(document)))
 
     async def answer(self, ident: Any, status: int, headers: dict[str, str], body: bytes) -> None:
         """JSON inline in the answer; any other body (an image, a file) as one binary frame right after it."""
@@ -246,5 +246,5 @@ def answer_text(ident: Any, status: int, headers: dict[str, str], body: str | No
     head: dict[str, Any] = {"id": ident, "status": status, "headers": headers}
     if binary is not None:
         head["binary"] = binary
-    text = json.dumps(head, separators=(",", ":"), ensure_ascii=False)
+    text = COMPACT_JSON.encode(head)
     return text if body is None else text[:-1] + ',"body":' + body + "}"

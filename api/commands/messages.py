@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from desktop.core.errors import DomainError, FieldError
+
+COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""A message's body and an answer's head as JSON. Built once: `json.dumps` with any argument builds an encoder on
+every call, 4 us of the 6 a mouse.move's body took."""
 
 
 @dataclass

@@ -9,7 +9,6 @@ input would).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
@@ -18,7 +17,7 @@ from starlette.websockets import WebSocket
 
 from api.commands.connection import Connection
 from api.commands.direct import DirectRun
-from api.commands.messages import Item, shape_error
+from api.commands.messages import COMPACT_JSON, Item, shape_error
 from api.commands.names import STREAMING_MEDIA_TYPES, CommandTable
 from api.http.desktop_paths import SINGLE_PREFIX, desktop_path, many_path
 from api.http.operations import Operation
@@ -131,12 +130,13 @@ class CommandSocket:
         item.headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
                         if k.lower() in MESSAGE_HEADERS]
         if message.get("body") is not None:
-            item.body = json.dumps(message["body"], separators=(",", ":"), ensure_ascii=False).encode()
+            item.body = COMPACT_JSON.encode(message["body"]).encode()
             if not any(name == b"content-type" for name, _ in item.headers):
                 item.headers.append((b"content-type", b"application/json"))
-        path = unquote(item.target.partition("?")[0])
-        if self.streams.match(path):
-            raise InvalidRequest(f"{path} streams without end: read it over HTTP or its own WebSocket")
+        if op is None:  # an op is never a stream (the table leaves them out), a target may be
+            path = unquote(item.target.partition("?")[0])
+            if self.streams.match(path):
+                raise InvalidRequest(f"{path} streams without end: read it over HTTP or its own WebSocket")
 
     @staticmethod
     def within(target: str, desktop_id: str) -> str:
