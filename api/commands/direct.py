@@ -31,7 +31,10 @@ from api.http.router import IndexedRouter
 from api.middleware.gate import Gate
 
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
+Found = tuple[OperationRoute, Operation, Scope]
 DIRECT_MEDIA_TYPE = "application/json"
+PATHS_KEPT = 1024
+"""Distinct (method, path) pairs whose routing the direct run keeps; past that it starts over."""
 
 
 def runs_directly(op: Operation) -> bool:
@@ -46,12 +49,27 @@ class DirectRun:
     def __init__(self, gate: Gate, handlers: Mapping[type[Exception], ExceptionHandler]) -> None:
         self.gate = gate
         self.handlers = handlers
+        self._seen: dict[tuple[str, str], Found | None] = {}
+        self._routes: tuple[int, int] = (0, -1)
+
+    def found(self, router: IndexedRouter, scope: Scope) -> Found | None:
+        """The route, operation and child scope (path parameters, endpoint) the router gives `scope`, when the
+        operation runs directly; None when the whole app must answer it. Kept per method and path, as the router
+        keeps its candidates: an agent sends the same few ops over and over."""
+        if self._routes != (id(router.routes), len(router.routes)):  # routes added after start (tests do)
+            self._routes = (id(router.routes), len(router.routes))
+            self._seen = {}
+        key = (scope["method"], get_route_path(scope))
+        if key in self._seen:
+            return self._seen[key]
+        if len(self._seen) >= PATHS_KEPT:
+            self._seen.clear()
+        found = self._seen[key] = self.route(router, scope, key[1])
+        return found
 
     @staticmethod
-    def found(router: IndexedRouter, scope: Scope) -> tuple[OperationRoute, Operation, Scope] | None:
-        """The route, operation and child scope (path parameters, endpoint) the router gives `scope`, when the
-        operation runs directly; None when the whole app must answer it."""
-        match = router.route_for(scope, get_route_path(scope))
+    def route(router: IndexedRouter, scope: Scope, path: str) -> Found | None:
+        match = router.route_for(scope, path)
         if match is None:
             return None
         route, child = match
@@ -62,13 +80,13 @@ class DirectRun:
             return None
         return route, operation, child
 
-    async def run(self, found: tuple[OperationRoute, Operation, Scope], scope: Scope, receive: Receive, send: Send,
-                  body: bytes) -> None:
+    async def run(self, found: Found, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
         route, operation, child = found
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             scope["route"] = route
-            scope.update(child)  # as the router does: `path_params`, `endpoint`
+            scope.update(child)  # as the router does: `endpoint`, `path_params` (the message's own copy)
+            scope["path_params"] = dict(child["path_params"])
             request = Request(scope, receive, send)
             try:
                 response = await operation.endpoint(request, body)
