@@ -223,6 +223,11 @@ def test_direct_answers_and_problems_are_the_http_ones(srv: ServerProcess, api: 
         gone = same_as_http(ws, api, {"op": "windows.{id}.focus", "path": {"id": "0x7ffffff0"}}, "POST",
                             "/v1/desktop/windows/0x7ffffff0/focus")
         assert gone["status"] == 404 and gone["body"]["code"] == "window_not_found"
+        batch = {"actions": [{"type": "move", "x": 70, "y": 50}, {"type": "click", "x": 10}]}
+        half_bad = same_as_http(ws, api, {"op": "actions", "body": batch}, "POST", "/v1/desktop/actions", json=batch)
+        assert half_bad["status"] == 400 and [e["field"] for e in half_bad["body"]["errors"]] == ["actions[1].y"]
+        ran = ask(ws, op="actions", body={"actions": [{"type": "move", "x": 70, "y": 50}]})
+        assert ran["status"] == 200, ran
         same_as_http(ws, api, {"method": "GET", "target": "/v1/desktops/nobody/status"}, "GET",
                      "/v1/desktops/nobody/status")
         wrong_method = same_as_http(ws, api, {"method": "GET", "target": "/v1/desktop/mouse/click"}, "GET",
