@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from importlib import import_module
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,19 +21,20 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from api.approvals import gate as approval_policy
+from api.commands.direct import DirectRun, ExceptionHandler
 from api.commands.socket import OPERATIONS as COMMAND_OPERATIONS
 from api.commands.socket import CommandSocket
 from api.convert.sandbox import SandboxSettings
 from api.http.desktop_paths import per_desktop, per_desktop_websockets
 from api.http.openapi import build_openapi
-from api.http.operations import Operation
+from api.http.operations import Operation, OperationRoute
 from api.http.problems import handle_domain_error, handle_http_exception, handle_unexpected, refuse_websocket
 from api.http.router import IndexedRouter
 from api.mcp import http as mcp_http
 from api.middleware.auth import TokenCheck, tokens_match
 from api.middleware.browser_guard import BrowserGuard, OriginPolicy
 from api.middleware.cors import Cors
-from api.middleware.gate import RequestGate
+from api.middleware.gate import Gate, RequestGate
 from api.middleware.request_metrics import RequestMetrics
 from api.routes.events import WEBSOCKET_ROUTES as EVENTS_WEBSOCKETS
 from api.routes.stream import WEBSOCKET_ROUTES as STREAM_WEBSOCKETS
@@ -119,18 +120,7 @@ def build_routes(operations: Sequence[Operation]) -> list[Route]:
     by_path: dict[str, dict[str, Operation]] = {}
     for op in operations:
         by_path.setdefault(op.path, {})[op.method] = op
-    return [Route(path, _dispatcher(methods), methods=list(methods)) for path, methods in by_path.items()]
-
-
-def _dispatcher(methods: dict[str, Operation]) -> Callable[[Request], Awaitable[Response]]:
-    if len(methods) == 1:
-        return next(iter(methods.values())).endpoint
-
-    async def dispatch(request: Request) -> Response:
-        method = "GET" if request.method == "HEAD" else request.method
-        return await methods[method].endpoint(request)
-
-    return dispatch
+    return [OperationRoute(path, methods) for path, methods in by_path.items()]
 
 
 def is_disabled(path: str, disabled: frozenset[str]) -> bool:
@@ -265,20 +255,17 @@ def create_app(config: ServerConfig) -> Starlette:
     routes = [*disabled_routes(config.disabled_apis), *build_routes(operations), *sockets,
               *per_desktop_websockets(sockets), *TERMINAL_WEBSOCKETS, *WALL_WEBSOCKETS, *UI_ROUTES, *mcp_routes,
               Route("/v1/openapi.json", openapi_document, methods=["GET"])]
-    app = Starlette(
-        middleware=[
-            # Metrics first, so refused (401) and failed (500) requests are counted too; the guard before CORS and
-            # the token: a page we do not serve gets nothing, not even a preflight. One layer (api/middleware/gate.py).
-            Middleware(RequestGate, metrics=RequestMetrics(metrics, routes),
-                       guard=BrowserGuard(config.hosts, OriginPolicy.from_cors(config.cors.origins)),
-                       cors=Cors(config.cors), auth=TokenCheck(config.token, tokens)),
-        ],
-        exception_handlers={
-            DomainError: handle_domain_error,
-            HTTPException: handle_http_exception,
-            Exception: handle_unexpected,
-        },
-    )
+    # Metrics first, so refused (401) and failed (500) requests are counted too; the guard before CORS and the
+    # token: a page we do not serve gets nothing, not even a preflight. One layer (api/middleware/gate.py).
+    gate = Gate(RequestMetrics(metrics, routes),
+                BrowserGuard(config.hosts, OriginPolicy.from_cors(config.cors.origins)), Cors(config.cors),
+                TokenCheck(config.token, tokens))
+    handlers: dict[type[Exception], ExceptionHandler] = {DomainError: handle_domain_error,
+                                                         HTTPException: handle_http_exception}
+    # The command socket runs JSON operations through the same gate and handlers, past the rest of the stack.
+    commands.direct = DirectRun(gate, handlers)
+    app = Starlette(middleware=[Middleware(RequestGate, gate=gate)],
+                    exception_handlers={**handlers, Exception: handle_unexpected})
     app.router = IndexedRouter(routes, lifespan=lifespan)
     # The one untyped hop: routes read it back through api.services.server_of, typed.
     app.state.services = services

@@ -15,6 +15,7 @@ did: the pointer is where a move sent it, a click arrived at the probe, the posi
 the X server's, the window list holds the xterm, the screenshot is a PNG of the screen's size. The checks are
 not timed. Prints the medians, the ours/peer ratios and each server's CPU per call (from /proc).
 Usage: .venv/bin/python bench/peers.py [--requests 400] [--rounds 8] [--shots 60] [--time-limit 60]
+       [--calls "WS move" "WS click"]
 """
 
 from __future__ import annotations
@@ -353,6 +354,7 @@ def main() -> None:
     parser.add_argument("--shots", type=int, default=60, help="timed screenshots per server (default 60)")
     parser.add_argument("--time-limit", type=float, default=60, help="seconds at most per figure (default 60)")
     parser.add_argument("--display-num", type=int, default=259, help="our desktop's display number")
+    parser.add_argument("--calls", nargs="+", metavar="CALL", help="only these rows (\"WS move\", \"click\", ...)")
     args = parser.parse_args()
 
     python = cua_python()
@@ -390,7 +392,10 @@ def main() -> None:
         print(f"ours: display {bench.display}, cua {CUA_VERSION}: display {cua_display}, {WIDTH}x{HEIGHT} each, "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
         results = {}
-        for row in sides[0].calls:
+        unknown = set(args.calls or ()) - set(sides[0].calls)
+        if unknown:
+            raise SystemExit(f"no such calls: {sorted(unknown)}; the rows are {list(sides[0].calls)}")
+        for row in args.calls or sides[0].calls:
             count = args.shots if row == "screenshot" else args.requests
             results[row] = measure(sides, row, count, args.rounds, args.time_limit)
             print(f"{row:<16} " + "  ".join(f"{name} {median * 1e3:.3f} ms" for name, (median, _) in

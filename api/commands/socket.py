@@ -1,51 +1,35 @@
-"""The command socket's endpoint: read JSON messages, run each through the app as the HTTP request it stands for,
-answer in order (docs/websocket.md has the protocol).
+"""The command socket's endpoint: JSON messages read as the HTTP requests they stand for, each run through the
+app's checks and operation and answered in order (docs/websocket.md has the protocol; api/commands/connection.py
+runs them).
 
-Each message becomes an ASGI `http` scope, handed to the whole app (`scope["app"]`): its middleware (the token
-and its scope, the Host and Origin checks, the request metrics), its router (a switched-off API's 403, a 404, a
-405) and the operation's own parsing, approval guard and handler. So an answer is the HTTP answer, status and
-headers and body, and nothing here knows any one operation. What this saves over HTTP is the connection's work:
-no HTTP parsing, no per-request connection bookkeeping in the client, and a client may send many messages
-without waiting (they run one after another, in order, as a person's input would).
+What this saves over HTTP is the connection's work: no HTTP parsing, no per-request connection bookkeeping in the
+client, and a client may send many messages without waiting (they run one after another, in order, as a person's
+input would).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import logging
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 from starlette.routing import WebSocketRoute, compile_path
-from starlette.types import ASGIApp, Message
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
+from api.commands.connection import Connection
+from api.commands.direct import DirectRun
+from api.commands.messages import COMPACT_JSON, Item, shape_error
 from api.commands.names import STREAMING_MEDIA_TYPES, CommandTable
 from api.http.desktop_paths import SINGLE_PREFIX, desktop_path, many_path
 from api.http.operations import Operation
-from api.http.problems import PROBLEM_MEDIA_TYPE, problem_document, upgrade_required
-from api.middleware.auth import presented_token
-from desktop.core.errors import DomainError, FieldError, InvalidRequest, NotFound
-
-logger = logging.getLogger("sandbox_desktop.api")
+from api.http.problems import upgrade_required
+from desktop.core.errors import DomainError, InvalidRequest, NotFound
 
 COMMAND_SOCKET_PATH = SINGLE_PREFIX + "/ws"
 LIST_OP = "ops"
 """The one op that is not an operation: it answers the list of ops (`CommandTable.listing`)."""
-MAX_QUEUED = 256
-"""Messages read ahead of the one running; past this the socket is not read, so a client that sends without
-end is slowed by TCP rather than growing the server's memory."""
 MESSAGE_HEADERS = frozenset({"accept", "prefer", "range", "if-range", "content-type"})
 """Request headers a message may set: those an operation reads. The credentials, Host and Origin are the
 handshake's, checked once by the middleware and again on every message."""
-HANDSHAKE_ONLY = frozenset({b"connection", b"upgrade", b"authorization", b"content-length", b"content-type",
-                            b"transfer-encoding"})
-JSON_TYPES = ("application/json", PROBLEM_MEDIA_TYPE)
-ANSWER_SKIPS = frozenset({"content-length", "vary"})
-"""Response headers an answer leaves out: its frame has its length, and there is no HTTP cache to vary."""
 
 OPERATIONS = [
     Operation("GET", COMMAND_SOCKET_PATH, upgrade_required,
@@ -54,19 +38,6 @@ OPERATIONS = [
               "ops. Images come as a JSON header then one binary frame (docs/websocket.md)", upgrade=True,
               tags=("websocket",)),
 ]
-
-
-@dataclass
-class Item:
-    """One message read: its id and the request it stands for, or the problem that refuses it."""
-
-    id: Any
-    method: str = "GET"
-    target: str = "/"
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
-    body: bytes = b""
-    error: DomainError | None = None
-    listing: bool = False
 
 
 class Streams:
@@ -79,11 +50,6 @@ class Streams:
 
     def match(self, path: str) -> bool:
         return any(pattern.match(path) for pattern in self.patterns)
-
-
-def shape_error(field_name: str, message: str) -> FieldError:
-    return FieldError([{"location": "message", "field": field_name, "message": message, "type": "message_shape"}],
-                      wrong_shape=True)
 
 
 def query_string(query: Any) -> str:
@@ -108,6 +74,8 @@ class CommandSocket:
     def __init__(self, operations: list[Operation]) -> None:
         self.table = CommandTable(operations)
         self.streams = Streams(operations)
+        self.direct: DirectRun | None = None
+        """Set by the app (api/app.py) once its request gate is built: JSON operations then skip the ASGI stack."""
 
     def routes(self) -> list[WebSocketRoute]:
         """The `/v1/desktop/ws` route; api/app.py copies it under every desktop as for the other sockets."""
@@ -162,12 +130,13 @@ class CommandSocket:
         item.headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
                         if k.lower() in MESSAGE_HEADERS]
         if message.get("body") is not None:
-            item.body = json.dumps(message["body"], separators=(",", ":"), ensure_ascii=False).encode()
+            item.body = COMPACT_JSON.encode(message["body"]).encode()
             if not any(name == b"content-type" for name, _ in item.headers):
                 item.headers.append((b"content-type", b"application/json"))
-        path = unquote(item.target.partition("?")[0])
-        if self.streams.match(path):
-            raise InvalidRequest(f"{path} streams without end: read it over HTTP or its own WebSocket")
+        if op is None:  # an op is never a stream (the table leaves them out), a target may be
+            path = unquote(item.target.partition("?")[0])
+            if self.streams.match(path):
+                raise InvalidRequest(f"{path} streams without end: read it over HTTP or its own WebSocket")
 
     @staticmethod
     def within(target: str, desktop_id: str) -> str:
@@ -180,154 +149,3 @@ class CommandSocket:
             raise InvalidRequest(f"this socket drives desktop {desktop_id!r} only: {target} is not one of its paths",
                                  desktopId=desktop_id)
         return target
-
-
-class Connection:
-    """One client's socket: a reader that queues messages, and one worker that answers them in order."""
-
-    def __init__(self, commands: CommandSocket, websocket: WebSocket) -> None:
-        self.commands = commands
-        self.websocket = websocket
-        self.desktop_id: str | None = websocket.path_params.get("desktop_id")
-        self.queue: asyncio.Queue[Item] = asyncio.Queue(MAX_QUEUED)
-        self.closed = asyncio.Event()
-        scope = websocket.scope
-        token = presented_token(scope)
-        self.base_headers = [(k, v) for k, v in scope["headers"] if k not in HANDSHAKE_ONLY and
-                             not k.startswith(b"sec-websocket-")]
-        if token is not None:  # a browser's `?access_token=` too: each message is checked with it
-            self.base_headers.append((b"authorization", b"Bearer " + token.encode("latin-1")))
-        self.base_scope = {"type": "http", "asgi": scope.get("asgi", {"version": "3.0"}), "http_version": "1.1",
-                           "scheme": "https" if scope.get("scheme") == "wss" else "http",
-                           "root_path": scope.get("root_path", ""), "client": scope.get("client"),
-                           "server": scope.get("server")}
-        self.app: ASGIApp = scope["app"]
-        self.state = scope.get("state")
-
-    async def run(self) -> None:
-        reader, worker = asyncio.create_task(self.read()), asyncio.create_task(self.work())
-        try:
-            # The reader ends when the client leaves; the worker only when sending fails (it left) or on a bug.
-            await asyncio.wait((reader, worker), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self.closed.set()  # a running operation that watches for its client leaving sees it go
-            for task in (reader, worker):
-                task.cancel()
-            for outcome in await asyncio.gather(reader, worker, return_exceptions=True):
-                if isinstance(outcome, Exception) and not isinstance(outcome, (WebSocketDisconnect, OSError)):
-                    logger.error("command socket failed", exc_info=outcome)
-                    with contextlib.suppress(Exception):
-                        await self.websocket.close(1011, "internal error")
-
-    async def read(self) -> None:
-        while True:
-            try:
-                frame = await self.websocket.receive()
-            except RuntimeError:  # received after the disconnect (the worker saw it first)
-                return
-            if frame["type"] == "websocket.disconnect":
-                return
-            text = frame.get("text")
-            if text is None:
-                item = Item(None, error=shape_error("message", "a JSON text frame (a binary frame only follows "
-                                                               "a message with \"binary\": true)"))
-            else:
-                try:
-                    message = json.loads(text)
-                except ValueError as exc:
-                    item = Item(None, error=FieldError([{"location": "message", "field": "message",
-                                                         "message": f"malformed JSON: {exc}",
-                                                         "type": "json_invalid"}]))
-                else:
-                    item = self.commands.read(message, self.desktop_id)
-                    if isinstance(message, dict) and message.get("binary") is True:
-                        # The raw body (a file's bytes) is the next frame, as an answer's image is.
-                        body = await self.websocket.receive()
-                        if body["type"] == "websocket.disconnect":
-                            return
-                        if body.get("bytes") is None and item.error is None:
-                            item.error = shape_error("binary", "the body's binary frame must follow the message")
-                        item.body = body.get("bytes") or b""
-            await self.queue.put(item)
-
-    async def work(self) -> None:
-        while True:
-            item = await self.queue.get()
-            if item.listing:
-                await self.websocket.send_text(answer_text(item.id, 200, {"content-type": "application/json"},
-                                                           json.dumps(self.commands.table.listing())))
-                continue
-            if item.error is not None:
-                await self.send_error(item.id, item.error)
-                continue
-            try:
-                status, headers, body = await self.dispatch(item)
-            except Exception as exc:  # a bug below: answered as the HTTP request's would be, the socket kept
-                logger.exception("command %s %s failed", item.method, item.target)
-                await self.send_error(item.id, DomainError(f"internal error: {exc}"))
-                continue
-            await self.answer(item.id, status, headers, body)
-
-    async def send_error(self, ident: Any, error: DomainError) -> None:
-        document = problem_document(error)
-        await self.websocket.send_text(answer_text(ident, document["status"], {"content-type": PROBLEM_MEDIA_TYPE},
-                                                   json.dumps(document, ensure_ascii=False)))
-
-    async def answer(self, ident: Any, status: int, headers: dict[str, str], body: bytes) -> None:
-        """JSON inline in the answer; any other body (an image, a file) as one binary frame right after it."""
-        media_type = headers.get("content-type", "").split(";")[0].strip()
-        if not body:
-            await self.websocket.send_text(answer_text(ident, status, headers, None))
-        elif media_type in JSON_TYPES or media_type.endswith("+json"):
-            await self.websocket.send_text(answer_text(ident, status, headers, body.decode("utf-8", "replace")))
-        else:
-            await self.websocket.send_text(answer_text(ident, status, headers, None, binary=len(body)))
-            await self.websocket.send_bytes(body)
-
-    async def dispatch(self, item: Item) -> tuple[int, dict[str, str], bytes]:
-        """Run the item through the app as an HTTP request; its status, headers and whole body."""
-        raw_path, _, query = item.target.partition("?")
-        headers = [*self.base_headers, *item.headers]
-        if item.body:
-            headers.append((b"content-length", str(len(item.body)).encode()))
-        scope = {**self.base_scope, "method": item.method, "path": unquote(raw_path),
-                 "raw_path": raw_path.encode("latin-1", "replace"), "query_string": query.encode("latin-1", "replace"),
-                 "headers": headers}
-        if self.state is not None:
-            scope["state"] = dict(self.state)
-        status = 500
-        answer_headers: dict[str, str] = {}
-        chunks: list[bytes] = []
-        sent = False
-
-        async def receive() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": item.body, "more_body": False}
-            await self.closed.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                for name, value in message.get("headers", []):
-                    key = name.decode("latin-1").lower()
-                    if key not in ANSWER_SKIPS:
-                        text = value.decode("latin-1")
-                        answer_headers[key] = f"{answer_headers[key]}, {text}" if key in answer_headers else text
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, send)
-        return status, answer_headers, b"".join(chunks)
-
-
-def answer_text(ident: Any, status: int, headers: dict[str, str], body: str | None, binary: int | None = None) -> str:
-    """An answer's text frame; a JSON body goes in as the server wrote it, not parsed and written again."""
-    head: dict[str, Any] = {"id": ident, "status": status, "headers": headers}
-    if binary is not None:
-        head["binary"] = binary
-    text = json.dumps(head, separators=(",", ":"), ensure_ascii=False)
-    return text if body is None else text[:-1] + ',"body":' + body + "}"

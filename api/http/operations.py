@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from desktop.core.errors import FieldError, PayloadTooLarge, UnsupportedMediaType
 from desktop.core.parsing import ascii_int
@@ -89,13 +90,16 @@ class Operation:
         if unknown:  # a typo, or a status no error of the server is answered with (the problem table)
             raise ValueError(f"{self.method} {self.path}: no problem code is answered with {unknown}")
 
-    async def endpoint(self, request: Request) -> Response:
-        """The Starlette endpoint: parse inputs, call the handler, serialise the result."""
+    async def endpoint(self, request: Request, body: bytes | None = None) -> Response:
+        """The Starlette endpoint: parse inputs, call the handler, serialise the result. `body`: the request's body
+        when the caller has it already (a command socket's message), instead of reading the request's stream."""
         kwargs: dict[str, Any] = {}
         if self.query is not None:
             kwargs["query"] = parse_query(request, self.query, self.invalid_code)
         if self.body is not None:
-            kwargs["body"] = await parse_body(request, self.body, self.invalid_code, self.body_required)
+            raw = (await read_raw_json(request, self.body_required) if body is None
+                   else raw_json(body, request.headers.get("content-type", ""), self.body_required))
+            kwargs["body"] = await parse_json(raw, self.body, self.invalid_code)
         # How long the caller lets its action wait for a person (an approval, a takeover queue), for the whole
         # handler: whatever holds the action reads it from the context (desktop/events/action_log.py `action_wait`).
         wait = prefer_wait(request.scope["headers"])
@@ -114,6 +118,19 @@ class Operation:
         if result is None:
             return Response(status_code=204)
         raise TypeError(f"{self.handler.__name__} returned {type(result).__name__}")
+
+
+class OperationRoute(Route):
+    """The Starlette route of one path: its operations by method (a wrong method is a 405 with Allow). The command
+    socket finds a message's operation through it (api/commands/direct.py)."""
+
+    def __init__(self, path: str, operations: dict[str, Operation]) -> None:
+        self.operations = operations
+        super().__init__(path, self.dispatch if len(operations) > 1 else next(iter(operations.values())).endpoint,
+                         methods=list(operations))
+
+    async def dispatch(self, request: Request) -> Response:
+        return await self.operations["GET" if request.method == "HEAD" else request.method].endpoint(request)
 
 
 def prefer_wait(headers: list[tuple[bytes, bytes]]) -> float | None:
@@ -171,22 +188,29 @@ async def read_raw_json(request: Request, required: bool) -> bytes:
         raw += chunk
         if len(raw) > MAX_JSON_BODY_BYTES:
             raise PayloadTooLarge(f"request body exceeds {MAX_JSON_BODY_BYTES} bytes")
+    return raw_json(bytes(raw), request.headers.get("content-type", ""), required)
+
+
+def raw_json(raw: bytes, content_type: str, required: bool) -> bytes:
+    """A whole body as JSON to parse: within the size limit and of a JSON content type; empty reads as `{}`."""
+    if len(raw) > MAX_JSON_BODY_BYTES:
+        raise PayloadTooLarge(f"request body exceeds {MAX_JSON_BODY_BYTES} bytes")
     if not raw.strip():
         if required:
             raise FieldError([{"location": "body", "field": "body", "message": "a JSON body is required",
                                "type": "missing"}], wrong_shape=True)
         return b"{}"
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/json" and not content_type.endswith("+json"):
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
         raise UnsupportedMediaType(
-            f"expected Content-Type: application/json, got {content_type or 'none'}"
+            f"expected Content-Type: application/json, got {media_type or 'none'}"
         )
-    return bytes(raw)
+    return raw
 
 
-async def parse_body(request: Request, model: type[M], invalid_code: str, required: bool = False) -> M:
-    """Parse and validate a JSON body strictly (no "5" for 5, no 1.5 for an integer)."""
-    raw = await read_raw_json(request, required)
+async def parse_json(raw: bytes, model: type[M], invalid_code: str) -> M:
+    """Validate a JSON body strictly (no "5" for 5, no 1.5 for an integer; a large one off the event loop);
+    400/422 naming the field."""
     try:
         if len(raw) > OFF_LOOP_PARSE_BYTES:
             return await asyncio.to_thread(model.model_validate_json, raw, strict=True)

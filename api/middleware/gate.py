@@ -23,29 +23,27 @@ from api.middleware.cors import Cors
 from api.middleware.request_metrics import RequestMetrics
 
 
-class RequestGate:
-    """Every HTTP request and WebSocket handshake passes here before the router (api/app.py adds it)."""
+class Gate:
+    """The four checks and the request metrics, run around an app: the middleware's (`RequestGate`) and the command
+    socket's direct run of an operation (api/commands/direct.py), which passes each message through the very same
+    checks without the rest of the ASGI stack."""
 
-    def __init__(self, app: ASGIApp, metrics: RequestMetrics, guard: BrowserGuard, cors: Cors,
-                 auth: TokenCheck) -> None:
-        self.app = app
+    def __init__(self, metrics: RequestMetrics, guard: BrowserGuard, cors: Cors, auth: TokenCheck) -> None:
         self.metrics = metrics
         self.guard = guard
         self.cors = cors
         self.auth = auth
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "websocket":  # neither counted nor CORS'd: the guard and the token only
-            refusal = self.guard.refusal(scope) or self.auth.refusal(scope)
-            if refusal is not None:
-                await send_refusal(scope, receive, send, refusal)
-                return
-            await self.app(scope, receive, send)
+    async def websocket(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
+        """A handshake: neither counted nor CORS'd, the guard and the token only."""
+        refusal = self.guard.refusal(scope) or self.auth.refusal(scope)
+        if refusal is not None:
+            await send_refusal(scope, receive, send, refusal)
             return
-        if kind != "http":
-            await self.app(scope, receive, send)
-            return
+        await app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
+        """An HTTP request: counted and timed, refused by the first check that refuses it, else run by `app`."""
         began = time.perf_counter()
         status = 500  # what the server answers when the app raises before starting a response
         headers_sent = 0.0
@@ -70,6 +68,23 @@ class RequestGate:
             if refusal is not None:
                 await refusal(scope, receive, send_timed)
             else:
-                await self.app(scope, receive, send_timed)
+                await app(scope, receive, send_timed)
         finally:
             self.metrics.end(scope, status, (headers_sent or time.perf_counter()) - began)
+
+
+class RequestGate:
+    """Every HTTP request and WebSocket handshake passes here before the router (api/app.py adds it)."""
+
+    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.gate.http(scope, receive, send, self.app)
+        elif kind == "websocket":
+            await self.gate.websocket(scope, receive, send, self.app)
+        else:
+            await self.app(scope, receive, send)

@@ -99,9 +99,9 @@ def wire_field(field: str) -> str:
 class BatchOperation(Operation):
     """An Operation whose body errors name fields the way the batch documentation does."""
 
-    async def endpoint(self, request: Request) -> Response:
+    async def endpoint(self, request: Request, body: bytes | None = None) -> Response:
         try:
-            return await super().endpoint(request)
+            return await super().endpoint(request, body)
         except FieldError as exc:
             errors = [{**e, "field": wire_field(e["field"])} for e in exc.extensions.get("errors", [])]
             if not errors:

@@ -15,9 +15,7 @@ lock (a batch between its steps) cannot wait without blocking the person, so it 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Protocol
 
 from desktop.core.errors import DesktopError
@@ -78,14 +76,9 @@ class TakeoverGate:
         return (self._holder is not None and self.mode is not TakeoverMode.SHARE
                 and action_source.get() != ActionSource.STREAM)  # the live view's own input
 
-    @contextlib.asynccontextmanager
-    async def admitted(self, lock: Lock) -> AsyncIterator[None]:
+    def admitted(self, lock: Lock) -> Admitted:
         """Hold `lock` for the block once this task's input may run (waits or raises per the mode)."""
-        await self._enter(lock)
-        try:
-            yield
-        finally:
-            await lock.__aexit__(None, None, None)
+        return Admitted(self, lock)
 
     async def _enter(self, lock: Lock) -> None:
         deadline = self._deadline()
@@ -134,3 +127,20 @@ class TakeoverGate:
                else "(an action inside a batch cannot wait for it)")
         return ControlledByViewer(f"{holder} holds control of the desktop through the live view {how}; "
                                   "retry once they release it", controller=self._holder)
+
+
+class Admitted:
+    """`TakeoverGate.admitted`: every input action enters it. A class rather than an `asynccontextmanager`, whose
+    generator cost 5 us of the 6.5 an action spent here."""
+
+    __slots__ = ("gate", "lock")
+
+    def __init__(self, gate: TakeoverGate, lock: Lock) -> None:
+        self.gate = gate
+        self.lock = lock
+
+    async def __aenter__(self) -> None:
+        await self.gate._enter(self.lock)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.lock.__aexit__(None, None, None)

@@ -1,5 +1,9 @@
 """The command WebSocket against a real server: ops answered in order by id, many in flight, the HTTP answers
-(problems, scopes, approvals, switched-off APIs) on each message, images as binary frames, a desktop's own socket."""
+(problems, scopes, approvals, switched-off APIs) on each message, images as binary frames, a desktop's own socket.
+
+JSON operations (mouse, keyboard, status, windows...) run directly through the request gate and the operation
+(api/commands/direct.py), everything else through the whole app: the tests below hold both to the HTTP answer,
+byte for byte where it is deterministic."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pytest
 from PIL import Image
 from websockets.sync.client import ClientConnection, connect
 
+from tests.api.observability.test_observability import scrape, value
 from tests.conftest import ServerProcess, running_server, wait_for
 
 DESKTOP = {"displayNum": 541, "width": 800, "height": 600}
@@ -157,8 +162,18 @@ def test_the_approval_gate_and_switched_off_apis_hold_on_the_socket(gated: Serve
         assert answer(ws)[0]["id"] == 2
         denied_soon = ask(ws, op="mouse.click", body={"x": 5, "y": 5}, headers={"prefer": "wait=0"})
         assert denied_soon["status"] == 403 and denied_soon["body"]["code"] == "approval_expired"
-        off = ask(ws, op="server.processes.get")
+        off = same_as_http(ws, api, {"op": "server.processes.get"}, "GET", "/v1/processes")
         assert off["status"] == 403 and off["body"]["code"] == "api_disabled"
+        off_run = same_as_http(ws, api, {"op": "server.processes.run", "body": {"command": "true"}}, "POST",
+                               "/v1/processes/run", json={"command": "true"})
+        assert off_run["status"] == 403 and off_run["body"]["code"] == "api_disabled"
+        # The held click ran directly (a JSON operation) and was held: so are a move and a scroll, refused when the
+        # message lets them wait for no one, as over HTTP (each problem names its own approval).
+        for op, body in (("mouse.move", {"x": 5, "y": 5}), ("mouse.scroll", {"x": 5, "y": 5, "deltaY": 1})):
+            over_socket = ask(ws, op=op, body=body, headers={"prefer": "wait=0"})
+            over_http = api.post("/v1/desktop/" + op.replace(".", "/"), json=body, headers={"prefer": "wait=0"})
+            assert (over_socket["status"], over_socket["body"]["code"]) == \
+                (over_http.status_code, over_http.json()["code"]) == (403, "approval_expired"), (op, over_socket)
 
 
 def test_a_client_leaving_with_requests_queued_leaves_the_server_well(srv: ServerProcess, api: httpx.Client) -> None:
@@ -169,3 +184,100 @@ def test_a_client_leaving_with_requests_queued_leaves_the_server_well(srv: Serve
         assert ask(ws, op="status")["status"] == 200
     assert api.get("/v1/desktop/status").status_code == 200
     assert "command socket failed" not in srv.log()
+
+
+def same_as_http(ws: ClientConnection, http: httpx.Client, message: dict[str, Any], method: str, path: str,
+                 **request: Any) -> dict[str, Any]:
+    """The message's answer, checked to be the HTTP request's: status, content type and JSON body."""
+    head = ask(ws, **message)
+    response = http.request(method, path, **request)
+    assert (head["status"], head["headers"]["content-type"]) == \
+        (response.status_code, response.headers["content-type"]), (message, head, response.text)
+    assert head["body"] == response.json(), (message, head, response.text)
+    return head
+
+
+def test_direct_answers_and_problems_are_the_http_ones(srv: ServerProcess, api: httpx.Client) -> None:
+    with socket(srv) as ws:
+        moved = same_as_http(ws, api, {"op": "mouse.move", "body": {"x": 64, "y": 48}}, "POST",
+                             "/v1/desktop/mouse/move", json={"x": 64, "y": 48})
+        assert (moved["status"], moved["body"]["x"], moved["body"]["y"]) == (200, 64, 48)
+        same_as_http(ws, api, {"op": "display.info"}, "GET", "/v1/desktop/display/info")
+        same_as_http(ws, api, {"op": "mouse.position"}, "GET", "/v1/desktop/mouse/position")
+        wrong_type = same_as_http(ws, api, {"op": "mouse.click", "body": {"x": "ten", "y": 5}}, "POST",
+                                  "/v1/desktop/mouse/click", json={"x": "ten", "y": 5})
+        assert wrong_type["status"] == 422 and [e["field"] for e in wrong_type["body"]["errors"]] == ["x"]
+        missing = same_as_http(ws, api, {"op": "mouse.click", "body": {"x": 5}}, "POST", "/v1/desktop/mouse/click",
+                               json={"x": 5})
+        assert missing["status"] == 422 and [e["field"] for e in missing["body"]["errors"]] == ["y"]
+        off_screen = same_as_http(ws, api, {"op": "mouse.click", "body": {"x": 5000, "y": 5}}, "POST",
+                                  "/v1/desktop/mouse/click", json={"x": 5000, "y": 5})
+        assert off_screen["status"] == 400 and off_screen["body"]["code"] == "desktop_invalid_action"
+        no_body = same_as_http(ws, api, {"op": "mouse.click"}, "POST", "/v1/desktop/mouse/click")
+        assert no_body["status"] == 422
+        not_json = same_as_http(ws, api, {"op": "mouse.click", "body": {"x": 5, "y": 5},
+                                          "headers": {"content-type": "text/plain"}},
+                                "POST", "/v1/desktop/mouse/click", content=b'{"x":5,"y":5}',
+                                headers={"content-type": "text/plain"})
+        assert not_json["status"] == 415
+        gone = same_as_http(ws, api, {"op": "windows.{id}.focus", "path": {"id": "0x7ffffff0"}}, "POST",
+                            "/v1/desktop/windows/0x7ffffff0/focus")
+        assert gone["status"] == 404 and gone["body"]["code"] == "window_not_found"
+        batch = {"actions": [{"type": "move", "x": 70, "y": 50}, {"type": "click", "x": 10}]}
+        half_bad = same_as_http(ws, api, {"op": "actions", "body": batch}, "POST", "/v1/desktop/actions", json=batch)
+        assert half_bad["status"] == 400 and [e["field"] for e in half_bad["body"]["errors"]] == ["actions[1].y"]
+        ran = ask(ws, op="actions", body={"actions": [{"type": "move", "x": 70, "y": 50}]})
+        assert ran["status"] == 200, ran
+        same_as_http(ws, api, {"method": "GET", "target": "/v1/desktops/nobody/status"}, "GET",
+                     "/v1/desktops/nobody/status")
+        wrong_method = same_as_http(ws, api, {"method": "GET", "target": "/v1/desktop/mouse/click"}, "GET",
+                                    "/v1/desktop/mouse/click")
+        assert wrong_method["status"] == 405
+
+
+def test_direct_and_whole_app_messages_in_flight_are_answered_in_order(srv: ServerProcess) -> None:
+    """Moves (run directly) between screenshots (images: the whole app), a bad message, the op listing and a
+    problem, all sent before any answer is read."""
+    with socket(srv) as ws:
+        sent: list[tuple[str, int, bool]] = []  # id, status, a binary frame follows
+        for i in range(12):
+            ws.send(json.dumps({"id": f"move{i}", "op": "mouse.move", "body": {"x": 20 + i, "y": 30}}))
+            sent.append((f"move{i}", 200, False))
+            if i % 4 == 0:
+                ws.send(json.dumps({"id": f"shot{i}", "op": "screenshot", "query": {"format": "png"}}))
+                sent.append((f"shot{i}", 200, True))
+            if i % 4 == 1:
+                ws.send(json.dumps({"id": f"bad{i}", "op": "mouse.click", "body": {"x": "no", "y": 1}}))
+                sent.append((f"bad{i}", 422, False))
+            if i % 4 == 2:
+                ws.send(json.dumps({"id": f"ops{i}", "op": "ops"}))
+                sent.append((f"ops{i}", 200, False))
+        ws.send(json.dumps({"id": "where", "op": "mouse.position"}))
+        sent.append(("where", 200, False))
+        answers = [answer(ws) for _ in sent]
+    assert [(head["id"], head["status"], image is not None) for head, image in answers] == sent
+    assert (answers[-1][0]["body"]["x"], answers[-1][0]["body"]["y"]) == (31, 30)
+
+
+def test_a_view_token_is_refused_a_click_with_the_http_problem(srv: ServerProcess, api: httpx.Client) -> None:
+    view = api.post("/v1/desktops/default/tokens", json={"role": "view"}).json()["token"]
+    with socket(srv, token=view) as ws, httpx.Client(base_url=srv.url, timeout=30,
+                                                     headers={"Authorization": f"Bearer {view}"}) as viewer:
+        refused = same_as_http(ws, viewer, {"op": "mouse.click", "body": {"x": 10, "y": 10}}, "POST",
+                               "/v1/desktop/mouse/click", json={"x": 10, "y": 10})
+        assert refused["status"] == 403 and refused["body"]["code"] == "token_scope"
+        same_as_http(ws, viewer, {"op": "display.info"}, "GET", "/v1/desktop/display/info")
+
+
+def test_messages_run_directly_are_counted_as_requests(srv: ServerProcess, api: httpx.Client) -> None:
+    before = scrape(api)
+    with socket(srv) as ws:
+        for i in range(5):
+            assert ask(ws, op="mouse.move", body={"x": 40 + i, "y": 40})["status"] == 200
+        assert ask(ws, op="mouse.click", body={"x": "no", "y": 1})["status"] == 422
+    after = scrape(api)
+    move = {"method": "POST", "route": "/v1/desktop/mouse/move"}
+    click = {"method": "POST", "route": "/v1/desktop/mouse/click"}
+    total = "sandbox_desktop_http_requests_total"
+    assert value(after, total, status="200", **move) - value(before, total, status="200", **move) == 5
+    assert value(after, total, status="422", **click) - value(before, total, status="422", **click) == 1

@@ -1,0 +1,1 @@
+"""api/http/: the indexed router."""
