@@ -7,7 +7,7 @@ thumbnail source (streaming/thumbnails.py) grabs, scales and encodes 2 pictures 
 threads, from /proc) is measured over the same number of seconds first with nobody watching (the baseline: the
 busy desktops alone, which cost the server nearly nothing, since nothing is captured), then with the wall open in
 one tab, then in more (`--walls`): they share each desktop's one encode, so a wall more costs only its sending.
-Target (issue #29): at most 50 % of one core with one wall open.
+Target (issue "A live view that connects from anywhere"): at most 50 % of one core with one wall open.
 """
 
 from __future__ import annotations
