@@ -11,7 +11,8 @@ counted as for a first visitor, and reads the page's own clock: `window.inspecto
 - UDP dropped both ways (nftables), on the plain http:// page: WebRTC waits 2 s for ICE, then the page falls
   back to the WebSocket transport with JPEG pictures (no WebCodecs outside a secure context);
 - UDP dropped, the origin treated as secure (a Chromium flag): the WebSocket with H.264 decoded by WebCodecs.
-Target (issue "A live view that connects from anywhere"): at most 3 s from page open to the first drawn frame where UDP is dropped.
+Target (issue "A live view that connects from anywhere"): at most 3 s from page open to the first drawn frame
+where UDP is dropped.
 """
 
 from __future__ import annotations

@@ -148,8 +148,9 @@ def _mount_all(request: protocol.Create, sources: dict[str, int]) -> None:
 
 class Init:
     """The request loop of one sandbox: its init's, or that of a serving process the zygote started in a sandbox
-    whose init is a reaper only (`entered`: there it reports no exit, which the server reads off each program's
-    pidfd, and ends alone when the server closes its socket, leaving the programs to the init)."""
+    whose init is a reaper only (`entered`: there an `Exited` only tells the server to read the exit off the
+    program's pidfd, since the programs it leaves behind are reaped by the init, which says nothing; and it ends
+    alone when the server closes its socket)."""
 
     def __init__(self, channel: socket.socket, user: SandboxUser, home_cgroups: tuple[str, ...],
                  own_pid_namespace: bool, entered: bool = False) -> None:
@@ -255,8 +256,7 @@ class Init:
             child = self.children.pop(pid, None)
             if child is not None:
                 child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it
-                if not self.entered:
-                    protocol.send(self.channel, protocol.Exited(pid, status))
+                protocol.send(self.channel, protocol.Exited(pid, status))
 
     def end(self) -> int:
         """The server is gone: nothing of the sandbox may outlive it (a serving process's programs are the init's,

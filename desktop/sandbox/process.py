@@ -20,8 +20,9 @@ from desktop.sandbox import linux
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
-EXIT_RECORD_WAIT_S = 1.0
-"""How long a readable pidfd may go without its exit recorded (the init reaps at once; only load delays it)."""
+EXIT_RECORD_WAIT_S = 60.0
+"""How long a readable pidfd may go without its exit recorded: its parent in the sandbox always reaps it, but a
+desktop held to a small CPU share (limits.cpu) may take a while to."""
 
 
 class SandboxedProcess:
@@ -38,6 +39,7 @@ class SandboxedProcess:
         self.exited_at_ms: int | None = None
         self.callbacks: list[Callable[[], None]] = []
         self._watched: asyncio.AbstractEventLoop | None = None
+        self._check: Callable[[], None] | None = None
 
     @property
     def pidfd(self) -> int:
@@ -47,27 +49,42 @@ class SandboxedProcess:
 
     def watch_exit(self) -> None:
         """Learn its exit off its pidfd (PIDFD_INFO_EXIT), where no process of the sandbox reports it (an init
-        that is a reaper only). The pidfd turns readable at the exit; the kernel may record the exit a moment
-        later, when the init reaps it."""
+        that is a reaper only). The pidfd turns readable at the exit, but the kernel records the exit only once
+        its parent has reaped it: at once where that is the init (SIGCHLD ignored), on the next turn of its loop
+        where it is the serving process that started it, which the desktop's own CPU limit may hold back."""
         loop = asyncio.get_running_loop()
         fd = self.pidfd
         deadline = time.monotonic() + EXIT_RECORD_WAIT_S
+        pause = 0.001
 
         def readable() -> None:
+            nonlocal pause
             if self._pidfd != fd:  # ended another way (the sandbox was closed)
                 return
             loop.remove_reader(fd)
             try:
                 status = linux.pidfd_exit_status(fd)
-            except OSError:
-                status = 9  # the kernel will not say: counted as killed
-            if status is None and time.monotonic() < deadline:
-                loop.call_later(0.001, readable)
+            except OSError as exc:  # not on a kernel that passed the zygote's trial
+                logger.warning("the exit of process %s cannot be read off its pidfd: %s", self.pid, exc)
+                self.ended(9)
                 return
+            if status is None and time.monotonic() < deadline:
+                loop.call_later(pause, readable)
+                pause = min(pause * 2, 0.05)
+                return
+            if status is None:
+                logger.warning("process %s exited and was not reaped in %.0f s: counted as killed", self.pid,
+                               EXIT_RECORD_WAIT_S)
             self.ended(9 if status is None else status)
 
         self._watched = loop
+        self._check = readable
         loop.add_reader(fd, readable)
+
+    def check_exit(self) -> None:
+        """Read the exit off the pidfd now (its parent just said it reaped it), if still watched."""
+        if self._check is not None and self.returncode is None:
+            self._check()
 
     def ended(self, status: int) -> None:
         """The init reported the exit (`status` as waitpid(2) gives it)."""
@@ -112,6 +129,7 @@ class SandboxedProcess:
         return True
 
     def _release(self) -> None:
+        self._check = None
         if self._watched is not None and self._pidfd is not None:
             with contextlib.suppress(ValueError, OSError, RuntimeError):
                 self._watched.remove_reader(self._pidfd)

@@ -109,6 +109,9 @@ class Sandbox:
         """Where its programs start (the apps' cgroups, once the desktop has them)."""
         self._early_exits: dict[int, int] = {}
         """Exits reported before their spawn's reply was taken (both can come in one read)."""
+        self._watched: dict[int, SandboxedProcess] = {}
+        """Where the init is a reaper only: the running programs by their pid in the sandbox, whose exits are read
+        off their pidfds."""
         self._server: Server | None = None
         """Who serves its requests (desktop/sandbox/serving.py), once it runs."""
 
@@ -153,7 +156,8 @@ class Sandbox:
             entering = protocol.Enter(
                 request.namespaces | linux.CLONE_NEWNET | (linux.CLONE_NEWUSER if request.user_namespace else 0),
                 request.uid, request.gid, request.landlock, request.cgroup_files) if reaper else None
-            self._server = Server(self.host, self._channel, entering, lambda: self._init_process().pidfd)
+            self._server = Server(self.host, self._channel, entering, lambda: self._init_process().pidfd,
+                                  self._reaped)
         finally:
             if netns is not None:
                 os.close(netns)
@@ -349,7 +353,9 @@ class Sandbox:
             raise OSError(reply.errno, f"{reply.message} ({reply.stage})")
         assert isinstance(reply, protocol.Spawned)
         process = SandboxedProcess(received[0], reply.pid)
-        if self._live_server().reaper_init:  # its exit is read off its pidfd: the init that reaps it says nothing
+        if self._live_server().reaper_init:  # its exit is read off its pidfd (the init that may reap it says nothing)
+            self._watched[reply.pid] = process
+            process.callbacks.append(lambda: self._unwatch(reply.pid, process))
             process.watch_exit()
             return process
         early = self._early_exits.pop(reply.pid, None)
@@ -387,6 +393,16 @@ class Sandbox:
         """Run `function(args, fds)` ("module:name" of a module in the host's `preload`) in a child of the init,
         as the sandbox's user (desktop/sandbox/call.py). Raises OSError or SandboxGone."""
         return await run_call(self._live_server().send, function, args, fds, self.app_cgroups)
+
+    def _unwatch(self, pid: int, process: SandboxedProcess) -> None:
+        if self._watched.get(pid) is process:
+            del self._watched[pid]
+
+    def _reaped(self, message: protocol.Exited) -> None:
+        """The serving process reaped a program it started: its exit is on its pidfd now, read it at once."""
+        process = self._watched.get(message.pid)
+        if process is not None:
+            process.check_exit()
 
     def _exited(self, message: protocol.Exited) -> None:
         process = self._processes.pop(message.pid, None)

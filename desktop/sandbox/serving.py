@@ -30,8 +30,10 @@ class Server:
     needs to start a serving process) the init is a reaper only, and the requests go to serving processes."""
 
     def __init__(self, host: SandboxHost, init: Channel, entering: protocol.Enter | None,
-                 init_pidfd: Callable[[], int]) -> None:
+                 init_pidfd: Callable[[], int], on_reaped: Callable[[protocol.Exited], None]) -> None:
         self.host = host
+        self.on_reaped = on_reaped
+        """Told of each program a serving process reaped (the exit then on the program's pidfd)."""
         self.init = init
         self.entering = entering
         self._init_pidfd = init_pidfd
@@ -85,7 +87,7 @@ class Server:
                 raise
             finally:
                 theirs.close()
-            channel = Channel(ours)
+            channel = Channel(ours, on_exit=self.on_reaped)
             try:
                 async with asyncio.timeout(READY_TIMEOUT_S):
                     message, _fds = await channel.expect()

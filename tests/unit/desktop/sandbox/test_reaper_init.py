@@ -56,7 +56,10 @@ def pythons(sandbox: Sandbox) -> list[int]:
 def test_an_idle_sandbox_holds_only_its_reaper_and_its_programs(tmp_path: Path) -> None:
     async def body(host: SandboxHost, sandbox: Sandbox) -> None:
         assert host.hello is not None and host.hello.pidfd_exit, "this kernel keeps no exits for pidfds"
-        assert sandbox._init is not None and members(sandbox)[sandbox._init.pid][0] == "cat"
+        init = sandbox._init
+        assert init is not None
+        # Ready comes just before the init's exec of cat.
+        await until(lambda: members(sandbox).get(init.pid, ("", ""))[0] == "cat", "the init to be cat")
         assert await run(sandbox, "echo served") == (0, "served\n")
         assert len(pythons(sandbox)) == 1  # the serving process, kept for the requests that follow
         await until(lambda: not pythons(sandbox), "the serving process to end once idle", serving.IDLE_S + 5)
