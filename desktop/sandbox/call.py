@@ -1,5 +1,6 @@
-"""A `Call` from the server's side: a function run in a process of a sandbox (a child of its serving init, or
-the zygote's grandchild where the init is a reaper only), as the sandbox's user.
+"""A `Call` from the server's side: a function run in a child of the process that serves a sandbox's requests
+(its init, or its serving process where the init is a reaper only: desktop/sandbox/serving.py), as the
+sandbox's user.
 
 The child answers on a socket of the call's own (desktop/sandbox/init.py), never on the init's, so that a long
 call holds up nothing else and a process of the sandbox's uid never holds the init's socket. What it answers
@@ -26,7 +27,7 @@ MAX_ANSWER_BYTES = 256 << 20
 async def run_call(send: Callable[[protocol.Call, list[int]], Awaitable[None]], function: str,
                    args: Mapping[str, Any], fds: Sequence[int], cgroups: Sequence[str]
                    ) -> tuple[dict[str, Any], list[int]]:
-    """Send the `Call` with `send` (to the init, or to the zygote for a sandbox whose init is a reaper only) and
+    """Send the `Call` with `send` (to whoever serves the sandbox's requests: desktop/sandbox/serving.py) and
     wait for its answer on the call's own socket: the JSON object and the descriptors the function sent (the
     caller's to close). Raises OSError (errno 0: the function raised) or SandboxGone."""
     call = protocol.Call(0, function, dict(args), tuple(cgroups))

@@ -154,7 +154,7 @@ def _settle(future: asyncio.Future[None]) -> None:
 
 
 async def one_answer(send: Callable[[int], Awaitable[None]]) -> Received:
-    """A request answered on a socket of its own (a call; any request of a sandbox whose init is a reaper only):
+    """A request answered on a socket of its own (a call, desktop/sandbox/call.py):
     `send(fd)` hands the other end on with the request. The one message that comes back, and its descriptors;
     SandboxGone if every holder of the other end closed it without answering."""
     ours, theirs = protocol.socket_pair()

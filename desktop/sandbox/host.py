@@ -215,8 +215,8 @@ class SandboxHost:
         return Channel(ours)
 
     async def send_enter(self, message: protocol.Enter, fds: list[int]) -> None:
-        """Hand the zygote a request for a sandbox whose init is a reaper only (`fds`: [the init's pidfd, the
-        answer socket, the request's own]); the answer comes on that socket."""
+        """Ask the zygote for a serving process in a sandbox whose init is a reaper only (`fds`: [the init's
+        pidfd, the serving process's end of its socket]); it says `Ready` on that socket (desktop/sandbox/entry.py)."""
         if self._channel is None or self._channel.closed:
             raise SandboxGone("the sandbox zygote is not running")
         async with self._lock:

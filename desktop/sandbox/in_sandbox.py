@@ -1,7 +1,8 @@
-"""What a sandbox's requests do inside it, whoever serves them: its serving init (desktop/sandbox/init.py), or,
-where the init is a reaper only, the zygote's grandchild that entered its namespaces (desktop/sandbox/entry.py).
+"""What a sandbox's requests do inside it, whoever serves them: its init (desktop/sandbox/init.py), or, where the
+init is a reaper only, a serving process the zygote started in its namespaces (desktop/sandbox/entry.py).
 
-Both put on the same restrictions first (`harden`), then start a program, open a path or run a call the same way:
+Both put on the same restrictions first (`harden`), then start a program, open a path or run a call the same way
+(the request loop of init.py `Init`):
 as the sandbox's user, through the sandbox's mounts, with nothing of the server's descriptors. Standard library
 only: the zygote imports this module, and the init runs with nothing else.
 """

@@ -9,9 +9,9 @@ For each `Create` the zygote forks an outer child, which enters the network name
 unshares the rest (mount, UTS, IPC, pid...) and forks the init: the first process of the new pid
 namespace. The outer child hands the server a pidfd of the init over the sandbox's own socket and
 exits; the zygote is the subreaper that reaps it, and each init once it ends. Where the init is a reaper only
-(`Create.reaper`), each request of that sandbox comes here as an `Enter`, served by a grandchild of the zygote
-inside the sandbox's namespaces (desktop/sandbox/entry.py): the fork per request replaces a Python process per
-desktop.
+(`Create.reaper`), an `Enter` asks for a serving process inside the sandbox's namespaces, a grandchild of the
+zygote that serves its requests while they come (desktop/sandbox/entry.py): a Python process while a desktop is
+being driven, instead of one for each desktop's whole life.
 
 Run as `python -I -S desktop/sandbox/zygote.py FD [MODULE...]` (standard library only; FD is its socket to
 the server). It imports each MODULE before it forks anything: what a `Call` runs in a sandbox
