@@ -77,6 +77,8 @@ class SandboxHost:
         self._zygote: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._lock = asyncio.Lock()
+        self._restarting = asyncio.Lock()
+        self._closed = False
         self._users: dict[str, users.SandboxUser] = {}
 
     @property
@@ -96,21 +98,11 @@ class SandboxHost:
         """Start the zygote and learn what the machine allows (at server start, before any desktop)."""
         if self.isolation is Isolation.OFF:
             return
-        ours, theirs = protocol.socket_pair()
         try:
-            self._zygote = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno()), *self.preload],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
-        finally:
-            theirs.close()
-        self._channel = Channel(ours, on_close=self._zygote_ended)
-        try:
-            async with asyncio.timeout(START_TIMEOUT_S):
-                message, _ = await self._channel.expect()
-        except (TimeoutError, DesktopFailed) as exc:
+            message = await self._start_zygote()
+        except DesktopFailed:
             await self.close()
-            raise DesktopFailed(f"the sandbox zygote did not start: {exc}") from exc
-        assert isinstance(message, protocol.Hello)
+            raise
         self.hello = message
         if not message.root:
             await self._open_rootless(message)
@@ -130,6 +122,39 @@ class SandboxHost:
         self.cgroups = await asyncio.to_thread(CgroupRoot.open)
         for feature, reason in self.cgroups.missing.items():
             logger.warning("desktop cgroups: no %s: %s", feature, reason)
+
+    async def _start_zygote(self) -> protocol.Hello:
+        ours, theirs = protocol.socket_pair()
+        try:
+            self._zygote = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno()), *self.preload],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        finally:
+            theirs.close()
+        self._channel = Channel(ours, on_close=self._zygote_ended)
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                message, _ = await self._channel.expect()
+        except (TimeoutError, DesktopFailed) as exc:
+            raise DesktopFailed(f"the sandbox zygote did not start: {exc}") from exc
+        if not isinstance(message, protocol.Hello):
+            raise DesktopFailed(f"the sandbox zygote said {message.kind!r} before its hello")
+        return message
+
+    async def _zygote_channel(self) -> Channel:
+        """The channel to a running zygote: one that ended (killed, or a fault of its own) is started again, once
+        per request, so that new desktops and the serving processes of running ones do not depend on it."""
+        if self._channel is not None and not self._channel.closed:
+            return self._channel
+        async with self._restarting:
+            if self._channel is None or self._channel.closed:
+                if self.hello is None or self._closed:
+                    raise DesktopFailed("the sandbox zygote is not running")
+                await self._end_zygote()
+                logger.warning("the sandbox zygote ended: starting it again")
+                await self._start_zygote()
+            assert self._channel is not None
+            return self._channel
 
     async def _open_rootless(self, hello: protocol.Hello) -> None:
         """Not root: decide what desktops get, with a cgroup where a delegated subtree has room, and log it."""
@@ -204,12 +229,11 @@ class SandboxHost:
 
     async def create_init(self, request: protocol.Create, fds: list[int]) -> Channel:
         """Ask the zygote for a sandbox's init; the channel to it, once its `Started` came."""
-        if self._channel is None or self._channel.closed:
-            raise DesktopFailed("the sandbox zygote is not running")
+        channel = await self._zygote_channel()
         ours, theirs = protocol.socket_pair()
         try:
             async with self._lock:
-                await self._channel.send(request, [theirs.fileno(), *fds])
+                await channel.send(request, [theirs.fileno(), *fds])
         finally:
             theirs.close()
         return Channel(ours)
@@ -217,10 +241,12 @@ class SandboxHost:
     async def send_enter(self, message: protocol.Enter, fds: list[int]) -> None:
         """Ask the zygote for a serving process in a sandbox whose init is a reaper only (`fds`: [the init's
         pidfd, the serving process's end of its socket]); it says `Ready` on that socket (desktop/sandbox/entry.py)."""
-        if self._channel is None or self._channel.closed:
-            raise SandboxGone("the sandbox zygote is not running")
+        try:
+            channel = await self._zygote_channel()
+        except DesktopFailed as exc:
+            raise SandboxGone(str(exc)) from exc
         async with self._lock:
-            await self._channel.send(message, fds)
+            await channel.send(message, fds)
 
     async def user_for(self, desktop_id: str) -> users.SandboxUser:
         """The desktop's uid, the same for its whole life: a stop and a start keep it, so what it wrote
@@ -242,15 +268,9 @@ class SandboxHost:
     def _zygote_ended(self) -> None:
         if self._zygote is not None and self._zygote.poll() is None:
             return
-        logger.warning("the sandbox zygote ended; new desktops cannot be isolated until the server restarts")
+        logger.warning("the sandbox zygote ended; it is started again with the next request that needs it")
 
-    async def close(self) -> None:
-        for desktop_id in list(self._users):
-            self.forget(desktop_id)
-        if self.network is not None:
-            await self.network.close()
-        if self.cgroups is not None:
-            await self.cgroups.aclose()
+    async def _end_zygote(self) -> None:
         if self._channel is not None:
             self._channel.close()
         if self._zygote is not None:
@@ -259,3 +279,13 @@ class SandboxHost:
             if self._zygote.poll() is None:
                 self._zygote.kill()
                 await asyncio.to_thread(self._zygote.wait)
+
+    async def close(self) -> None:
+        self._closed = True
+        for desktop_id in list(self._users):
+            self.forget(desktop_id)
+        if self.network is not None:
+            await self.network.close()
+        if self.cgroups is not None:
+            await self.cgroups.aclose()
+        await self._end_zygote()

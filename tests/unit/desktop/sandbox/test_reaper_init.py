@@ -16,7 +16,7 @@ import pytest
 from desktop.sandbox import serving
 from desktop.sandbox.host import SandboxHost
 from desktop.sandbox.sandbox import Sandbox
-from tests.unit.desktop.sandbox.test_sandbox import ENV, run, scenario
+from tests.unit.desktop.sandbox.test_sandbox import ENV, plan, run, scenario
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes with their own uids need root")
 
@@ -93,5 +93,26 @@ def test_orphans_are_reaped(tmp_path: Path) -> None:
         await until(lambda: all(name != "sleep" for name, _ in members(sandbox).values()), "the orphan to end")
         await asyncio.sleep(0.2)
         assert [entry for entry in members(sandbox).values() if entry[1] == "Z"] == []
+
+    scenario(tmp_path, body)
+
+
+def test_a_killed_zygote_is_started_again_for_the_next_request(tmp_path: Path) -> None:
+    """Running desktops start their serving processes through the zygote, and new desktops are made by it: one
+    that ended (killed here) must not leave them without."""
+    async def body(host: SandboxHost, sandbox: Sandbox) -> None:
+        assert await run(sandbox, "echo before") == (0, "before\n")
+        await until(lambda: not pythons(sandbox), "the serving process to end once idle", serving.IDLE_S + 5)
+        zygote = host._zygote
+        assert zygote is not None
+        zygote.kill()
+        await asyncio.to_thread(zygote.wait)
+        assert await run(sandbox, "echo after") == (0, "after\n")
+        assert host._zygote is not None and host._zygote.pid != zygote.pid
+        other = await Sandbox.create(host, plan(tmp_path, "b", 92))
+        try:
+            assert await run(other, "echo new") == (0, "new\n")
+        finally:
+            await other.close()
 
     scenario(tmp_path, body)
