@@ -215,8 +215,8 @@ def ours(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         expect(response.status_code == 200, f"POST {path} -> {response.status_code} {response.text[:200]}")
         return response.json()
 
-    def message(op: str, body: dict[str, int]) -> dict[str, Any]:
-        ws.send(json.dumps({"id": 1, "op": op, "body": body}))
+    def message(op: str, body: dict[str, int] | None = None) -> dict[str, Any]:
+        ws.send(json.dumps({"id": 1, "op": op, **({"body": body} if body is not None else {})}))
         answer = json.loads(ws.recv())
         expect(answer["status"] == 200, f"{op} -> {answer}")
         return answer
@@ -229,6 +229,7 @@ def ours(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         "cursor position": lambda: position_check(get("/v1/desktop/mouse/position").json(), x),
         "screen size": lambda: size_check(get("/v1/desktop/display/info").json()["resolution"], x),
         "window list": lambda: windows_check([int(w["id"]) for w in get("/v1/desktop/windows").json()["windows"]], x),
+        "WS no-op": lambda: (message("server.health"), no_check)[1],
         "WS move": lambda: move_check(lambda at: message("mouse.move", at), x),
         "WS click": lambda: click_check(lambda at: message("mouse.click", at), x),
     })
@@ -256,6 +257,7 @@ def cua(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         "cursor position": lambda: position_check(command("get_cursor_position")["position"], x),
         "screen size": lambda: size_check(command("get_screen_size")["size"], x),
         "window list": lambda: windows_check(command("get_application_windows", app="scene-term")["windows"], x),
+        "WS no-op": lambda: (message("version"), no_check)[1],
         "WS move": lambda: move_check(lambda at: message("move_cursor", **at), x),
         "WS click": lambda: click_check(lambda at: message("left_click", **at), x),
     })

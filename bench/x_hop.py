@@ -1,5 +1,7 @@
-"""Benchmark the hop to a desktop's X thread: what a move's X job costs called on this thread, against the same job
-through `XThread.call` from the event loop (as every input action runs it), and an empty job's hop alone.
+"""Benchmark the hop to a desktop's X thread: what a move's X job costs called on this thread (blocking), against the
+same job through `XThread.raw` (which runs it on the event loop over the idle thread's connection, as every pointer
+action now runs it: desktop/x11/on_loop.py), handed to the X thread (as it ran before, and still runs when the
+thread is busy), and an empty job's hop alone.
 
 On an Xvfb of its own (640x480, no window manager), in alternating blocks so load from elsewhere falls on all alike;
 wall-clock medians and this process's CPU per call (all its threads: the X thread's too). The hop is what a
@@ -20,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import cpu_seconds
 from desktop.input.mouse import _move_job
+from desktop.x11.raw import run_job
 from desktop.x11.thread import XThread, open_display
 from tests.support.xvfb import free_display
 
@@ -50,17 +53,22 @@ async def run(display: str, count: int, rounds: int) -> None:
     thread = XThread(display, "bench")
 
     async def on_this_thread(i: int) -> object:  # blocks the loop for the round trip: only for the comparison
-        return _move_job(direct, 100 + i % 2 * 40, 100)
+        return run_job(direct, _move_job, 100 + i % 2 * 40, 100)
+
+    async def on_the_loop(i: int) -> object:
+        return await thread.raw(_move_job, 100 + i % 2 * 40, 100)
 
     async def through_the_thread(i: int) -> object:
-        return await thread.call(_move_job, 100 + i % 2 * 40, 100)
+        return await thread.submit(run_job, _move_job, 100 + i % 2 * 40, 100)
 
     async def empty_hop(i: int) -> object:
         return await thread.call(lambda d: None)
 
     try:
+        await thread.call(lambda d: None)  # the connection opened: from here on `raw` may borrow it
         found = await measure({"move job, called on the event loop's thread": on_this_thread,
-                               "move job, XThread.call": through_the_thread,
+                               "move job, XThread.raw (on the loop)": on_the_loop,
+                               "move job, on the X thread": through_the_thread,
                                "empty job, XThread.call": empty_hop}, count, rounds)
     finally:
         await thread.close()

@@ -25,7 +25,7 @@ from desktop.core.errors import invalid_action
 from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog, LoggedAction
 from desktop.input.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
-from desktop.windows.control import SOURCE_PAGER, send_root_message
+from desktop.windows.control import SOURCE_PAGER
 from desktop.windows.query import active_window_id
 from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
@@ -65,7 +65,7 @@ def button_number(button: MouseButton) -> int:
 
 # -- in-thread primitives (take the Display) ---------------------------------------------------
 
-def _request_activation(d: Display, first: Sequence[bytes]) -> Look | int:
+def _request_activation(d: Display, first: Sequence[bytes]) -> xraw.RawJob[Look | int]:
     """Click-to-focus, done here rather than by a window manager binding.
 
     A WM's click-to-focus binding grabs the pointer synchronously: the pointer freezes until the
@@ -76,19 +76,23 @@ def _request_activation(d: Display, first: Sequence[bytes]) -> Look | int:
     Returns the client window when the press must wait for the WM to make it active (see
     `_await_active`), else what was under the pointer, for the answer. `first`: sent before the look.
     """
-    look = look_under_pointer(d, active=True, first=first)
+    look = yield from look_under_pointer(d, active=True, first=first)
     if look.client is None or look.client == look.active:
         return look
-    send_root_message(d, look.client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
-    return look if active_window_id(d) == look.client else look.client
+    root, active = d.screen().root.id, d.get_atom("_NET_ACTIVE_WINDOW")
+    ask = xraw.client_message(root, X.SubstructureRedirectMask | X.SubstructureNotifyMask, look.client, active,
+                              [SOURCE_PAGER, X.CurrentTime, 0])
+    now, = yield xraw.Exchange([ask, xraw.get_property(root, active, 1)], [False, True])
+    values = xraw.property_reply(now)[1] if isinstance(now, bytes) else []
+    return look if values and values[0] == look.client else look.client
 
 
 def _motion(d: Display, x: int, y: int) -> bytes:
     return xraw.fake_input(d, X.MotionNotify, x=x, y=y)
 
 
-def _move_sync(d: Display, x: int, y: int) -> None:
-    xraw.exchange(d, [_motion(d, x, y), xraw.round_trip()], [False, True])
+def _move_sync(d: Display, x: int, y: int) -> xraw.RawJob[None]:
+    yield xraw.Exchange([_motion(d, x, y), xraw.round_trip()], [False, True])
 
 
 def _buttons(d: Display, button: int, press: bool, release: bool) -> list[bytes]:
@@ -104,7 +108,7 @@ class _Activating:
 
 
 def _press_job(d: Display, at: tuple[int, int] | None, button: int, activate: bool, release: bool,
-               finish: bool) -> _Activating | PointerState | None:
+               finish: bool) -> xraw.RawJob[_Activating | PointerState | None]:
     """Move to `at`, press `button` (and release it), then read the pointer if `finish`: in one write
     and at most one round trip while the pointer stays over the active window (desktop/x11/raw.py).
 
@@ -113,36 +117,36 @@ def _press_job(d: Display, at: tuple[int, int] | None, button: int, activate: bo
     """
     motion = [_motion(d, *at)] if at is not None else []
     if activate and button in FOCUSING_BUTTONS:
-        activation = _request_activation(d, motion)
+        activation = yield from _request_activation(d, motion)
         if isinstance(activation, int):
             return _Activating(activation)
         # Looked up after the motion, just before the press, which moves nothing: that is the answer, and
         # no round trip more is needed (any window the click opens appears later anyway).
-        xraw.send(d, _buttons(d, button, True, release))
+        yield xraw.sending(_buttons(d, button, True, release))
         return activation.state
     if finish:
-        return look_under_pointer(d, first=[*motion, *_buttons(d, button, True, release)]).state
-    xraw.exchange(d, [*motion, *_buttons(d, button, True, release), xraw.round_trip()],
-                  [False] * (len(motion) + 1 + release) + [True])
+        return (yield from look_under_pointer(d, first=[*motion, *_buttons(d, button, True, release)])).state
+    yield xraw.Exchange([*motion, *_buttons(d, button, True, release), xraw.round_trip()],
+                        [False] * (len(motion) + 1 + release) + [True])
     return None
 
 
-def _button_job(d: Display, at: tuple[int, int] | None, button: int) -> PointerState:
+def _button_job(d: Display, at: tuple[int, int] | None, button: int) -> xraw.RawJob[PointerState]:
     """Move to `at` (if given) and release `button`; the pointer afterwards."""
     motion = [_motion(d, *at)] if at is not None else []
-    return look_under_pointer(d, first=[*motion, *_buttons(d, button, False, True)]).state
+    return (yield from look_under_pointer(d, first=[*motion, *_buttons(d, button, False, True)])).state
 
 
-def _move_job(d: Display, x: int, y: int) -> PointerState:
-    return look_under_pointer(d, first=[_motion(d, x, y)]).state
+def _move_job(d: Display, x: int, y: int) -> xraw.RawJob[PointerState]:
+    return (yield from look_under_pointer(d, first=[_motion(d, x, y)])).state
 
 
-def _scroll_job(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> PointerState:
+def _scroll_job(d: Display, x: int, y: int, delta_x: int, delta_y: int) -> xraw.RawJob[PointerState]:
     wheel = [_motion(d, x, y)]
     for count, positive, negative in ((delta_y, WHEEL_DOWN, WHEEL_UP), (delta_x, WHEEL_RIGHT, WHEEL_LEFT)):
         button = positive if count > 0 else negative
         wheel += _buttons(d, button, True, True) * abs(count)  # wheel buttons do not focus: no activation
-    return look_under_pointer(d, first=wheel).state
+    return (yield from look_under_pointer(d, first=wheel)).state
 
 
 def drag_path(start: Point, end: Point, steps: int) -> Iterator[Point]:
@@ -218,10 +222,10 @@ async def _await_active(x: XThread, client: int) -> None:
 async def _press(x: XThread, at: tuple[int, int] | None, button: int, release: bool,
                  finish: bool) -> PointerState | None:
     """`_press_job`, waiting for click-to-focus between its two halves when the WM is not done yet."""
-    result = await x.call(_press_job, at, button, True, release, finish)
+    result = await x.raw(_press_job, at, button, True, release, finish)
     if isinstance(result, _Activating):
         await _await_active(x, result.client)
-        result = await x.call(_press_job, None, button, False, release, finish)
+        result = await x.raw(_press_job, None, button, False, release, finish)
     assert not isinstance(result, _Activating)
     return result
 
@@ -235,11 +239,11 @@ async def _settled(x: XThread, state: PointerState | None, target: tuple[int, in
     that is not yet the target is read again, for at most SETTLE_POINTER_S.
     """
     if state is None:
-        state = await x.call(pointer_state)
+        state = await x.raw(pointer_state)
     deadline = time.monotonic() + SETTLE_POINTER_S
     while target is not None and (state.x, state.y) != target and time.monotonic() < deadline:
         await asyncio.sleep(0.002)
-        state = await x.call(pointer_state)
+        state = await x.raw(pointer_state)
     return state
 
 
@@ -260,11 +264,11 @@ async def _drag(x: XThread, start: Point, points: Sequence[Point], button: int, 
         for point in points:
             if pause:
                 await asyncio.sleep(pause)
-            await x.call(_move_sync, *point)
+            await x.raw(_move_sync, *point)
     finally:
         # Never leave the button held, whatever failed, also when the request is cancelled (its
         # client went away): the job is queued at once and runs even if this task stops waiting.
-        state = await asyncio.shield(x.submit(_button_job, None, button))
+        state = await asyncio.shield(x.raw(_button_job, None, button))
     return await _settled(x, state, points[-1] if points else start)
 
 
@@ -294,13 +298,13 @@ class Mouse:
             self.log.record(action)
 
     async def position(self, session: Session) -> PointerState:
-        return await session.x.call(pointer_state)
+        return await session.x.raw(pointer_state)
 
     async def move(self, session: Session, x: int, y: int) -> PointerState:
         check_point(session, x, y)
         async with self.exclusive(session):
             self._record(logged.Move(x, y))
-            return await _settled(session.x, await session.x.call(_move_job, x, y), (x, y))
+            return await _settled(session.x, await session.x.raw(_move_job, x, y), (x, y))
 
     async def click(self, session: Session, x: int, y: int, button: MouseButton = MouseButton.LEFT,
                     count: int = 1) -> PointerState:
@@ -326,7 +330,7 @@ class Mouse:
             if down:
                 state = await _press(session.x, at, number, release=False, finish=True)
             else:
-                state = await session.x.call(_button_job, at, number)
+                state = await session.x.raw(_button_job, at, number)
             return await _settled(session.x, state, at)
 
     async def drag(self, session: Session, start: tuple[int, int], end: tuple[int, int],
@@ -369,7 +373,7 @@ class Mouse:
                                      field)
         async with self.exclusive(session):
             self._record(logged.Scroll(x, y, delta_x, delta_y))
-            return await _settled(session.x, await session.x.call(_scroll_job, x, y, delta_x, delta_y), (x, y))
+            return await _settled(session.x, await session.x.raw(_scroll_job, x, y, delta_x, delta_y), (x, y))
 
     async def release_all(self, session: Session) -> None:
         """Release every button that is down; takes no lock (for error paths)."""

@@ -1,10 +1,10 @@
 """What is under the pointer: its position, the managed client window below it and the top-level
-(openbox's frame) it lies in, found in as few X round trips as the pointer's path allows. Runs on the
-thread that owns the connection it is given (desktop/x11/thread.py)."""
+(openbox's frame) it lies in, found in as few X round trips as the pointer's path allows. Raw jobs
+(desktop/x11/raw.py): the X thread runs them, or the event loop on the thread's idle connection."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
@@ -29,9 +29,9 @@ def xid(window: object) -> int:
     return int(getattr(window, "id", window) or 0)  # type: ignore[call-overload]
 
 
-def pointer_state(d: Display) -> PointerState:
+def pointer_state(d: Display) -> xraw.RawJob[PointerState]:
     """The pointer position and the client window (the one with WM_STATE) under it."""
-    return look_under_pointer(d).state
+    return (yield from look_under_pointer(d)).state
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ stays over the same window, so the next look asks about these windows in its fir
 descends level by level only when they no longer hold."""
 
 
-def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[bytes] = ()) -> Look:
+def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[bytes] = ()) -> xraw.RawJob[Look]:
     """Pointer position, the managed client window under it (or None) and the top-level under it; with
     `active`, `_NET_ACTIVE_WINDOW` as well. One round trip while the pointer stays over the same client.
     `first`: requests without a reply (desktop/x11/raw.py) sent in the same write, before the look (a motion)."""
@@ -66,7 +66,7 @@ def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[byte
     asked += [xraw.query_pointer(w) for w in path[:-1]]
     if path:
         asked.append(xraw.get_property(path[-1], wm_state, 0))
-    answers = xraw.exchange(d, [*first, *asked], [False] * len(first) + [True] * len(asked))
+    answers = yield xraw.Exchange([*first, *asked], [False] * len(first) + [True] * len(asked))
     pointer = answers.pop(0)
     assert isinstance(pointer, bytes), "the root always answers QueryPointer"
     top, x, y = xraw.pointer_reply(pointer)
@@ -82,12 +82,12 @@ def look_under_pointer(d: Display, active: bool = False, *, first: Sequence[byte
         *below, managed = replies
         children = [top, *(xraw.pointer_reply(a)[0] for a in below)]
         holds = bool(xraw.property_reply(managed)[0]) and children == list(path)
-    client = path[-1] if holds else _descend(d, top, wm_state)
+    client = path[-1] if holds else (yield from _descend(d, top, wm_state))
     # An override-redirect window (menus, tooltips) has no WM_STATE: report the top-level itself.
     return Look(PointerState(x, y, 0, client or top or None), top, client, active_id)
 
 
-def _descend(d: Display, top: int, wm_state: int) -> int | None:
+def _descend(d: Display, top: int, wm_state: int) -> Generator[xraw.Exchange, list[xraw.Answer], int | None]:
     """The managed window below `top` along the pointer, one round trip per level: each level's WM_STATE
     and child-under-pointer are asked together. Remembers the path for the next look."""
     path: list[int] = []
@@ -95,8 +95,8 @@ def _descend(d: Display, top: int, wm_state: int) -> int | None:
     for _ in range(8):  # from the top-level (openbox's frame) down to the client window
         if not candidate:
             break
-        state, below = xraw.exchange(d, [xraw.get_property(candidate, wm_state, 0), xraw.query_pointer(candidate)],
-                                     [True, True])
+        state, below = yield xraw.Exchange([xraw.get_property(candidate, wm_state, 0), xraw.query_pointer(candidate)],
+                                           [True, True])
         if not isinstance(state, bytes) or not isinstance(below, bytes):  # the window is gone
             break
         path.append(candidate)

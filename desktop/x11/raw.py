@@ -12,16 +12,19 @@ advanced past what was sent. On a connection that is not idle, or with another p
 one this was written against (PINNED_XLIB: it reads that version's internals), the same bytes go
 through python-xlib's request queue and reply machinery instead: slower, same answers.
 
-Like python-xlib itself, a connection is used by the one thread that owns it (desktop/x11/thread.py).
+The jobs every pointer action runs are written as `RawJob`s, generators of exchanges with no I/O of their own: the
+X thread runs one with `run_job`, and the event loop runs the same job on a connection it borrows while its thread
+is idle (desktop/x11/on_loop.py). Like python-xlib itself, a connection is used by one thread at a time
+(desktop/x11/thread.py).
 """
 
 from __future__ import annotations
 
 import select
-import socket
 import struct
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import Xlib
 from Xlib.display import Display
@@ -32,11 +35,19 @@ PINNED_XLIB = (0, 33)
 FAST = tuple(Xlib.__version__) == PINNED_XLIB
 """The socket path (module doc) reads python-xlib 0.33's connection internals; other versions take the queue."""
 
+_SEND_EVENT = 25
+_CLIENT_MESSAGE = 33
 _QUERY_POINTER = 38
+
+JOB_ATOMS = ("WM_STATE", "_NET_ACTIVE_WINDOW")
+"""The atoms raw jobs name (desktop/input/pointer.py, mouse.py): interned as a connection opens
+(desktop/x11/thread.py), so that a job run on the event loop finds them in python-xlib's cache, never asking."""
 _GET_PROPERTY = 20
 _GET_INPUT_FOCUS = 43
 _XTEST_FAKE_INPUT = 2
 _REPLY, _ERROR, _GENERIC_EVENT = 1, 0, 35
+
+T = TypeVar("T")
 
 Answer = bytes | int
 """A reply, whole (32 bytes and what follows), or the code of the X error the request got."""
@@ -46,6 +57,13 @@ def fake_input(d: Display, event_type: int, detail: int = 0, x: int = 0, y: int 
     """XTEST FakeInput: a key or button press/release (`detail`), or a motion to `x`, `y` on the root."""
     return struct.pack("=BBHBBxxII8xhh8x", d.display.get_extension_major("XTEST"), _XTEST_FAKE_INPUT, 9,
                        event_type, detail, 0, 0, x, y)
+
+
+def client_message(destination: int, event_mask: int, window: int, message_type: int, data: Sequence[int]) -> bytes:
+    """SendEvent of a 32-bit ClientMessage about `window` to `destination` (an EWMH request: the root)."""
+    values = [value & 0xFFFFFFFF for value in (*data, 0, 0, 0, 0, 0)[:5]]
+    event = struct.pack("=BBHII5I", _CLIENT_MESSAGE, 32, 0, window, message_type, *values)
+    return struct.pack("=BBHII", _SEND_EVENT, 0, 11, destination, event_mask) + event
 
 
 def query_pointer(window: int) -> bytes:
@@ -87,6 +105,37 @@ def exchange(d: Display, requests: Sequence[bytes], answered: Sequence[bool]) ->
     return _through_queue(d.display, requests, answered)
 
 
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One write of a raw job: its requests, and which of them have a reply to wait for."""
+
+    requests: Sequence[bytes]
+    answered: Sequence[bool]
+
+
+def sending(requests: Sequence[bytes]) -> Exchange:
+    """An exchange of requests without replies: written, nothing waited for."""
+    return Exchange(requests, [False] * len(requests))
+
+
+RawJob = Generator[Exchange, list[Answer], T]
+"""A job written without I/O: it yields each `Exchange` and is sent back that exchange's answers; its return value
+is the job's. The thread that owns the connection runs it with `run_job`; the event loop runs the same job over a
+connection it borrows while the thread is idle (desktop/x11/on_loop.py), so the job's logic is written once."""
+
+
+def run_job(d: Display, job: Callable[..., RawJob[T]], *args: Any) -> T:
+    """`job(d, *args)` on this thread: each of its exchanges through `exchange`."""
+    steps = job(d, *args)
+    answers: list[Answer] | None = None
+    while True:
+        try:
+            step = steps.send(answers)  # type: ignore[arg-type]  # the first send starts it: None
+        except StopIteration as stop:
+            return cast(T, stop.value)
+        answers = exchange(d, step.requests, step.answered)
+
+
 def quiet(d: Display) -> bool:
     """Nothing for python-xlib to parse: no event queued or read ahead, and nothing arrived on the socket
     (a poll, no read). False when it cannot tell (not the pinned python-xlib)."""
@@ -98,51 +147,77 @@ def quiet(d: Display) -> bool:
     return not poller.poll(0)
 
 
+def borrowable(d: Display) -> bool:
+    """Whether raw jobs may run on this connection from outside python-xlib now: the pinned python-xlib, idle."""
+    return FAST and _idle(d.display)
+
+
 def _idle(p: Any) -> bool:
     return (not p.request_queue and not p.sent_requests and not p.data_send and not len(p.data_recv)
             and not p.recv_packet_len and p.socket_error is None)
 
 
-def _through_socket(p: Any, requests: Sequence[bytes], answered: Sequence[bool]) -> list[Answer]:
+def written(p: Any, requests: Sequence[bytes], answered: Sequence[bool]) -> tuple[bytes, Replies]:
+    """The bytes of `requests`, counted as sent on python-xlib's connection `p`, and what reads their answers."""
     first = p.request_serial
-    serials = [(first + i) % 65536 for i in range(len(requests))]
-    p.socket.sendall(b"".join(requests))
     p.request_serial = (first + len(requests)) % 65536
-    waiting = {serial: i for i, serial in enumerate(serials) if answered[i]}
-    answers: dict[int, Answer] = {}
-    events: list[bytes] = []
-    while len(answers) < len(waiting):
-        packet = _receive(p.socket, 32)
-        kind = packet[0] & 0x7F
-        if kind == _REPLY:
-            packet += _receive(p.socket, struct.unpack_from("=I", packet, 4)[0] * 4)
-        elif kind == _GENERIC_EVENT:
-            events.append(packet + _receive(p.socket, struct.unpack_from("=I", packet, 4)[0] * 4))
-            continue
-        elif kind != _ERROR:
-            events.append(packet)
-            continue
-        index = waiting.get(struct.unpack_from("=H", packet, 2)[0])
-        if index is not None:
-            answers[index] = packet if kind == _REPLY else packet[1]
-        # else: the error of a request without a reply (an input event the server refused): nobody waits for it
-    if events:  # python-xlib parses them, before anything it reads next, as if it had read them itself
-        p.data_recv = b"".join(events)
-    return [answers[i] for i in sorted(answers)]
+    return b"".join(requests), Replies(first, answered)
 
 
-def _receive(sock: socket.socket, count: int) -> bytes:
-    if not count:
-        return b""
-    buffer = bytearray(count)
-    view = memoryview(buffer)
-    got = 0
-    while got < count:
-        read = sock.recv_into(view[got:])
-        if not read:
+class Replies:
+    """The answers to one write, read from whatever pieces the socket gives: replies and errors by their serial;
+    events (and anything read past the last answer) handed to python-xlib to parse next, as if it had read them."""
+
+    __slots__ = ("_buffer", "answers", "events", "waiting")
+
+    def __init__(self, first: int, answered: Sequence[bool]) -> None:
+        self.waiting = {(first + i) % 65536: i for i, want in enumerate(answered) if want}
+        self.answers: dict[int, Answer] = {}
+        self.events: list[bytes] = []
+        self._buffer = b""
+
+    @property
+    def done(self) -> bool:
+        return len(self.answers) == len(self.waiting)
+
+    def feed(self, data: bytes) -> None:
+        buffer = self._buffer + data if self._buffer else data
+        at = 0
+        while not self.done and len(buffer) - at >= 32:
+            kind = buffer[at] & 0x7F
+            size = 32 + (struct.unpack_from("=I", buffer, at + 4)[0] * 4 if kind in (_REPLY, _GENERIC_EVENT) else 0)
+            if len(buffer) - at < size:
+                break
+            packet, at = buffer[at:at + size], at + size
+            if kind not in (_REPLY, _ERROR):
+                self.events.append(packet)
+                continue
+            index = self.waiting.get(struct.unpack_from("=H", packet, 2)[0])
+            if index is not None:
+                self.answers[index] = packet if kind == _REPLY else packet[1]
+            # else: the error of a request without a reply (an input event the server refused): nobody waits for it
+        self._buffer = buffer[at:]
+
+    def finish(self, p: Any) -> list[Answer]:
+        """The answers in request order; what else was read goes back to python-xlib, before anything it reads."""
+        rest = b"".join((*self.events, self._buffer))
+        if rest:
+            p.data_recv = bytes(p.data_recv) + rest
+        return [self.answers[i] for i in sorted(self.answers)]
+
+
+def _through_socket(p: Any, requests: Sequence[bytes], answered: Sequence[bool]) -> list[Answer]:
+    data, replies = written(p, requests, answered)
+    p.socket.sendall(data)
+    while not replies.done:
+        piece = p.socket.recv(RECEIVE_BYTES)
+        if not piece:
             raise ConnectionResetError("the X server closed the connection")
-        got += read
-    return bytes(buffer)
+        replies.feed(piece)
+    return replies.finish(p)
+
+
+RECEIVE_BYTES = 65536
 
 
 class _Bytes(rq.ReplyRequest):

@@ -1,4 +1,5 @@
-"""One thread that owns one X connection; every call runs there, in arrival order.
+"""One thread that owns one X connection; every call runs there, in arrival order, except raw jobs started
+while it is idle, which the event loop runs on the lent connection (`XThread.raw`, desktop/x11/on_loop.py).
 
 python-xlib objects are not thread-safe, so each connection lives in exactly one thread and the
 event loop hands work to it (docs/architecture.md). A lost connection (the X server restarted) is dropped
@@ -41,6 +42,7 @@ from Xlib.ext import randr as xrandr
 from Xlib.protocol import display as xprotocol
 
 from desktop.core.errors import DesktopInactive
+from desktop.x11 import on_loop
 from desktop.x11 import raw as xraw
 from desktop.x11.reconnect import ReconnectOnce, not_answering
 
@@ -69,7 +71,10 @@ _CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayConnectionErro
 
 def open_display(name: str) -> xdisplay.Display:
     """Connect to an X display; raises DisplayConnectionError when it does not answer."""
-    return xdisplay.Display(name)
+    display = xdisplay.Display(name)
+    for atom in xraw.JOB_ATOMS:
+        display.get_atom(atom)
+    return display
 
 
 class InputLock:
@@ -126,6 +131,13 @@ class XThread:
         self._display: xdisplay.Display | None = None
         self._closed = False
         self._reconnect = ReconnectOnce(_CONNECTION_ERRORS, not_answering(display_name), drop=self._drop)
+        self._lent = threading.Lock()
+        """Held by the thread while it runs a job, and by the event loop while a job of `raw` runs on the loop."""
+        self._queued = 0
+        """Jobs handed to the thread (counted by the event loop only)..."""
+        self._done = 0
+        """... and jobs it has finished (counted by the thread only): equal, the thread is idle."""
+        self._stale = False
         self.input = InputLock()
         """Held by every input action for its whole run (see the module docstring)."""
 
@@ -143,30 +155,57 @@ class XThread:
         if self._closed:
             raise DesktopInactive("the desktop stopped")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queued += 1
         self._jobs.put((fn, args, future))
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name=f"x-{self.name}", daemon=True)
             self._thread.start()
         return future
 
+    def raw(self, job: Callable[..., xraw.RawJob[T]], *args: Any) -> asyncio.Future[T]:
+        """Start the raw job `job(display, *args)` at once; the future of its result.
+
+        On the event loop itself while the thread is idle (nothing queued, nothing running, python-xlib idle on
+        the connection): the connection is lent to the loop for the job (desktop/x11/on_loop.py says why and
+        how); otherwise on the thread, behind what is queued. Either way it runs even if the caller stops
+        waiting, as `submit` does."""
+        display = self._display
+        if display is not None and not self._closed and self._queued == self._done and xraw.borrowable(display) \
+                and self._lent.acquire(blocking=False):
+            return on_loop.start(display, job, args, self._lent.release, lambda: self._retry(job, args))
+        return self.submit(xraw.run_job, job, *args)
+
+    def _retry(self, job: Callable[..., xraw.RawJob[T]], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        """A lent connection was lost under a job: the job again, on the thread, on a new connection."""
+        self._stale = True
+        return self.submit(xraw.run_job, job, *args)
+
     def _serve(self) -> None:
         run, attempt = self._reconnect.run, self._attempt  # bound once: nothing allocated per job for them
         while True:
             job = self._jobs.get()
-            if isinstance(job, _Stop):
-                self._drop()
-                _resolve(job.done, None, None)
-                return
-            fn, args, future = job
-            if future.cancelled():  # given up on before it started: dropped, as an executor would
-                continue
-            try:
-                result, error = run(attempt, fn, args), None
-            except BaseException as exc:  # handed to the awaiting task, as an executor would
-                result, error = None, exc
-            _resolve(future, result, error)
+            with self._lent:  # not while the event loop runs a job on the connection
+                if isinstance(job, _Stop):
+                    self._drop()
+                    self._done += 1
+                    _resolve(job.done, None, None)
+                    return
+                fn, args, future = job
+                if future.cancelled():  # given up on before it started: dropped, as an executor would
+                    result, error = None, None
+                else:
+                    try:
+                        result, error = run(attempt, fn, args), None
+                    except BaseException as exc:  # handed to the awaiting task, as an executor would
+                        result, error = None, exc
+            self._done += 1  # after the loan is free again: equal counts let the loop borrow
+            if not future.cancelled():
+                _resolve(future, result, error)
 
     def _attempt(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        if self._stale:  # lost under a job the event loop ran: never reused, however it looks
+            self._stale = False
+            self._drop()
         display = self._display
         if display is None:
             display = self._display = open_display(self.display_name)
@@ -194,6 +233,7 @@ class XThread:
         if self._thread is None:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queued += 1
         self._jobs.put(_Stop(done))
         await done
 

@@ -12,6 +12,13 @@ from collections.abc import Iterator
 def free_display() -> Iterator[str]:
     """An Xvfb on whatever display is free (`-displayfd`): a fixed number may belong to a desktop another test
     worker's server just started, and would then answer for this one. Its name (":N")."""
+    with free_xvfb() as (name, _):
+        yield name
+
+
+@contextlib.contextmanager
+def free_xvfb() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`free_display`, with the Xvfb's process (a test may stop and continue it)."""
     read, write = os.pipe()
     # -noreset: without it the server regenerates when a test's last connection closes, and drops a
     # connection that comes in meanwhile (the next test's).
@@ -22,7 +29,7 @@ def free_display() -> Iterator[str]:
         with os.fdopen(read) as announced:
             number = announced.readline().strip()
         assert number, "Xvfb did not start"
-        yield f":{number}"
+        yield f":{number}", proc
     finally:
         proc.kill()
         proc.wait()

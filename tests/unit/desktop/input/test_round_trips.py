@@ -1,7 +1,7 @@
-"""A move and a click cost one job on the X thread and one X round trip while the pointer stays over the same
-window (docs/benchmarks.md, "Peers"): counted on a real Xvfb with openbox in the desktop's own configuration and a
-managed window under the pointer, by watching the two ways the X thread waits for the server (desktop/x11/raw.py's
-socket path, python-xlib's own replies)."""
+"""A move and a click cost one job and one X round trip while the pointer stays over the same window, and with the
+X thread idle the job runs on the event loop (docs/benchmarks.md, "Peers"): counted on a real Xvfb with openbox in
+the desktop's own configuration and a managed window under the pointer, by watching every way a job waits for the
+server (desktop/x11/raw.py's socket path, on the thread or the loop; python-xlib's own replies)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from Xlib.protocol import display as xprotocol
 
 from desktop.input import mouse
 from desktop.lifecycle.home import prepare_home
+from desktop.x11 import on_loop
 from desktop.x11 import raw as xraw
 from desktop.x11.thread import XThread
 from tests.support.xvfb import free_display
@@ -61,34 +62,48 @@ def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 class Waits:
-    """How often the X thread waited for the X server, and how many jobs it ran."""
+    """How often a job waited for the X server, how many jobs ran, and how many of them on the event loop."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.round_trips = self.jobs = 0
-        through_socket, through_queue = xraw._through_socket, xraw._through_queue
+        self.round_trips = self.jobs = self.on_loop = 0
+        written, through_queue = xraw.written, xraw._through_queue
         send_and_recv = xprotocol.Display.send_and_recv
 
-        def counted(path: Any) -> Any:
-            def run(p: Any, requests: Any, answered: Any) -> Any:
-                self.round_trips += any(answered)
-                return path(p, requests, answered)
-            return run
+        def counted_written(p: Any, requests: Any, answered: Any) -> Any:  # the socket path, thread or loop
+            self.round_trips += any(answered)
+            return written(p, requests, answered)
+
+        def counted_queue(p: Any, requests: Any, answered: Any) -> Any:
+            self.round_trips += any(answered)
+            return through_queue(p, requests, answered)
 
         def xlib_waits(display: Any, *args: Any, **kwargs: Any) -> Any:
             self.round_trips += kwargs.get("request") is not None  # python-xlib waiting for a reply of its own
             return send_and_recv(display, *args, **kwargs)
 
-        monkeypatch.setattr(xraw, "_through_socket", counted(through_socket))
-        monkeypatch.setattr(xraw, "_through_queue", counted(through_queue))
+        monkeypatch.setattr(xraw, "written", counted_written)
+        monkeypatch.setattr(xraw, "_through_queue", counted_queue)
         monkeypatch.setattr(xprotocol.Display, "send_and_recv", xlib_waits)
+        start = on_loop.start
+
+        def counted_start(*args: Any) -> Any:
+            self.on_loop += 1
+            return start(*args)
+        monkeypatch.setattr(on_loop, "start", counted_start)
 
     def job(self, x: XThread) -> None:
-        submit = x.submit
+        """Count the jobs of `x`: raw jobs (on the loop or the thread) and other jobs on the thread."""
+        submit, raw = x.submit, x.raw
 
-        def counted(fn: Any, *args: Any) -> Any:
-            self.jobs += 1
+        def counted_submit(fn: Any, *args: Any) -> Any:
+            self.jobs += fn is not xraw.run_job  # a raw job handed to the thread is counted by `raw`
             return submit(fn, *args)
-        x.submit = counted  # type: ignore[method-assign]
+
+        def counted_raw(job: Any, *args: Any) -> Any:
+            self.jobs += 1
+            return raw(job, *args)
+        x.submit = counted_submit  # type: ignore[method-assign]
+        x.raw = counted_raw  # type: ignore[method-assign]
 
 
 def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
@@ -101,7 +116,7 @@ def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
         try:
             # Warm: the connection opens, atoms are interned and the path to the window under the pointer is found.
             await mouse._click(x, inside[0], 1, 1)
-            await mouse._settled(x, await x.call(mouse._move_job, *outside[0]), outside[0])
+            await mouse._settled(x, await x.raw(mouse._move_job, *outside[0]), outside[0])
             waits = Waits(monkeypatch)
             waits.job(x)
             found = []
@@ -109,20 +124,21 @@ def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
                 for action in ("move", "click"):
                     # Not counted: a look into a window the pointer was not over before descends to its client,
                     # a round trip per level (desktop/input/pointer.py), once.
-                    await mouse._settled(x, await x.call(mouse._move_job, *points[1]), points[1])
-                    waits.round_trips = waits.jobs = 0
+                    await mouse._settled(x, await x.raw(mouse._move_job, *points[1]), points[1])
+                    waits.round_trips = waits.jobs = waits.on_loop = 0
                     for i in range(20):
                         at = points[i % 2]
                         if action == "move":
-                            state = await mouse._settled(x, await x.call(mouse._move_job, *at), at)
+                            state = await mouse._settled(x, await x.raw(mouse._move_job, *at), at)
                         else:
                             state = await mouse._click(x, at, 1, 1)
                         assert (state.x, state.y) == at
                         assert (state.window is not None) == (points is inside), f"{action} {where}: {state}"
-                    found.append((f"{action} {where}", waits.round_trips, waits.jobs))
+                    found.append((f"{action} {where}", waits.round_trips, waits.jobs, waits.on_loop))
             return found
         finally:
             await x.close()
 
-    for name, round_trips, jobs in asyncio.run(run()):
+    for name, round_trips, jobs, looped in asyncio.run(run()):
         assert (round_trips, jobs) == (20, 20), f"{name}: {round_trips} round trips and {jobs} jobs for 20 calls"
+        assert looped == 20, f"{name}: {looped} of the 20 jobs ran on the event loop (the X thread was idle)"
