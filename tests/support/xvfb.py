@@ -17,12 +17,12 @@ def free_display() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def free_xvfb() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`free_display`, with the Xvfb's process (a test may stop and continue it)."""
+def free_xvfb(screen: str = "640x480x24") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`free_display`, with the Xvfb's process (a test may stop and continue it); `screen` is WxHxDEPTH."""
     read, write = os.pipe()
     # -noreset: without it the server regenerates when a test's last connection closes, and drops a
     # connection that comes in meanwhile (the next test's).
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24", "-nolisten", "tcp",
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp",
                              "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
     os.close(write)
     try:
