@@ -245,7 +245,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
     import uvicorn
 
-    from api.cli import response_writes
+    from api.cli import response_writes, ws_reading
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -264,7 +264,8 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
     # under /bin/sh instead of being refused, and a tty process's preexec_fn fails (docs/processes.md, Errors).
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
-                            access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools")
+                            access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools",
+                            ws=ws_reading.protocol())  # fewer stops of reading (api/cli/ws_reading.py)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)
     Server(config).run()
 
