@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http import httptools_impl
 
 from api.cli import response_writes
+from tests.support.uvicorn_thread import serving
 
 WRITES: list[bytes] = []
 
@@ -60,22 +59,10 @@ def port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     def recording(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **{**kwargs, "transport": Recording(kwargs["transport"])})
     monkeypatch.setattr(response_writes.OneWriteCycle, "__init__", recording)
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        number = free.getsockname()[1]
     app = Starlette(routes=[Route("/plain", plain, methods=["GET", "POST"]), Route("/stream", stream)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=number, log_level="warning", loop="asyncio",
-                                           http="httptools", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    WRITES.clear()
-    yield number
-    server.should_exit = True
-    thread.join(10)
+    with serving(app, http="httptools") as number:
+        WRITES.clear()
+        yield number
 
 
 def received(sock: socket.socket, until: bytes) -> list[bytes]:

@@ -5,7 +5,6 @@ makes it stop with at most QUEUED_MESSAGES (and the one being read) held, and ev
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from starlette.websockets import WebSocket
 from websockets.sync.client import connect
 
 from api.cli import ws_reading
+from tests.support.uvicorn_thread import serving
 
 PAUSES: list[int] = []
 """For each time a connection stopped reading: how many messages waited for the app then."""
@@ -50,24 +50,11 @@ def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         if self.read_paused and not paused:
             PAUSES.append(self.queue.qsize())
     monkeypatch.setattr(ws_reading.QueueBoundedReading, "send_receive_event_to_app", counted)
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        number = free.getsockname()[1]
-    app = Starlette(routes=[WebSocketRoute("/ws", echo)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=number, log_level="warning", loop="asyncio",
-                                           ws=protocol, lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
     PAUSES.clear()
     SLOW.clear()
-    yield f"ws://127.0.0.1:{number}/ws"
-    SLOW.clear()
-    server.should_exit = True
-    thread.join(10)
+    with serving(Starlette(routes=[WebSocketRoute("/ws", echo)]), ws=protocol) as port:
+        yield f"ws://127.0.0.1:{port}/ws"
+        SLOW.clear()
 
 
 def test_an_app_that_takes_each_message_at_once_never_stops_the_reading(url: str) -> None:
