@@ -70,15 +70,11 @@ class _Borrowed(Generic[T]):
                 self.finish(None, exc)
                 return
             data, self.replies = xraw.written(self.p, step.requests, step.answered)
-            try:
-                sent = self.sock.send(data, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                sent = 0
-            except LOST as exc:
-                self.lost(exc)
+            self.unsent = data
+            flushed = self.flush()
+            if flushed is None:
                 return
-            if sent < len(data):  # the socket is full (the server is behind): the rest once it drains
-                self.unsent = data[sent:]
+            if not flushed:  # the socket is full (the server is behind): the rest once it drains
                 self.loop.add_writer(self.fd, self.writable)
                 return
             if not self.replies.done:
@@ -86,16 +82,21 @@ class _Borrowed(Generic[T]):
                 return
             answers = self.replies.finish(self.p)
 
-    def writable(self) -> None:
+    def flush(self) -> bool | None:
+        """Write what is unsent without blocking: True once all of it is written, False while some is left, None
+        when the connection was lost (the job handed to `lost`)."""
         try:
             sent = self.sock.send(self.unsent, socket.MSG_DONTWAIT)
         except BlockingIOError:
-            return
+            sent = 0
         except LOST as exc:
             self.lost(exc)
-            return
+            return None
         self.unsent = self.unsent[sent:]
-        if self.unsent:
+        return not self.unsent
+
+    def writable(self) -> None:
+        if not self.flush():
             return
         self.loop.remove_writer(self.fd)
         assert self.replies is not None

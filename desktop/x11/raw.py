@@ -38,14 +38,14 @@ FAST = tuple(Xlib.__version__) == PINNED_XLIB
 _SEND_EVENT = 25
 _CLIENT_MESSAGE = 33
 _QUERY_POINTER = 38
-
-JOB_ATOMS = ("WM_STATE", "_NET_ACTIVE_WINDOW")
-"""The atoms raw jobs name (desktop/input/pointer.py, mouse.py): interned as a connection opens
-(desktop/x11/thread.py), so that a job run on the event loop finds them in python-xlib's cache, never asking."""
 _GET_PROPERTY = 20
 _GET_INPUT_FOCUS = 43
 _XTEST_FAKE_INPUT = 2
 _REPLY, _ERROR, _GENERIC_EVENT = 1, 0, 35
+
+JOB_ATOMS = ("WM_STATE", "_NET_ACTIVE_WINDOW")
+"""The atoms raw jobs name (desktop/input/pointer.py, mouse.py): interned as a connection opens
+(desktop/x11/thread.py), so that a job run on the event loop finds them in python-xlib's cache, never asking."""
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 from Xlib import X, Xatom
@@ -42,56 +42,53 @@ def root_pointer(d: Display) -> tuple[int, int]:
     return reply.root_x, reply.root_y
 
 
-async def warm(x: XThread) -> None:
-    """The connection opened by a job on the thread: until then there is nothing to borrow."""
-    await x.call(root_pointer)
-
-
-def test_a_job_runs_on_the_loop_while_the_thread_is_idle_with_the_same_answers(xvfb: tuple[str, object]) -> None:
+def on_a_warm_thread(display: str, name: str, body: Callable[[XThread], Awaitable[None]]) -> None:
+    """`body(x)` on an event loop of its own, with an X thread whose connection a job on the thread opened (until
+    then there is nothing to borrow); the thread closed afterwards."""
     async def run() -> None:
-        x = XThread(xvfb[0], "on-loop")
+        x = XThread(display, name)
         try:
-            await warm(x)
-            for point in ((10, 20), (600, 400), (321, 123)):
-                assert await x.raw(move_and_look, *point) == (threading.current_thread().name, *point)
-                assert await x.call(root_pointer) == point, "python-xlib's own requests still line up afterwards"
-            on_thread = await x.submit(xraw.run_job, move_and_look, 50, 60)
-            assert on_thread == (f"x-{x.name}", 50, 60), "the same job, run on the thread, answers the same"
+            await x.call(root_pointer)
+            await body(x)
         finally:
             await x.close()
     asyncio.run(run())
+
+
+def test_a_job_runs_on_the_loop_while_the_thread_is_idle_with_the_same_answers(xvfb: tuple[str, object]) -> None:
+    async def body(x: XThread) -> None:
+        for point in ((10, 20), (600, 400), (321, 123)):
+            assert await x.raw(move_and_look, *point) == (threading.current_thread().name, *point)
+            assert await x.call(root_pointer) == point, "python-xlib's own requests still line up afterwards"
+        on_thread = await x.submit(xraw.run_job, move_and_look, 50, 60)
+        assert on_thread == (f"x-{x.name}", 50, 60), "the same job, run on the thread, answers the same"
+    on_a_warm_thread(xvfb[0], "on-loop", body)
 
 
 def test_a_stopped_x_server_holds_the_job_and_the_thread_but_never_the_loop(
         xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
     name, server = xvfb
 
-    async def run() -> None:
-        x = XThread(name, "stopped")
+    async def body(x: XThread) -> None:
+        os.kill(server.pid, signal.SIGSTOP)
         try:
-            await warm(x)
-            os.kill(server.pid, signal.SIGSTOP)
-            try:
-                job = x.raw(move_and_look, 70, 80)
-                await asyncio.sleep(0.1)  # the loop runs on while the job waits for its reply
-                assert not job.done()
-                queued = x.call(root_pointer)  # the thread's next job waits for the loan to end
-                behind = asyncio.ensure_future(queued)
-                await asyncio.sleep(0.1)
-                assert not behind.done()
-                job.cancel()  # its caller went away: the job still reads its replies to the end
-            finally:
-                os.kill(server.pid, signal.SIGCONT)
-            assert await asyncio.wait_for(behind, 10) == (70, 80)
-            assert (await x.raw(move_and_look, 90, 100))[1:] == (90, 100), "the connection is still in step"
+            job = x.raw(move_and_look, 70, 80)
+            await asyncio.sleep(0.1)  # the loop runs on while the job waits for its reply
+            assert not job.done()
+            queued = x.call(root_pointer)  # the thread's next job waits for the loan to end
+            behind = asyncio.ensure_future(queued)
+            await asyncio.sleep(0.1)
+            assert not behind.done()
+            job.cancel()  # its caller went away: the job still reads its replies to the end
         finally:
-            await x.close()
-    asyncio.run(run())
+            os.kill(server.pid, signal.SIGCONT)
+        assert await asyncio.wait_for(behind, 10) == (70, 80)
+        assert (await x.raw(move_and_look, 90, 100))[1:] == (90, 100), "the connection is still in step"
+    on_a_warm_thread(name, "stopped", body)
 
 
 def test_a_job_started_while_the_thread_is_busy_runs_on_the_thread_after_it(xvfb: tuple[str, object]) -> None:
-    async def run() -> None:
-        x = XThread(xvfb[0], "busy")
+    async def body(x: XThread) -> None:
         release = threading.Event()
         order: list[str] = []
 
@@ -99,37 +96,28 @@ def test_a_job_started_while_the_thread_is_busy_runs_on_the_thread_after_it(xvfb
             release.wait(10)
             order.append("first")
 
-        try:
-            await warm(x)
-            first = x.submit(blocking)
-            second = x.raw(move_and_look, 11, 12)
-            await asyncio.sleep(0.05)
-            assert not second.done()
-            release.set()
-            await first
-            order.append("second")
-            assert await second == (f"x-{x.name}", 11, 12)
-            assert order == ["first", "second"]
-        finally:
-            await x.close()
-    asyncio.run(run())
+        first = x.submit(blocking)
+        second = x.raw(move_and_look, 11, 12)
+        await asyncio.sleep(0.05)
+        assert not second.done()
+        release.set()
+        await first
+        order.append("second")
+        assert await second == (f"x-{x.name}", 11, 12)
+        assert order == ["first", "second"]
+    on_a_warm_thread(xvfb[0], "busy", body)
 
 
 def test_a_connection_lost_under_a_job_on_the_loop_is_retried_on_a_new_one(xvfb: tuple[str, object]) -> None:
-    async def run() -> None:
-        x = XThread(xvfb[0], "lost")
-        try:
-            await warm(x)
-            lent = x._display
-            assert lent is not None
-            lent.display.socket.shutdown(socket.SHUT_RDWR)
-            assert await x.raw(move_and_look, 33, 44) == (f"x-{x.name}", 33, 44)
-            assert x._display is not lent, "the thread opened a new connection"
-            assert (await x.raw(move_and_look, 55, 66))[0] == threading.current_thread().name, \
-                "and lends the new one"
-        finally:
-            await x.close()
-    asyncio.run(run())
+    async def body(x: XThread) -> None:
+        lent = x._display
+        assert lent is not None
+        lent.display.socket.shutdown(socket.SHUT_RDWR)
+        assert await x.raw(move_and_look, 33, 44) == (f"x-{x.name}", 33, 44)
+        assert x._display is not lent, "the thread opened a new connection"
+        assert (await x.raw(move_and_look, 55, 66))[0] == threading.current_thread().name, \
+            "and lends the new one"
+    on_a_warm_thread(xvfb[0], "lost", body)
 
 
 def test_events_read_by_a_job_on_the_loop_reach_python_xlib_in_order(xvfb: tuple[str, object]) -> None:
@@ -152,18 +140,14 @@ def test_events_read_by_a_job_on_the_loop_reach_python_xlib_in_order(xvfb: tuple
     def round_trip(d: Display) -> xraw.RawJob[None]:
         yield xraw.Exchange([xraw.round_trip()], [True])
 
-    async def run() -> None:
-        x = XThread(name, "events")
-        try:
-            await x.call(watch)
-            other = Display(name)
-            names = [other.intern_atom(f"SANDBOX_DESKTOP_ON_LOOP_{i}") for i in range(3)]
-            for atom in names:
-                other.screen().root.change_property(atom, Xatom.CARDINAL, 32, [1])
-            other.sync()
-            other.close()
-            await x.raw(round_trip)  # the three events come before its reply
-            assert await x.call(seen) == names
-        finally:
-            await x.close()
-    asyncio.run(run())
+    async def body(x: XThread) -> None:
+        await x.call(watch)
+        other = Display(name)
+        names = [other.intern_atom(f"SANDBOX_DESKTOP_ON_LOOP_{i}") for i in range(3)]
+        for atom in names:
+            other.screen().root.change_property(atom, Xatom.CARDINAL, 32, [1])
+        other.sync()
+        other.close()
+        await x.raw(round_trip)  # the three events come before its reply
+        assert await x.call(seen) == names
+    on_a_warm_thread(name, "events", body)
