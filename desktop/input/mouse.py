@@ -25,7 +25,7 @@ from desktop.core.errors import invalid_action
 from desktop.events import action_log as logged
 from desktop.events.action_log import ActionLog, LoggedAction
 from desktop.input.pointer import Look, PointerState, look_under_pointer, pointer_state, xid
-from desktop.windows.control import SOURCE_PAGER
+from desktop.windows.control import SOURCE_PAGER, root_message
 from desktop.windows.query import active_window_id
 from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
@@ -79,10 +79,9 @@ def _request_activation(d: Display, first: Sequence[bytes]) -> xraw.RawJob[Look 
     look = yield from look_under_pointer(d, active=True, first=first)
     if look.client is None or look.client == look.active:
         return look
-    root, active = d.screen().root.id, d.get_atom("_NET_ACTIVE_WINDOW")
-    ask = xraw.client_message(root, X.SubstructureRedirectMask | X.SubstructureNotifyMask, look.client, active,
-                              [SOURCE_PAGER, X.CurrentTime, 0])
-    now, = yield xraw.Exchange([ask, xraw.get_property(root, active, 1)], [False, True])
+    ask = root_message(d, look.client, "_NET_ACTIVE_WINDOW", [SOURCE_PAGER, X.CurrentTime, 0])
+    active = xraw.get_property(d.screen().root.id, d.get_atom("_NET_ACTIVE_WINDOW"), 1)
+    now, = yield xraw.Exchange([ask, active], [False, True])
     values = xraw.property_reply(now)[1] if isinstance(now, bytes) else []
     return look if values and values[0] == look.client else look.client
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from Xlib import X
 from Xlib.display import Display
-from Xlib.protocol import event
 
 from desktop.core.errors import NoFocusedWindow, WindowNotFound, invalid_action
 from desktop.windows.capture import WindowCapture
 from desktop.windows.query import WindowInfo, active_window_id, client_window_ids, describe_windows, list_windows
+from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
 from sandbox_desktop_wire.limits import MAX_WINDOW_COORDINATE
@@ -75,13 +75,15 @@ def managed(d: Display, wid: int, hidden: bool = False) -> WindowInfo:
     return found[0]
 
 
+def root_message(d: Display, wid: int, name: str, data: list[int]) -> bytes:
+    """The client message (EWMH, ICCCM) asking the window manager `name` about `wid`, as a raw request
+    (desktop/x11/raw.py): what `send_root_message` sends, and what a pointer job writes in its own exchange."""
+    return xraw.client_message(d.screen().root.id, X.SubstructureRedirectMask | X.SubstructureNotifyMask, wid,
+                               d.get_atom(name), data)
+
+
 def send_root_message(d: Display, wid: int, name: str, data: list[int]) -> None:
-    root = d.screen().root
-    message = event.ClientMessage(window=d.create_resource_object("window", wid),
-                                  client_type=d.get_atom(name),
-                                  data=(32, [v & 0xFFFFFFFF for v in (data + [0] * 5)[:5]]))  # CARD32s
-    root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
-    d.flush()
+    xraw.send(d, [root_message(d, wid, name, data)])
 
 
 def _request_focus(d: Display, wid: int) -> WindowInfo:
