@@ -68,13 +68,16 @@ def check_delay(delay_ms: int) -> None:
         raise invalid_key(f"delayMs must be between 0 and {MAX_DELAY_MS}", "delayMs")
 
 
-def _key(display: Display, event: int, keycode: int) -> None:
-    xraw.send(display, [xraw.fake_input(display, event, keycode)])
+def _tapped(display: Display, keycode: int) -> list[bytes]:
+    """A press and release of `keycode`."""
+    return [xraw.fake_input(display, X.KeyPress, keycode), xraw.fake_input(display, X.KeyRelease, keycode)]
 
 
-def _sync(display: Display) -> None:
-    """Until the server has handled everything sent before: one round trip (desktop/x11/raw.py)."""
-    xraw.exchange(display, [xraw.round_trip()], [True])
+def _sync(display: Display, requests: list[bytes] | None = None) -> None:
+    """Send `requests` (key events), then wait until the server has handled them and everything sent before: one
+    write, one round trip (desktop/x11/raw.py)."""
+    requests = requests or []
+    xraw.exchange(display, [*requests, xraw.round_trip()], [False] * len(requests) + [True])
 
 
 def pressed_keycodes(display: Display) -> list[int]:
@@ -199,9 +202,7 @@ class Keyboard:
         if keymap is None or keymap.display is not display:  # first use, or a new connection
             keymap = self._keymap = Keymap(display)
             self._held.clear()
-        else:
-            keymap.refresh()
-        return keymap
+        return keymap.current()
 
     def _type_step(self, display: Display, job: _Typing) -> float:
         keymap = self._keymap_for(display)
@@ -217,15 +218,16 @@ class Keyboard:
         # Shift/AltGr for the duration, and put them back afterwards.
         job.display = display
         mask = display.screen().root.query_pointer().mask
+        events: list[bytes] = []
         if mask & X.LockMask and keymap.caps_lock is not None:
             job.caps_lock = keymap.caps_lock
-            _key(display, X.KeyPress, job.caps_lock)
-            _key(display, X.KeyRelease, job.caps_lock)
+            events += _tapped(display, job.caps_lock)
         level_mask = X.ShiftMask | keymap.level3_mask
         if mask & level_mask:
             job.released = [code for code in pressed_keycodes(display) if keymap.modifier_mask(code) & level_mask]
-            for code in job.released:
-                _key(display, X.KeyRelease, code)
+            events += (xraw.fake_input(display, X.KeyRelease, code) for code in job.released)
+        if events:  # sent ahead of the first characters, whose exchange waits for the server (`_tap`)
+            xraw.send(display, events)
 
     def _finish_typing(self, display: Display, job: _Typing) -> None:
         if job.finished:
@@ -234,12 +236,11 @@ class Keyboard:
         started_here = job.display is display
         if not started_here:  # never started, or the X server restarted meanwhile
             return
-        for code in job.released:
-            _key(display, X.KeyPress, code)
+        events = [xraw.fake_input(display, X.KeyPress, code) for code in job.released]
         if job.caps_lock is not None:
-            _key(display, X.KeyPress, job.caps_lock)
-            _key(display, X.KeyRelease, job.caps_lock)
-        _sync(display)
+            events += _tapped(display, job.caps_lock)
+        if events:  # else the last characters' exchange (`_tap`) has waited for the server already
+            _sync(display, events)
 
     def _type_some(self, display: Display, keymap: Keymap, job: _Typing) -> float:
         """Type up to `job.step` characters whose unmapped keysyms fit the spare keycodes at once."""
@@ -305,21 +306,19 @@ class Keyboard:
             return strokes
         held_by_us = {code for codes in self._held.values() for code in codes}
         now = time.monotonic()
+        events: list[bytes] = []
         position = 0
         for chord in chords:
             pressed: list[int] = []
-            try:
-                for stroke in strokes[position:position + len(chord)]:
-                    for code in (*stroke.modifiers, stroke.keycode):
-                        if code not in pressed and code not in held_by_us:
-                            _key(display, X.KeyPress, code)
-                            pressed.append(code)
-                    keymap.use(stroke.keycode, now)
-            finally:
-                for code in reversed(pressed):
-                    _key(display, X.KeyRelease, code)
+            for stroke in strokes[position:position + len(chord)]:
+                for code in (*stroke.modifiers, stroke.keycode):
+                    if code not in pressed and code not in held_by_us:
+                        events.append(xraw.fake_input(display, X.KeyPress, code))
+                        pressed.append(code)
+                keymap.use(stroke.keycode, now)
+            events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed))
             position += len(chord)
-        _sync(display)
+        _sync(display, events)
         return 0.0
 
     def _down_step(self, display: Display, keysyms: list[int], with_levels: bool) -> float:
@@ -328,18 +327,17 @@ class Keyboard:
             return strokes
         held_by_us = {code for codes in self._held.values() for code in codes}
         pressed: list[int] = []
+        for stroke in strokes:
+            codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
+            for code in codes:
+                if code not in held_by_us and code not in pressed:
+                    pressed.append(code)
         try:
-            for stroke in strokes:
-                codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
-                for code in codes:
-                    if code not in held_by_us and code not in pressed:
-                        _key(display, X.KeyPress, code)
-                        pressed.append(code)
-            _sync(display)
+            _sync(display, [xraw.fake_input(display, X.KeyPress, code) for code in pressed])
         except BaseException:
-            for code in reversed(pressed):  # never leave half a chord held
-                _key(display, X.KeyRelease, code)
-            _sync(display)
+            # Never leave half a chord held (the write may have gone out in part); the first error is the one told.
+            with contextlib.suppress(Exception):
+                _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed)])
             raise
         for keysym, stroke in zip(keysyms, strokes, strict=True):
             codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
@@ -350,24 +348,23 @@ class Keyboard:
     def _up(self, display: Display, keysyms: list[int]) -> None:
         keymap = self._keymap_for(display)
         now = time.monotonic()
+        events: list[bytes] = []
         for keysym in reversed(keysyms):
             codes = self._held.pop(keysym, None)
             if codes is None:
                 stroke = keymap.stroke(keysym)
                 codes = [stroke.keycode] if stroke is not None else []
             for code in reversed(codes):
-                _key(display, X.KeyRelease, code)
+                events.append(xraw.fake_input(display, X.KeyRelease, code))
                 keymap.pinned.discard(code)
                 keymap.use(code, now)
-        _sync(display)
+        _sync(display, events)
 
     def _release_all(self, display: Display) -> None:
-        for code in pressed_keycodes(display):
-            _key(display, X.KeyRelease, code)
+        _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in pressed_keycodes(display)])
         self._held.clear()
         if self._keymap is not None:
             self._keymap.pinned.clear()
-        _sync(display)
 
     def _shutdown(self, display: Display) -> None:
         self._release_all(display)
@@ -380,8 +377,7 @@ class Keyboard:
         keymap = self._keymap
         if keymap is None or keymap.display is not display:
             return None
-        keymap.refresh()
-        due = keymap.restore_idle(time.monotonic(), self.idle_restore)
+        due = keymap.current().restore_idle(time.monotonic(), self.idle_restore)
         _sync(display)
         return due
 

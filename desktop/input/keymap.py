@@ -16,6 +16,7 @@ from Xlib import X
 from Xlib.display import Display
 
 from desktop.core.errors import InputFailed
+from desktop.x11 import mapping
 
 ISO_LEVEL3_SHIFT = 0xFE03
 CAPS_LOCK = 0xFFE5
@@ -54,12 +55,22 @@ class Keymap:
         self._used: dict[int, float] = {}  # keycode -> monotonic time of its last key event
         self._bound_at: dict[int, float] = {}
         """keycode -> when we bound it (monotonic): clients read a changed mapping on their own time."""
+        self.seen = 0
+        """The connection's count of mapping changes when the mapping was last read (desktop/x11/mapping.py)."""
         self.refresh()
 
     # -- reading the server's mapping ---------------------------------------------------------
 
+    def current(self) -> Keymap:
+        """This keymap, read again first if the mapping changed since it was read (a MappingNotify arrived)."""
+        mapping.drain(self.display)
+        if mapping.changes(self.display) != self.seen:
+            self.refresh()
+        return self
+
     def refresh(self) -> None:
         """Re-read the mapping and modifiers (two round trips); forget bindings someone overwrote."""
+        self.seen = mapping.changes(self.display)  # first: a change told of while reading is read next time
         count = self.max_keycode - self.min_keycode + 1
         rows = self.display.get_keyboard_mapping(self.min_keycode, count)
         modmap = self.display.get_modifier_mapping()

@@ -27,9 +27,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import Xlib
+from Xlib import X
 from Xlib.display import Display
 from Xlib.protocol import rq
 from Xlib.support import lock
+
+from desktop.x11 import mapping
 
 PINNED_XLIB = (0, 33)
 FAST = tuple(Xlib.__version__) == PINNED_XLIB
@@ -199,8 +202,15 @@ class Replies:
         self._buffer = buffer[at:]
 
     def finish(self, p: Any) -> list[Answer]:
-        """The answers in request order; what else was read goes back to python-xlib, before anything it reads."""
-        rest = b"".join((*self.events, self._buffer))
+        """The answers in request order; what else was read goes back to python-xlib, before anything it reads,
+        but for mapping changes, which are counted here (desktop/x11/mapping.py) and go no further."""
+        kept = []
+        for event in self.events:
+            if event[0] & 0x7F == X.MappingNotify:
+                mapping.told(p, event[4])
+            else:
+                kept.append(event)
+        rest = b"".join((*kept, self._buffer))
         if rest:
             p.data_recv = bytes(p.data_recv) + rest
         return [self.answers[i] for i in sorted(self.answers)]

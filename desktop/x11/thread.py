@@ -42,7 +42,7 @@ from Xlib.ext import randr as xrandr
 from Xlib.protocol import display as xprotocol
 
 from desktop.core.errors import DesktopInactive
-from desktop.x11 import on_loop
+from desktop.x11 import mapping, on_loop
 from desktop.x11 import raw as xraw
 from desktop.x11.reconnect import ReconnectOnce, not_answering
 
@@ -211,15 +211,10 @@ class XThread:
             display = self._display = open_display(self.display_name)
         result = fn(display, *args)
         if not xraw.quiet(display):
-            self._discard_events(display)
+            # Nothing on these connections reads events, but the server still sends some (MappingNotify after every
+            # keymap change): without this they would pile up in python-xlib's queue forever.
+            mapping.drain(display)
         return result
-
-    @staticmethod
-    def _discard_events(display: xdisplay.Display) -> None:
-        # Nothing on these connections reads events, but the server still sends some (MappingNotify
-        # after every keymap change): without this they would pile up in python-xlib's queue forever.
-        while display.pending_events():
-            display.next_event()
 
     def _drop(self) -> None:
         if self._display is not None:

@@ -1,7 +1,8 @@
 """A move and a click cost one job and one X round trip while the pointer stays over the same window, and with the
-X thread idle the job runs on the event loop (docs/benchmarks.md, "Peers"): counted on a real Xvfb with openbox in
-the desktop's own configuration and a managed window under the pointer, by watching every way a job waits for the
-server (desktop/x11/raw.py's socket path, on the thread or the loop; python-xlib's own replies)."""
+X thread idle the job runs on the event loop (docs/benchmarks.md, "Peers"); a key press costs one round trip while
+the keyboard mapping stays as it was read. Counted on a real Xvfb with openbox in the desktop's own configuration and
+a managed window under the pointer, by watching every way a job waits for the server (desktop/x11/raw.py's socket
+path, on the thread or the loop; python-xlib's own replies)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from Xlib import X
+from Xlib import XK, X
 from Xlib.display import Display
 from Xlib.protocol import display as xprotocol
 
 from desktop.input import mouse
+from desktop.input.keyboard import Keyboard
 from desktop.lifecycle.home import prepare_home
 from desktop.x11 import on_loop
 from desktop.x11 import raw as xraw
@@ -142,3 +144,37 @@ def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
     for name, round_trips, jobs, looped in asyncio.run(run()):
         assert (round_trips, jobs) == (20, 20), f"{name}: {round_trips} round trips and {jobs} jobs for 20 calls"
         assert looped == 20, f"{name}: {looped} of the 20 jobs ran on the event loop (the X thread was idle)"
+
+
+def test_a_key_press_is_one_round_trip_until_another_client_changes_the_mapping(
+        desktop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    press, eacute = [[XK.string_to_keysym("Control_L"), XK.string_to_keysym("a")]], XK.string_to_keysym("eacute")
+    env = dict(os.environ, DISPLAY=desktop)
+
+    async def run() -> tuple[int, int, bool, bool]:
+        x, keyboard = XThread(desktop, "keys"), Keyboard()
+        try:
+            # Warm: the connection opens and the keymap is read; the first XTest key switches the core keyboard to
+            # XTest's device, which the server tells every client with a MappingNotify: the keymap is read again.
+            for _ in range(2):
+                await x.call(keyboard._press_step, press)
+            waits = Waits(monkeypatch)
+            for _ in range(10):
+                await x.call(keyboard._press_step, press)
+            unchanged = waits.round_trips
+            assert keyboard._keymap is not None
+            before = keyboard._keymap.in_layout(eacute)
+            # Another client changes the layout: é gets a key of its own (French AZERTY), which only a keymap read
+            # again after the change knows.
+            subprocess.run(["setxkbmap", "-layout", "fr"], env=env, check=True, timeout=10)
+            waits.round_trips = 0
+            await x.call(keyboard._press_step, press)
+            return unchanged, waits.round_trips, before, keyboard._keymap.in_layout(eacute)
+        finally:
+            subprocess.run(["setxkbmap", "-layout", "us"], env=env, check=True, timeout=10)
+            await x.close()
+
+    unchanged, changed, before, after = asyncio.run(run())
+    assert unchanged == 10, f"{unchanged} round trips for 10 presses of ctrl+a on an unchanged mapping"
+    assert (before, after) == (False, True), "the keymap was not read again after the layout changed"
+    assert changed == 3, f"{changed} round trips for the first press after the change (the mapping read, the press)"
