@@ -4,14 +4,15 @@ Peers:
 - the reference server (`sandbox-agent server --no-token`, started as bench/http_floor.py starts it): the no-op;
 - cua's computer server (`cua-computer-server` 0.3.46 from PyPI, installed by this bench into a venv of its own
   under ~/.cache/sandbox-desktop/bench-peers, on a Python >= 3.12, which it requires), on an Xvfb display of
-  its own with openbox, as ours runs: every call over its `POST /cmd` and, for move and click, its `/ws`;
+  its own with openbox, as ours runs: every call over its `POST /cmd` and, for move, click and key, its `/ws`;
 - OSWorld's guest server: skipped, with the reason printed (PyPI's `desktop-env` does not ship it).
 
 Both desktops are 1280x800 with the same xterm of bench/scene.py on them. One httpx client (one kept-alive
 connection per server; ours checks its token, the others ignore it) times each call in alternating blocks so
 load from elsewhere falls on all alike, and after each timed call an independent X client (python-xlib on that
-display, and a probe window recording the clicks it receives: tests/support/xprobe.py) checks what the call
-did: the pointer is where a move sent it, a click arrived at the probe, the position and size answered are
+display, and a probe window recording the clicks and keys it receives: tests/support/xprobe.py) checks what the
+call did: the pointer is where a move sent it, a click or a key (`a`, into the probe given the focus) arrived at
+the probe, the position and size answered are
 the X server's, the window list holds the xterm, the screenshot is a PNG of the screen's size. The checks are
 not timed. Prints the medians, the ours/peer ratios and each server's CPU per call (from /proc).
 Usage: .venv/bin/python bench/peers.py [--requests 400] [--rounds 8] [--shots 60] [--time-limit 60]
@@ -39,6 +40,7 @@ from typing import Any
 
 import httpx
 from websockets.sync.client import connect
+from Xlib import X
 from Xlib import display as xdisplay
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -160,6 +162,7 @@ class XCheck:
         self.xterm = 0
         self.clicks = 0
         self.moves = 0
+        self.keys = 0
 
     def next_move(self) -> tuple[int, int]:
         self.moves += 1
@@ -172,6 +175,15 @@ class XCheck:
     def size(self) -> tuple[int, int]:
         geometry = self.root.get_geometry()
         return geometry.width, geometry.height
+
+    def focus_probe(self) -> None:
+        """Give the probe window the keyboard focus: the key rows press their keys into it."""
+        for child in self.root.query_tree().children:
+            if child.get_wm_name() == "probe":
+                child.set_input_focus(X.RevertToParent, X.CurrentTime)
+                self.d.sync()
+                return
+        raise SystemExit(f"no probe window on {self.d.get_display_name()}")
 
     def window_titled(self, title: str, timeout: float = 20) -> int:
         clients = self.d.get_atom("_NET_CLIENT_LIST")
@@ -232,6 +244,8 @@ def ours(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         "WS no-op": lambda: (message("server.health"), no_check)[1],
         "WS move": lambda: move_check(lambda at: message("mouse.move", at), x),
         "WS click": lambda: click_check(lambda at: message("mouse.click", at), x),
+        "key": lambda: key_check(lambda key: post("/v1/desktop/keyboard/press", {"key": key}), x),
+        "WS key": lambda: key_check(lambda key: message("keyboard.press", {"key": key}), x),
     })
 
 
@@ -260,6 +274,8 @@ def cua(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         "WS no-op": lambda: (message("version"), no_check)[1],
         "WS move": lambda: move_check(lambda at: message("move_cursor", **at), x),
         "WS click": lambda: click_check(lambda at: message("left_click", **at), x),
+        "key": lambda: key_check(lambda key: command("press_key", key=key), x),
+        "WS key": lambda: key_check(lambda key: message("press_key", key=key), x),
     })
 
 
@@ -295,6 +311,20 @@ def click_check(send: Callable[[dict[str, int]], object], x: XCheck) -> Verify:
     def check() -> None:
         pressed = probe.wait_for(lambda e: e["type"] == "ButtonPress" and e["button"] == 1, sent, timeout=5)
         expect(len(pressed) == sent, f"the probe received click {sent} (it has {len(pressed)})")
+    return check
+
+
+def key_check(send: Callable[[str], object], x: XCheck) -> Verify:
+    if not x.keys:
+        x.focus_probe()
+    send("a")
+    x.keys += 1
+    sent, probe = x.keys, x.probe
+    assert probe is not None
+
+    def check() -> None:
+        pressed = probe.wait_for(lambda e: e["type"] == "KeyPress" and e["keysym"] == ord("a"), sent, timeout=5)
+        expect(len(pressed) == sent, f"the probe received key {sent} (it has {len(pressed)})")
     return check
 
 

@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from Xlib import X
 from Xlib.display import Display
@@ -23,8 +24,10 @@ from desktop.control.takeover import TakeoverGate
 from desktop.core.errors import DesktopInactive, InputFailed
 from desktop.events import action_log as logged
 from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, LoggedAction, chord_name, keysym_text
+from desktop.input import key_events
 from desktop.input.keymap import Keymap, Stroke
 from desktop.input.keys import invalid_key, text_keysyms
+from desktop.x11 import mapping
 from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
@@ -73,11 +76,11 @@ def _tapped(display: Display, keycode: int) -> list[bytes]:
     return [xraw.fake_input(display, X.KeyPress, keycode), xraw.fake_input(display, X.KeyRelease, keycode)]
 
 
-def _sync(display: Display, requests: list[bytes] | None = None) -> None:
+def _sync(display: Display, requests: Sequence[bytes] = ()) -> None:
     """Send `requests` (key events), then wait until the server has handled them and everything sent before: one
     write, one round trip (desktop/x11/raw.py)."""
-    requests = requests or []
-    xraw.exchange(display, [*requests, xraw.round_trip()], [False] * len(requests) + [True])
+    step = key_events.synced(display, requests)
+    xraw.exchange(display, step.requests, step.answered)
 
 
 def pressed_keycodes(display: Display) -> list[int]:
@@ -98,10 +101,12 @@ class Keyboard:
         self.idle_restore = idle_restore
         self._x: XThread | None = None
         self._restorer: asyncio.Task[None] | None = None
+        self._restore_at = 0.0
+        """When the keyboard will have been idle long enough for `_restore_idle` (monotonic)."""
         self._generation = 0
         # Input-thread state: the keymap of the current connection, and keys held by key_down.
         self._keymap: Keymap | None = None
-        self._held: dict[int, list[int]] = {}
+        self._held: key_events.Held = {}
 
     # -- public API (event loop) -----------------------------------------------------------------
 
@@ -133,7 +138,8 @@ class Keyboard:
         """Press and release each chord in turn (keys in order, released in reverse)."""
         async with self._exclusive(session):
             self._record(logged.Press(" ".join(chord_name(chord) for chord in chords)))
-            await self._until_bound(session, self._press_step, chords)
+            if not await session.x.raw(self._press_job, chords):
+                await self._until_bound(session, self._press_step, chords)
 
     async def press_keysyms(self, session: Session, keysyms: list[int]) -> None:
         """Press and release one chord of keysyms, e.g. `parse_chord("ctrl+shift+t")`."""
@@ -143,19 +149,22 @@ class Keyboard:
         """Hold the keys of a chord (with Shift/AltGr when a key needs it) until `chord_up`."""
         async with self._exclusive(session):
             self._record(logged.KeyDown(chord_name(keysyms)))
-            await self._until_bound(session, self._down_step, keysyms, True)
+            if not await session.x.raw(self._down_job, keysyms, True):
+                await self._until_bound(session, self._down_step, keysyms, True)
 
     async def chord_up(self, session: Session, keysyms: list[int]) -> None:
         """Release what `chord_down` (or `key_down`) pressed for these keysyms, in reverse order."""
         async with self._exclusive(session):
             self._record(logged.KeyUp(chord_name(keysyms)))
-            await session.x.call(self._up, keysyms)
+            if not await session.x.raw(self._up_job, keysyms):
+                await session.x.call(self._up, keysyms)
 
     async def key_down(self, session: Session, keysym: int) -> None:
         """Press one raw keysym without adding modifiers (the live view sends its own)."""
         async with self._exclusive(session):
             self._record(logged.KeyDown(chord_name([keysym])))
-            await self._until_bound(session, self._down_step, [keysym], False)
+            if not await session.x.raw(self._down_job, [keysym], False):
+                await self._until_bound(session, self._down_step, [keysym], False)
 
     async def key_up(self, session: Session, keysym: int) -> None:
         await self.chord_up(session, [keysym])
@@ -166,11 +175,12 @@ class Keyboard:
         self.schedule_restore(session)
 
     def schedule_restore(self, session: Session) -> None:
-        """(Re)start the idle timer that unbinds spare keycodes; call after `keysym_to_keycode`."""
+        """Push back the idle timer that unbinds spare keycodes (started if none runs); call after
+        `keysym_to_keycode`. One task sleeps through a run of actions: none is made or cancelled per action."""
         self._x = session.x
-        if self._restorer is not None:
-            self._restorer.cancel()
-        self._restorer = asyncio.get_running_loop().create_task(self._restore_when_idle(session.x))
+        self._restore_at = time.monotonic() + self.idle_restore
+        if self._restorer is None or self._restorer.done():
+            self._restorer = asyncio.get_running_loop().create_task(self._restore_when_idle())
 
     async def close(self) -> None:
         """Release held keys and give the spare keycodes back; the desktop is stopping."""
@@ -304,34 +314,14 @@ class Keyboard:
         keymap, strokes = self._resolve(display, [k for chord in chords for k in chord])
         if isinstance(strokes, float):
             return strokes
-        held_by_us = {code for codes in self._held.values() for code in codes}
-        now = time.monotonic()
-        events: list[bytes] = []
-        position = 0
-        for chord in chords:
-            pressed: list[int] = []
-            for stroke in strokes[position:position + len(chord)]:
-                for code in (*stroke.modifiers, stroke.keycode):
-                    if code not in pressed and code not in held_by_us:
-                        events.append(xraw.fake_input(display, X.KeyPress, code))
-                        pressed.append(code)
-                keymap.use(stroke.keycode, now)
-            events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed))
-            position += len(chord)
-        _sync(display, events)
+        _sync(display, key_events.press(display, keymap, strokes, chords, self._held))
         return 0.0
 
     def _down_step(self, display: Display, keysyms: list[int], with_levels: bool) -> float:
         keymap, strokes = self._resolve(display, keysyms)
         if isinstance(strokes, float):
             return strokes
-        held_by_us = {code for codes in self._held.values() for code in codes}
-        pressed: list[int] = []
-        for stroke in strokes:
-            codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
-            for code in codes:
-                if code not in held_by_us and code not in pressed:
-                    pressed.append(code)
+        pressed = key_events.down_codes(strokes, with_levels, self._held)
         try:
             _sync(display, [xraw.fake_input(display, X.KeyPress, code) for code in pressed])
         except BaseException:
@@ -339,26 +329,53 @@ class Keyboard:
             with contextlib.suppress(Exception):
                 _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed)])
             raise
-        for keysym, stroke in zip(keysyms, strokes, strict=True):
-            codes = (*stroke.modifiers, stroke.keycode) if with_levels else (stroke.keycode,)
-            self._held.setdefault(keysym, []).extend(c for c in codes if c in pressed)
-            keymap.pinned.add(stroke.keycode)
+        key_events.hold(keymap, keysyms, strokes, with_levels, pressed, self._held)
         return 0.0
 
     def _up(self, display: Display, keysyms: list[int]) -> None:
-        keymap = self._keymap_for(display)
-        now = time.monotonic()
-        events: list[bytes] = []
-        for keysym in reversed(keysyms):
-            codes = self._held.pop(keysym, None)
-            if codes is None:
-                stroke = keymap.stroke(keysym)
-                codes = [stroke.keycode] if stroke is not None else []
-            for code in reversed(codes):
-                events.append(xraw.fake_input(display, X.KeyRelease, code))
-                keymap.pinned.discard(code)
-                keymap.use(code, now)
-        _sync(display, events)
+        _sync(display, key_events.up(display, self._keymap_for(display), keysyms, self._held))
+
+    # -- raw jobs: the same key events from the event loop, when nothing needs binding or reading ----------------
+
+    def _ready(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke]] | None:
+        """The keymap and strokes for `keysyms` when they are known as they stand: the keymap read on this
+        connection, no mapping change told of or unread since, every keysym in it and past its settling. Else None:
+        the X thread's step reads and binds first."""
+        keymap = self._keymap
+        if keymap is None or keymap.display is not display or not xraw.quiet(display) \
+                or mapping.changes(display) != keymap.seen:
+            return None
+        strokes = [keymap.stroke(k) for k in keysyms]
+        if not all(strokes) or keymap.settling(keysyms, time.monotonic(), MAPPING_SETTLE_S):
+            return None
+        return keymap, cast(list[Stroke], strokes)
+
+    def _press_job(self, display: Display, chords: list[list[int]]) -> xraw.RawJob[bool]:
+        """`_press_step` as a raw job; False (nothing sent) when it must run as the step."""
+        ready = self._ready(display, [k for chord in chords for k in chord])
+        if ready is None:
+            return False
+        yield key_events.synced(display, key_events.press(display, *ready, chords, self._held))
+        return True
+
+    def _down_job(self, display: Display, keysyms: list[int], with_levels: bool) -> xraw.RawJob[bool]:
+        """`_down_step` as a raw job; False (nothing sent) when it must run as the step."""
+        ready = self._ready(display, keysyms)
+        if ready is None:
+            return False
+        keymap, strokes = ready
+        pressed = key_events.down_codes(strokes, with_levels, self._held)
+        yield key_events.synced(display, [xraw.fake_input(display, X.KeyPress, code) for code in pressed])
+        key_events.hold(keymap, keysyms, strokes, with_levels, pressed, self._held)
+        return True
+
+    def _up_job(self, display: Display, keysyms: list[int]) -> xraw.RawJob[bool]:
+        """`_up` as a raw job; False (nothing sent) when it must run as the step."""
+        if self._ready(display, []) is None:
+            return False
+        assert self._keymap is not None
+        yield key_events.synced(display, key_events.up(display, self._keymap, keysyms, self._held))
+        return True
 
     def _release_all(self, display: Display) -> None:
         _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in pressed_keycodes(display)])
@@ -409,10 +426,15 @@ class Keyboard:
             await asyncio.sleep(wait)
         raise InputFailed("could not bind the keys: the keymap keeps changing")
 
-    async def _restore_when_idle(self, x: XThread) -> None:
-        delay = self.idle_restore
+    async def _restore_when_idle(self) -> None:
         for _ in range(_MAX_ROUNDS):
-            await asyncio.sleep(delay)
+            delay = self._restore_at - time.monotonic()
+            if delay > 0:  # pushed back by the actions since: sleep on
+                await asyncio.sleep(delay)
+                continue
+            x = self._x
+            if x is None:
+                return
             try:
                 due = await x.call(self._restore_idle)
             except Exception as exc:  # the desktop stopped or restarted: nothing left to restore
@@ -420,4 +442,4 @@ class Keyboard:
                 return
             if due is None:
                 return
-            delay = max(due, 0.05)
+            self._restore_at = max(self._restore_at, time.monotonic() + max(due, 0.05))

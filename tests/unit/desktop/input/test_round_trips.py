@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from desktop.input.keyboard import Keyboard
 from desktop.lifecycle.home import prepare_home
 from desktop.x11 import on_loop
 from desktop.x11 import raw as xraw
+from desktop.x11.session import Session
 from desktop.x11.thread import XThread
 from tests.support.xvfb import free_display
 
@@ -146,35 +148,46 @@ def test_a_move_and_a_click_are_one_job_and_one_round_trip_each(desktop: str,
         assert looped == 20, f"{name}: {looped} of the 20 jobs ran on the event loop (the X thread was idle)"
 
 
-def test_a_key_press_is_one_round_trip_until_another_client_changes_the_mapping(
-        desktop: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    press, eacute = [[XK.string_to_keysym("Control_L"), XK.string_to_keysym("a")]], XK.string_to_keysym("eacute")
+def test_a_key_press_is_one_round_trip_on_the_loop_until_another_client_changes_the_mapping(
+        desktop: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    press, eacute = [XK.string_to_keysym("Control_L"), XK.string_to_keysym("a")], XK.string_to_keysym("eacute")
     env = dict(os.environ, DISPLAY=desktop)
 
-    async def run() -> tuple[int, int, bool, bool]:
+    async def run() -> list[tuple[str, int, int, int]]:
         x, keyboard = XThread(desktop, "keys"), Keyboard()
+        session = Session(desktop, 1280, 800, x, env, str(tmp_path))
         try:
             # Warm: the connection opens and the keymap is read; the first XTest key switches the core keyboard to
             # XTest's device, which the server tells every client with a MappingNotify: the keymap is read again.
             for _ in range(2):
-                await x.call(keyboard._press_step, press)
+                await keyboard.press_keysyms(session, press)
             waits = Waits(monkeypatch)
-            for _ in range(10):
-                await x.call(keyboard._press_step, press)
-            unchanged = waits.round_trips
+            waits.job(x)
+            found = []
+            for name, action in (("press", lambda: keyboard.press_keysyms(session, press)),
+                                 ("down and up", lambda: keyboard.chord_down(session, press))):
+                waits.round_trips = waits.jobs = waits.on_loop = 0
+                for _ in range(10):
+                    await action()
+                    if name == "down and up":
+                        await keyboard.chord_up(session, press)
+                found.append((name, waits.round_trips, waits.jobs, waits.on_loop))
             assert keyboard._keymap is not None
-            before = keyboard._keymap.in_layout(eacute)
+            assert not keyboard._keymap.in_layout(eacute)
             # Another client changes the layout: é gets a key of its own (French AZERTY), which only a keymap read
             # again after the change knows.
             subprocess.run(["setxkbmap", "-layout", "fr"], env=env, check=True, timeout=10)
-            waits.round_trips = 0
-            await x.call(keyboard._press_step, press)
-            return unchanged, waits.round_trips, before, keyboard._keymap.in_layout(eacute)
+            waits.round_trips = waits.jobs = waits.on_loop = 0
+            await keyboard.press_keysyms(session, press)
+            assert keyboard._keymap.in_layout(eacute), "the keymap was not read again after the layout changed"
+            found.append(("press after the change", waits.round_trips, waits.jobs, waits.on_loop))
+            return found
         finally:
             subprocess.run(["setxkbmap", "-layout", "us"], env=env, check=True, timeout=10)
+            await keyboard.close()
             await x.close()
 
-    unchanged, changed, before, after = asyncio.run(run())
-    assert unchanged == 10, f"{unchanged} round trips for 10 presses of ctrl+a on an unchanged mapping"
-    assert (before, after) == (False, True), "the keymap was not read again after the layout changed"
-    assert changed == 3, f"{changed} round trips for the first press after the change (the mapping read, the press)"
+    found = asyncio.run(run())
+    assert found == [("press", 10, 10, 10), ("down and up", 20, 20, 20),
+                     # declined on the loop (a change told of), then the thread's step: the mapping read, the press
+                     ("press after the change", 3, 2, 1)], found
