@@ -1,8 +1,10 @@
-"""The key events of chords pressed, held and released, built without I/O from a keymap's strokes.
+"""The key events of chords pressed, held and released and of text typed, built without I/O from a keymap's strokes.
 
-The X thread's steps (desktop/input/keyboard.py) send them after binding what a chord lacks; the raw jobs send the
-same events from the event loop when nothing needs binding or reading (desktop/x11/on_loop.py), so each key action
-is built once whichever side sends it. `Held` is the keys `down` pressed and `up` has not released yet.
+The X thread's steps (desktop/input/keyboard.py, desktop/input/typing_steps.py) send them after binding what a chord
+lacks; the raw jobs send the same events from the event loop when nothing needs binding or reading
+(desktop/x11/on_loop.py), so each key action is built once whichever side sends it. `Held` is the keys `down`
+pressed and `up` has not released yet. `send` and `pressed_keycodes` are the two calls here that reach the server,
+on the X thread.
 """
 
 from __future__ import annotations
@@ -23,6 +25,41 @@ Held = dict[int, list[int]]
 def synced(display: Display, events: Sequence[bytes]) -> xraw.Exchange:
     """`events` in one write, and a round trip: the server has handled them when it is answered."""
     return xraw.Exchange([*events, xraw.round_trip()], [False] * len(events) + [True])
+
+
+def send(display: Display, events: Sequence[bytes] = ()) -> None:
+    """`synced(events)` from the X thread: when it returns, the server has handled them and all sent before."""
+    step = synced(display, events)
+    xraw.exchange(display, step.requests, step.answered)
+
+
+def pressed_keycodes(display: Display) -> list[int]:
+    """Keycodes the server reports down (QueryKeymap, a round trip, on the X thread)."""
+    bits = display.query_keymap()
+    return [i * 8 + b for i, byte in enumerate(bits) for b in range(8) if byte >> b & 1]
+
+
+def tapped(display: Display, keycode: int) -> list[bytes]:
+    """A press and release of `keycode`."""
+    return [xraw.fake_input(display, X.KeyPress, keycode), xraw.fake_input(display, X.KeyRelease, keycode)]
+
+
+def typed(display: Display, keymap: Keymap, strokes: Sequence[Stroke], now: float) -> list[bytes]:
+    """Each stroke pressed and released, its Shift/AltGr held only as long as the strokes in a row need it."""
+    events: list[bytes] = []
+    held: list[int] = []
+    for stroke in strokes:
+        for code in [c for c in held if c not in stroke.modifiers]:
+            events.append(xraw.fake_input(display, X.KeyRelease, code))
+            held.remove(code)
+        for code in stroke.modifiers:
+            if code not in held:
+                events.append(xraw.fake_input(display, X.KeyPress, code))
+                held.append(code)
+        events += tapped(display, stroke.keycode)
+        keymap.use(stroke.keycode, now)
+    events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(held))
+    return events
 
 
 def press(display: Display, keymap: Keymap, strokes: Sequence[Stroke], chords: Sequence[Sequence[int]],

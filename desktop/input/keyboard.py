@@ -1,9 +1,11 @@
 """The keyboard through XTest, in-process: type any Unicode text, press chords, hold and release keys.
 
-Every X call runs on the session's X thread (`session.x`) as a short job that never sleeps; the
-waits between characters (`delayMs`) and for spare keycodes are on the event loop. Keyboard requests
-hold the desktop's input lock (`session.x.input`, desktop/x11/thread.py) for their whole duration, as
-mouse and window actions do: two concurrent `type` requests never interleave, and no click or drag
+Every X call is a short job of the session's X thread (`session.x`) that never sleeps; a press, a `down` or an
+`up` whose keys are all in the mapping is a raw job the event loop runs itself while the thread is idle (one write,
+one round trip: desktop/input/key_events.py, docs/keyboard.md "Layouts"). The waits between characters (`delayMs`)
+and for spare keycodes are on the event loop; a `type` request's steps are desktop/input/typing_steps.py.
+Keyboard requests hold the desktop's input lock (`session.x.input`, desktop/x11/thread.py) for their whole
+duration, as mouse and window actions do: two concurrent `type` requests never interleave, and no click or drag
 lands between the characters of a text.
 """
 
@@ -13,8 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
 from typing import cast
 
 from Xlib import X
@@ -24,8 +25,8 @@ from desktop.control.takeover import TakeoverGate
 from desktop.core.errors import DesktopInactive, InputFailed
 from desktop.events import action_log as logged
 from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, LoggedAction, chord_name, keysym_text
-from desktop.input import key_events
-from desktop.input.keymap import Keymap, Stroke
+from desktop.input import key_events, typing_steps
+from desktop.input.keymap import MAPPING_SETTLE_S, Keymap, Stroke
 from desktop.input.keys import invalid_key, text_keysyms
 from desktop.x11 import mapping
 from desktop.x11 import raw as xraw
@@ -41,8 +42,6 @@ CHUNK_CHARS = 200
 """Characters typed per input-thread call at delayMs 0 (about 7 ms of X work)."""
 HOLD_S = 0.25
 """A bound keycode is not rebound until this long after its last key event."""
-MAPPING_SETTLE_S = 0.1
-"""A keycode just bound is not typed until this long after the change (`Keymap.settling`)."""
 IDLE_RESTORE_S = 5.0
 """Bindings unused for this long are removed, leaving the layout as it was. An app reads a key typed through a
 binding with the binding it finds then: one starved of CPU (a loaded CI machine) once read it after 1.5 s, the
@@ -50,43 +49,10 @@ binding already gone, and lost the character."""
 _MAX_ROUNDS = 10_000
 
 
-@dataclass
-class _Typing:
-    """One `type` request in progress; touched only in the input thread."""
-
-    keysyms: list[int]
-    step: int
-    index: int = 0
-    display: Display | None = None
-    finished: bool = False
-    caps_lock: int | None = None
-    """The Caps Lock keycode, when Caps Lock was on and we turned it off for the duration."""
-    released: list[int] = field(default_factory=list)
-    """Shift / AltGr keycodes that were held down, released for the duration."""
-
-
 def check_delay(delay_ms: int) -> None:
     """`delayMs` must lie in 0..MAX_DELAY_MS (400 naming the field)."""
     if not 0 <= delay_ms <= MAX_DELAY_MS:
         raise invalid_key(f"delayMs must be between 0 and {MAX_DELAY_MS}", "delayMs")
-
-
-def _tapped(display: Display, keycode: int) -> list[bytes]:
-    """A press and release of `keycode`."""
-    return [xraw.fake_input(display, X.KeyPress, keycode), xraw.fake_input(display, X.KeyRelease, keycode)]
-
-
-def _sync(display: Display, requests: Sequence[bytes] = ()) -> None:
-    """Send `requests` (key events), then wait until the server has handled them and everything sent before: one
-    write, one round trip (desktop/x11/raw.py)."""
-    step = key_events.synced(display, requests)
-    xraw.exchange(display, step.requests, step.answered)
-
-
-def pressed_keycodes(display: Display) -> list[int]:
-    """Keycodes the server reports down (QueryKeymap)."""
-    bits = display.query_keymap()
-    return [i * 8 + b for i, byte in enumerate(bits) for b in range(8) if byte >> b & 1]
 
 
 class Keyboard:
@@ -117,7 +83,7 @@ class Keyboard:
 
     async def type_keysyms(self, session: Session, keysyms: list[int], delay_ms: int = DEFAULT_DELAY_MS) -> None:
         """Type keysyms from `text_keysyms`, `delay_ms` apart (0: in chunks, as fast as possible)."""
-        job = _Typing(keysyms, step=1 if delay_ms > 0 else CHUNK_CHARS)
+        job = typing_steps.Typing(keysyms, step=1 if delay_ms > 0 else CHUNK_CHARS)
         async with self._exclusive(session) as generation:
             text = keysym_text(keysyms)
             self._record(logged.Type(len(text), text[:MAX_TEXT_CHARS]))
@@ -132,7 +98,7 @@ class Keyboard:
                 raise InputFailed("typing made no progress; the keymap keeps changing")
             finally:
                 if not job.finished and generation == self._generation:
-                    await session.x.call(self._finish_typing, job)
+                    await session.x.call(typing_steps.finish, job)
 
     async def press_chords(self, session: Session, chords: list[list[int]]) -> None:
         """Press and release each chord in turn (keys in order, released in reverse)."""
@@ -214,91 +180,14 @@ class Keyboard:
             self._held.clear()
         return keymap.current()
 
-    def _type_step(self, display: Display, job: _Typing) -> float:
+    def _type_step(self, display: Display, job: typing_steps.Typing) -> float:
         keymap = self._keymap_for(display)
         if job.display is None:
-            self._begin_typing(display, keymap, job)
-        wait = self._type_some(display, keymap, job)
+            typing_steps.begin(display, keymap, job)
+        wait = typing_steps.type_some(display, keymap, job, self.hold)
         if job.index >= len(job.keysyms):
-            self._finish_typing(display, job)
+            typing_steps.finish(display, job)
         return wait
-
-    def _begin_typing(self, display: Display, keymap: Keymap, job: _Typing) -> None:
-        # Typed text must not depend on modifiers left on: turn Caps Lock off and lift held
-        # Shift/AltGr for the duration, and put them back afterwards.
-        job.display = display
-        mask = display.screen().root.query_pointer().mask
-        events: list[bytes] = []
-        if mask & X.LockMask and keymap.caps_lock is not None:
-            job.caps_lock = keymap.caps_lock
-            events += _tapped(display, job.caps_lock)
-        level_mask = X.ShiftMask | keymap.level3_mask
-        if mask & level_mask:
-            job.released = [code for code in pressed_keycodes(display) if keymap.modifier_mask(code) & level_mask]
-            events += (xraw.fake_input(display, X.KeyRelease, code) for code in job.released)
-        if events:  # sent ahead of the first characters, whose exchange waits for the server (`_tap`)
-            xraw.send(display, events)
-
-    def _finish_typing(self, display: Display, job: _Typing) -> None:
-        if job.finished:
-            return
-        job.finished = True
-        started_here = job.display is display
-        if not started_here:  # never started, or the X server restarted meanwhile
-            return
-        events = [xraw.fake_input(display, X.KeyPress, code) for code in job.released]
-        if job.caps_lock is not None:
-            events += _tapped(display, job.caps_lock)
-        if events:  # else the last characters' exchange (`_tap`) has waited for the server already
-            _sync(display, events)
-
-    def _type_some(self, display: Display, keymap: Keymap, job: _Typing) -> float:
-        """Type up to `job.step` characters whose unmapped keysyms fit the spare keycodes at once."""
-        now = time.monotonic()
-        start, end = job.index, min(len(job.keysyms), job.index + job.step)
-        unmapped: set[int] = set()
-        stop = start
-        for keysym in job.keysyms[start:end]:
-            if not keymap.in_layout(keysym) and keysym not in unmapped:
-                if len(unmapped) >= keymap.capacity:
-                    break
-                unmapped.add(keysym)
-            stop += 1
-        if stop == start:
-            keymap.bind(job.keysyms[start:start + 1], now, self.hold)  # raises: no spare keycode at all
-        keysyms = job.keysyms[start:stop]
-        wait = keymap.bind(keysyms, now, self.hold) or keymap.settling(keysyms, now, MAPPING_SETTLE_S)
-        if wait > 0:  # type what is mapped already while the LRU victims age or clients read the new mapping
-            ready = start
-            while ready < stop and keymap.stroke(job.keysyms[ready]) is not None \
-                    and not keymap.settling(job.keysyms[ready:ready + 1], now, MAPPING_SETTLE_S):
-                ready += 1
-            if ready == start:
-                return wait
-            stop = ready
-        strokes = [keymap.stroke(k) for k in job.keysyms[start:stop]]
-        self._tap(display, keymap, [s for s in strokes if s is not None], now)
-        job.index = stop
-        return 0.0
-
-    def _tap(self, display: Display, keymap: Keymap, strokes: list[Stroke], now: float) -> None:
-        """Press and release each stroke, holding its Shift/AltGr only as long as needed: all in one write,
-        with the round trip that waits for the server after them."""
-        events: list[bytes] = []
-        held: list[int] = []
-        for stroke in strokes:
-            for code in [c for c in held if c not in stroke.modifiers]:
-                events.append(xraw.fake_input(display, X.KeyRelease, code))
-                held.remove(code)
-            for code in stroke.modifiers:
-                if code not in held:
-                    events.append(xraw.fake_input(display, X.KeyPress, code))
-                    held.append(code)
-            events += (xraw.fake_input(display, X.KeyPress, stroke.keycode),
-                       xraw.fake_input(display, X.KeyRelease, stroke.keycode))
-            keymap.use(stroke.keycode, now)
-        events += (xraw.fake_input(display, X.KeyRelease, code) for code in reversed(held))
-        xraw.exchange(display, [*events, xraw.round_trip()], [False] * len(events) + [True])
 
     def _resolve(self, display: Display, keysyms: list[int]) -> tuple[Keymap, list[Stroke] | float]:
         """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
@@ -314,7 +203,7 @@ class Keyboard:
         keymap, strokes = self._resolve(display, [k for chord in chords for k in chord])
         if isinstance(strokes, float):
             return strokes
-        _sync(display, key_events.press(display, keymap, strokes, chords, self._held))
+        key_events.send(display, key_events.press(display, keymap, strokes, chords, self._held))
         return 0.0
 
     def _down_step(self, display: Display, keysyms: list[int], with_levels: bool) -> float:
@@ -323,17 +212,17 @@ class Keyboard:
             return strokes
         pressed = key_events.down_codes(strokes, with_levels, self._held)
         try:
-            _sync(display, [xraw.fake_input(display, X.KeyPress, code) for code in pressed])
+            key_events.send(display, [xraw.fake_input(display, X.KeyPress, code) for code in pressed])
         except BaseException:
             # Never leave half a chord held (the write may have gone out in part); the first error is the one told.
             with contextlib.suppress(Exception):
-                _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed)])
+                key_events.send(display, [xraw.fake_input(display, X.KeyRelease, code) for code in reversed(pressed)])
             raise
         key_events.hold(keymap, keysyms, strokes, with_levels, pressed, self._held)
         return 0.0
 
     def _up(self, display: Display, keysyms: list[int]) -> None:
-        _sync(display, key_events.up(display, self._keymap_for(display), keysyms, self._held))
+        key_events.send(display, key_events.up(display, self._keymap_for(display), keysyms, self._held))
 
     # -- raw jobs: the same key events from the event loop, when nothing needs binding or reading ----------------
 
@@ -378,7 +267,8 @@ class Keyboard:
         return True
 
     def _release_all(self, display: Display) -> None:
-        _sync(display, [xraw.fake_input(display, X.KeyRelease, code) for code in pressed_keycodes(display)])
+        down = key_events.pressed_keycodes(display)
+        key_events.send(display, [xraw.fake_input(display, X.KeyRelease, code) for code in down])
         self._held.clear()
         if self._keymap is not None:
             self._keymap.pinned.clear()
@@ -387,7 +277,7 @@ class Keyboard:
         self._release_all(display)
         if self._keymap is not None and self._keymap.display is display:
             self._keymap.restore_all()
-            _sync(display)
+            key_events.send(display)
         self._keymap = None
 
     def _restore_idle(self, display: Display) -> float | None:
@@ -395,7 +285,7 @@ class Keyboard:
         if keymap is None or keymap.display is not display:
             return None
         due = keymap.current().restore_idle(time.monotonic(), self.idle_restore)
-        _sync(display)
+        key_events.send(display)
         return due
 
     # -- helpers (event loop) -------------------------------------------------------------------

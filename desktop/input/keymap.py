@@ -18,6 +18,8 @@ from Xlib.display import Display
 from desktop.core.errors import InputFailed
 from desktop.x11 import mapping
 
+MAPPING_SETTLE_S = 0.1
+"""A keycode just bound is not typed until this long after the change (`Keymap.settling`)."""
 ISO_LEVEL3_SHIFT = 0xFE03
 CAPS_LOCK = 0xFFE5
 # Core-map columns of group 1 and the modifiers that select them: plain, Shift, level 3 (AltGr),
