@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,21 +75,48 @@ def reserve(first: int, exact: bool) -> Display:
 
 
 def _take(lock: Path) -> bool:
-    """Create the lock file, or take over one whose owner is gone; False if a live process holds it."""
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-        except FileExistsError:
-            owner = _owner(lock)
-            if owner is not None and linux.pid_alive(owner):
-                return False
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-            continue
+    """Make the lock file ours, or take over one whose owner is gone; False if a live process holds it.
+
+    The pid is written to a file of our own first and linked into place, as X servers make theirs: a lock that
+    exists always names its owner. (Created empty and written after, another server reading it in between took
+    it for a dead one's and took the number too: two desktops on one display.) A dead owner's lock is moved aside
+    before it is removed, and put back if it turns out to be a live one's that replaced it meanwhile."""
+    mine = lock.with_name(f"{lock.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        fd = os.open(mine, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
         with os.fdopen(fd, "w") as fh:
             fh.write(f"{os.getpid():10d}\n")  # the X servers' own format
-        return True
-    return False
+        for _ in range(2):
+            try:
+                os.link(mine, lock)
+                return True
+            except FileExistsError:
+                if not _remove_if_dead(lock, mine):
+                    return False
+        return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            mine.unlink()
+
+
+def _remove_if_dead(lock: Path, mine: Path) -> bool:
+    """Remove `lock` if no live process holds it; False (left as it is) if one does."""
+    owner = _owner(lock)
+    if owner is not None and linux.pid_alive(owner):
+        return False
+    aside = mine.with_name(mine.name + ".dead")
+    try:
+        os.rename(lock, aside)
+    except FileNotFoundError:
+        return True  # another server removed it first: try to link again
+    moved = _owner(aside)
+    if moved is not None and moved != owner and linux.pid_alive(moved):  # a live lock that replaced the dead one
+        with contextlib.suppress(FileExistsError):
+            os.link(aside, lock)
+        aside.unlink()
+        return False
+    aside.unlink()
+    return True
 
 
 def _owner(lock: Path) -> int | None:
