@@ -245,7 +245,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
     import uvicorn
 
-    from api.cli import response_writes, ws_reading
+    from api.cli import parser_refusals, response_writes, ws_reading
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -267,6 +267,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
                             access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools",
                             ws=ws_reading.protocol())  # fewer stops of reading (api/cli/ws_reading.py)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)
+    parser_refusals.install()  # what the HTTP parser refuses is a problem document too (api/cli/parser_refusals.py)
     Server(config).run()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 
 import httpx
@@ -199,3 +200,21 @@ def test_non_ascii_digits_in_headers_are_400_or_ignored(client: httpx.Client) ->
 
     assert byte_range("bytes=²-", 100) is None and byte_range("bytes=-²", 100) is None
     assert byte_range("bytes=10-²", 100) is None and byte_range("bytes=10-20", 100) == (10, 20)
+
+
+@pytest.mark.parametrize("framing", [b"Content-Length: abc\r\n", b"a header line without a colon\r\n"])
+def test_a_request_the_http_parser_refuses_is_a_400_problem(server: ServerProcess, framing: bytes) -> None:
+    """Refused before any app sees it (api/cli/parser_refusals.py), and still a problem document."""
+    host, port = server.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + framing + b"\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes the connection after it
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == "HTTP/1.1 400 Bad Request", answer
+    assert "content-type: application/problem+json" in [line.lower() for line in lines[1:]], answer
+    problem = json.loads(body)
+    assert (problem["status"], problem["code"], problem["errors"][0]["field"]) == (400, "invalid_request", "request")
+    assert "not valid HTTP/1.1" in problem["detail"]
