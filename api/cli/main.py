@@ -264,12 +264,20 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
     # under /bin/sh instead of being refused, and a tty process's preexec_fn fails (docs/processes.md, Errors).
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
-                            access_log=False, timeout_graceful_shutdown=4, loop="asyncio", http="httptools",
+                            access_log=False, timeout_graceful_shutdown=4, timeout_keep_alive=KEEP_ALIVE_S,
+                            loop="asyncio", http="httptools",
                             ws=ws_reading.protocol())  # fewer stops of reading (api/cli/ws_reading.py)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)
     parser_refusals.install()  # what the HTTP parser refuses is a problem document too (api/cli/parser_refusals.py)
     Server(config).run()
 
+
+KEEP_ALIVE_S = 75
+"""How long an idle kept-alive HTTP connection stays open (uvicorn's default is 5 s). httpx, and so this project's
+client, drops its idle connections after 5 s too: a request sent on one just as the server closed it failed with
+a read error (a POST is not retried), which an agent pausing about 5 s between steps met now and then, as did 64
+desktops stepping at once in bench/sandbox_density.py. Longer than the clients' own expiry, the client always lets
+go first; 75 s is nginx's default."""
 
 UNSENT_LIMIT = 128 * 1024
 """Bytes a connection may hold written but not yet sent (TCP_NOTSENT_LOWAT): a live-view WebSocket whose viewer

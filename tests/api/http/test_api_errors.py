@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Callable
 
 import httpx
@@ -218,3 +219,15 @@ def test_a_request_the_http_parser_refuses_is_a_400_problem(server: ServerProces
     problem = json.loads(body)
     assert (problem["status"], problem["code"], problem["errors"][0]["field"]) == (400, "invalid_request", "request")
     assert "not valid HTTP/1.1" in problem["detail"]
+
+
+def test_an_idle_kept_alive_connection_outlives_the_clients_own_expiry(server: ServerProcess) -> None:
+    """httpx lets an idle connection go after 5 s; the server keeps it longer (api/cli/main.py, KEEP_ALIVE_S), so a
+    request sent on it at about 5 s is never met by the server's close."""
+    host, port = server.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    request = f"GET /v1/health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        for pause in (0, 6):
+            time.sleep(pause)
+            sock.sendall(request)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK"), f"no answer after {pause} s idle"
