@@ -6,7 +6,7 @@ with the same closing of the connection, carries the problem document of docs/er
 `invalid_request`, naming the request's framing as the field at fault.
 
 It replaces a method of uvicorn's httptools protocol, so it is installed only on the uvicorn it was written against
-(PINNED_UVICORN, as api/cli/response_writes.py); any other keeps its plain 400.
+(api/cli/uvicorn_pin.py); any other keeps its plain 400.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import uvicorn
 from uvicorn.protocols.http import httptools_impl
 
+from api.cli.uvicorn_pin import pinned
 from api.http.problems import PROBLEM_MEDIA_TYPE, problem_document
 from desktop.core.errors import FieldError
-
-PINNED_UVICORN = "0.55."
 
 
 def refusal(message: str) -> bytes:
@@ -45,7 +43,7 @@ def _send_400_response(self: Any, msg: str) -> None:
 def install() -> bool:
     """Make uvicorn's httptools protocol refuse unparseable requests with a problem document; False on another
     uvicorn (left as it is)."""
-    if not uvicorn.__version__.startswith(PINNED_UVICORN):
+    if not pinned():
         return False
     httptools_impl.HttpToolsProtocol.send_400_response = _send_400_response  # type: ignore[method-assign]
     return True

@@ -8,7 +8,7 @@ than it did. A `100 Continue` is written at once, as before; the bytes on the wi
 this took 35-45 us of server CPU off each request (docs/benchmarks.md, "Peers").
 
 It reads uvicorn's internals (the cycle's `transport` and `send`), so it is installed only on the uvicorn it was
-written against (PINNED_UVICORN); any other keeps two writes.
+written against (api/cli/uvicorn_pin.py); any other keeps two writes.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import uvicorn
 from uvicorn.protocols.http import httptools_impl
 
-PINNED_UVICORN = "0.55."
+from api.cli.uvicorn_pin import pinned
 
 
 class HeadHolding:
@@ -76,7 +75,7 @@ class OneWriteCycle(httptools_impl.RequestResponseCycle):
 
 def install() -> bool:
     """Make uvicorn's httptools protocol answer through `OneWriteCycle`; False on another uvicorn (left as it is)."""
-    if not uvicorn.__version__.startswith(PINNED_UVICORN):
+    if not pinned():
         return False
     httptools_impl.RequestResponseCycle = OneWriteCycle  # type: ignore[misc]
     return True

@@ -8,17 +8,17 @@ them all: what the server holds for a client that sends faster than the app read
 of pipelined commands) stays bounded, without the stop and start per message.
 
 It reads uvicorn's internals (`read_paused`, `queue`, `send_receive_event_to_app`), so it is used only on the
-uvicorn it was written against (PINNED_UVICORN); any other keeps its own protocol.
+uvicorn it was written against (api/cli/uvicorn_pin.py); any other keeps its own protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-import uvicorn
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-PINNED_UVICORN = "0.55."
+from api.cli.uvicorn_pin import pinned
+
 QUEUED_MESSAGES = 4
 """Messages waiting for the app before the connection stops reading (uvicorn's own: 1). Each is at most the
 server's WebSocket message limit, as before."""
@@ -41,4 +41,4 @@ class QueueBoundedReading(WebSocketsSansIOProtocol):
 
 def protocol() -> type[asyncio.Protocol] | str:
     """The WebSocket protocol class for uvicorn's config: `QueueBoundedReading`, or "auto" on another uvicorn."""
-    return QueueBoundedReading if uvicorn.__version__.startswith(PINNED_UVICORN) else "auto"
+    return QueueBoundedReading if pinned() else "auto"

@@ -2,8 +2,9 @@
 
 Handing a job to the X thread and its answer back costs two wake-ups of a sleeping thread and the GIL passed
 between two threads twice: ~110 us of a move's ~250 us in the server, measured (docs/benchmarks.md, "Peers"), and
-as much CPU. The jobs every pointer action runs are short (one write, one reply: desktop/input/pointer.py), so
-when the thread has nothing queued and nothing running the loop borrows its connection and runs the job itself,
+as much CPU. The jobs of pointer and key actions are short (one write, one reply: desktop/input/pointer.py,
+key_events.py), so when the thread has nothing queued and nothing running the loop borrows its connection and runs
+the job itself,
 without ever blocking: each exchange is written with MSG_DONTWAIT (the rest, if the socket is full, when it is
 writable again) and its replies are read by a reader callback as they arrive, parsed by the same code as the
 thread's (`raw.Replies`). So a slow or stopped X server holds the job, never the loop, as it held the thread.

@@ -12,7 +12,7 @@ advanced past what was sent. On a connection that is not idle, or with another p
 one this was written against (PINNED_XLIB: it reads that version's internals), the same bytes go
 through python-xlib's request queue and reply machinery instead: slower, same answers.
 
-The jobs every pointer action runs are written as `RawJob`s, generators of exchanges with no I/O of their own: the
+The jobs of pointer and key actions are written as `RawJob`s, generators of exchanges with no I/O of their own: the
 X thread runs one with `run_job`, and the event loop runs the same job on a connection it borrows while its thread
 is idle (desktop/x11/on_loop.py). Like python-xlib itself, a connection is used by one thread at a time
 (desktop/x11/thread.py).
