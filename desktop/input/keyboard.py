@@ -28,7 +28,6 @@ from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, LoggedAction, c
 from desktop.input import key_events, typing_steps
 from desktop.input.keymap import MAPPING_SETTLE_S, Keymap, Stroke
 from desktop.input.keys import invalid_key, text_keysyms
-from desktop.x11 import mapping
 from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
 from desktop.x11.thread import XThread
@@ -231,8 +230,7 @@ class Keyboard:
         connection, no mapping change told of or unread since, every keysym in it and past its settling. Else None:
         the X thread's step reads and binds first."""
         keymap = self._keymap
-        if keymap is None or keymap.display is not display or not xraw.quiet(display) \
-                or mapping.changes(display) != keymap.seen:
+        if keymap is None or keymap.display is not display or not xraw.quiet(display) or keymap.changed():
             return None
         strokes = [keymap.stroke(k) for k in keysyms]
         if not all(strokes) or keymap.settling(keysyms, time.monotonic(), MAPPING_SETTLE_S):

@@ -66,9 +66,13 @@ class Keymap:
     def current(self) -> Keymap:
         """This keymap, read again first if the mapping changed since it was read (a MappingNotify arrived)."""
         mapping.drain(self.display)
-        if mapping.changes(self.display) != self.seen:
+        if self.changed():
             self.refresh()
         return self
+
+    def changed(self) -> bool:
+        """Whether a mapping change was told of on this connection since the mapping was read (not draining)."""
+        return mapping.changes(self.display) != self.seen
 
     def refresh(self) -> None:
         """Re-read the mapping and modifiers (two round trips); forget bindings someone overwrote."""
