@@ -90,6 +90,7 @@ def png_floor(display: str, count: int) -> None:
 
     from desktop.screen.encode import encode
     from desktop.screen.screenshots import keep_image_blocks
+    from sandbox_desktop_wire.enums import ScreenshotFormat
 
     keep_image_blocks()  # as the server does
     with mss.MSS(display=display) as sct:
@@ -99,8 +100,9 @@ def png_floor(display: str, count: int) -> None:
 
         image = grab()
         summary("floor: grab (XShm, 1440x900)", timed(grab, count))
-        summary("floor: png encode only", timed(lambda: encode(image, "png", 85), count))
-        summary("floor: png encode only (CPU time)", timed(lambda: encode(image, "png", 85), count,
+        png = ScreenshotFormat.PNG
+        summary("floor: png encode only", timed(lambda: encode(image, png, 85), count))
+        summary("floor: png encode only (CPU time)", timed(lambda: encode(image, png, 85), count,
                                                            clock=time.thread_time))
 
 

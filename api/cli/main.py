@@ -23,7 +23,9 @@ from api.cli.tree import Leaf, Node, Words, build_tree, parser_for
 from sandbox_desktop_client.local_servers import TOKEN_ENV
 
 if TYPE_CHECKING:
+    import uvicorn
     from starlette.applications import Starlette
+    from starlette.types import ASGIApp
 
     from desktop.lifecycle.policy import DesktopPolicy
     from desktop.sandbox.users import UidRange
@@ -245,8 +247,6 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
     import uvicorn
 
-    from api.cli import parser_refusals, response_writes, ws_reading
-
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -259,6 +259,16 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
                 for sock in listener.sockets:
                     limit_unsent(sock)
 
+    Server(uvicorn_config(app, host, port, log_level)).run()
+
+
+def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
+    """How the server runs on uvicorn: its settings, with its patches of uvicorn installed (bench/http_servers.py
+    serves a bare app the same way, to tell uvicorn's share of a request from the app's)."""
+    import uvicorn
+
+    from api.cli import parser_refusals, response_writes, ws_reading
+
     # Logging is configured already (configure_logging); the app writes its own access log, without queries.
     # httptools (a dependency) rather than h11: every request pays the HTTP floor (docs/benchmarks.md, HTTP floor).
     # Not uvloop, though faster still: libuv spawns children its own way, so a script without `#!` would run
@@ -269,7 +279,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
                             ws=ws_reading.protocol())  # fewer stops of reading (api/cli/ws_reading.py)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)
     parser_refusals.install()  # what the HTTP parser refuses is a problem document too (api/cli/parser_refusals.py)
-    Server(config).run()
+    return config
 
 
 KEEP_ALIVE_S = 75
