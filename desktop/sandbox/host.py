@@ -23,10 +23,11 @@ from pathlib import Path
 from desktop.core.errors import DesktopFailed
 from desktop.sandbox import protocol, users
 from desktop.sandbox.cgroups import CgroupRoot
-from desktop.sandbox.channel import Channel, SandboxGone
+from desktop.sandbox.channel import Channel, SandboxGone, one_answer
 from desktop.sandbox.layers import SANDBOX_LAYERS, Layer, SandboxReport
 from desktop.sandbox.network import NetworkHub, NetworkUnavailable
 from desktop.sandbox.rootless import Mode, RootlessPlan, exposed
+from desktop.sandbox.slirp import HostAddresses
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 
@@ -74,6 +75,8 @@ class SandboxHost:
         self.cgroups: CgroupRoot | None = None
         self.rootless: RootlessPlan | None = None
         """What desktops get where the server is not root (None where it is, or before `open`)."""
+        self.addresses = HostAddresses()
+        """The host's own addresses, followed for the desktops on slirp4netns (desktop/sandbox/slirp.py)."""
         self._zygote: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._lock = asyncio.Lock()
@@ -238,15 +241,30 @@ class SandboxHost:
             theirs.close()
         return Channel(ours)
 
-    async def send_enter(self, message: protocol.Enter, fds: list[int]) -> None:
-        """Ask the zygote for a serving process in a sandbox whose init is a reaper only (`fds`: [the init's
-        pidfd, the serving process's end of its socket]); it says `Ready` on that socket (desktop/sandbox/entry.py)."""
+    async def ask_zygote(self, message: protocol.Enter | protocol.Firewall, fds: list[int]) -> None:
+        """Ask the zygote for a serving process in a sandbox whose init is a reaper only (`Enter`; `fds`: [the
+        init's pidfd, the serving process's end of its socket]): it says `Ready` on that socket
+        (desktop/sandbox/entry.py). Or for new rules in a sandbox's network namespace (`Firewall`; `fds`: [the
+        init's pidfd, the socket a child of the zygote answers on])."""
         try:
             channel = await self._zygote_channel()
         except DesktopFailed as exc:
             raise SandboxGone(str(exc)) from exc
         async with self._lock:
             await channel.send(message, fds)
+
+    async def firewall(self, init_pidfd: int, script: str) -> None:
+        """Apply `script` in the network namespace of the sandbox whose init `init_pidfd` is, from a child of the
+        zygote (desktop/sandbox/zygote.py `_firewall`). OSError if it could not be."""
+        try:
+            message, fds = await one_answer(
+                lambda answer: self.ask_zygote(protocol.Firewall(script), [init_pidfd, answer]))
+        except SandboxGone as exc:
+            raise OSError(f"no answer from the sandbox: {exc}") from exc
+        for fd in fds:
+            os.close(fd)
+        if isinstance(message, protocol.Failed):
+            raise OSError(message.errno, message.message)
 
     async def user_for(self, desktop_id: str) -> users.SandboxUser:
         """The desktop's uid, the same for its whole life: a stop and a start keep it, so what it wrote
@@ -282,6 +300,7 @@ class SandboxHost:
 
     async def close(self) -> None:
         self._closed = True
+        await self.addresses.close()
         for desktop_id in list(self._users):
             self.forget(desktop_id)
         if self.network is not None:

@@ -93,7 +93,7 @@ def set_up(request: protocol.Create) -> None:
     if request.loopback:
         linux.link_up("lo")
     if request.firewall is not None:
-        _firewall(request.firewall)
+        apply_firewall(request.firewall)
     if not request.namespaces & linux.CLONE_NEWNS:
         return
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
@@ -109,8 +109,10 @@ def set_up(request: protocol.Create) -> None:
     socket.sethostname(request.hostname)
 
 
-def _firewall(script: str) -> None:
-    from desktop.sandbox import libnft  # loaded by the inits that need it only
+def apply_firewall(script: str) -> None:
+    """Run an nftables script in this process's network namespace (the init's at its start; a zygote child's that
+    entered it, desktop/sandbox/zygote.py `Firewall`)."""
+    from desktop.sandbox import libnft  # loaded by the processes that need it only
 
     nft = libnft.shared()
     if nft is None:

@@ -172,6 +172,17 @@ class Enter(Message):
     """The session's cgroups (`cgroup.procs` files), where the serving process stays, as the init would."""
 
 
+@dataclass(frozen=True)
+class Firewall(Message):
+    """Apply `script` (nftables, one transaction) in the network namespace of a sandbox whose server is not root:
+    a child of the zygote enters the init's user and network namespaces, where it holds CAP_NET_ADMIN as the init
+    did when it applied the first rules (`Create.firewall`), applies it and answers `Result` or `Failed` on a
+    socket of its own. Descriptors: [a pidfd of the sandbox's init, the socket the child answers on]."""
+
+    kind: ClassVar[str] = "firewall"
+    script: str
+
+
 # -- init -> server ----------------------------------------------------------------------------------------------
 
 
@@ -242,8 +253,8 @@ class Result(Message):
     spilled: bool = False
 
 
-KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Enter, Started, Ready,
-                                                             Failed, Spawned, Opened, Exited, Result)}
+KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (Hello, Create, Spawn, Open, Call, Enter, Firewall, Started,
+                                                             Ready, Failed, Spawned, Opened, Exited, Result)}
 
 
 def encode(message: Message) -> bytes:

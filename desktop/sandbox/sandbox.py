@@ -98,6 +98,8 @@ class Sandbox:
         self.report = SandboxReport(host.layers() | ({Layer.CGROUP} if cgroup is not None else set()), {})
         self.slirp: Slirp | None = None
         """Its network where the server is not root (desktop/sandbox/slirp.py)."""
+        self.refused: list[str] = []
+        """The host's addresses its rules refuse, on slirp4netns (kept up to date: `refuse_host`)."""
         self.network_missing: str | None = None
         """Why it has only its loopback, where the server is not root and it asked for more."""
         self.exposed: tuple[str, ...] = ()
@@ -144,6 +146,8 @@ class Sandbox:
         namespaces = NAMESPACES & ~linux.CLONE_NEWNET if netns is not None else NAMESPACES
         hello = self.host.hello
         reaper = hello is not None and hello.pidfd_exit and mode is not Mode.LANDLOCK
+        if slirp is not None:
+            self.refused = await asyncio.to_thread(host_addresses)
         try:
             request = protocol.Create(
                 reaper=reaper, namespaces=0 if mode is Mode.LANDLOCK else namespaces,
@@ -151,7 +155,7 @@ class Sandbox:
                 join_netns=1 if netns is not None else None, cgroup_files=session,
                 user_namespace=mode is Mode.USER_NAMESPACE, landlock=self._confinement(),
                 loopback=mode is Mode.USER_NAMESPACE,
-                firewall=await asyncio.to_thread(lambda: firewall(host_addresses())) if slirp is not None else None)
+                firewall=firewall(self.refused) if slirp is not None else None)
             self._channel = await self.host.create_init(request, [netns] if netns is not None else [])
             entering = protocol.Enter(
                 request.namespaces | linux.CLONE_NEWNET | (linux.CLONE_NEWUSER if request.user_namespace else 0),
@@ -187,6 +191,16 @@ class Sandbox:
         except OSError as exc:
             self.network_missing = f"its namespace has only a loopback: {exc}"
             logger.warning("desktop %s: %s", self.plan.desktop_id, self.network_missing)
+            return
+        self.host.addresses.follow(self)
+
+    async def refuse_host(self, addresses: list[str]) -> None:
+        """Its rules replaced by ones refusing the host's `addresses` (they changed: slirp.HostAddresses)."""
+        if self._init is not None:
+            await self.host.firewall(self._init.pidfd, firewall(addresses))
+            self.refused = addresses
+            logger.info("desktop %s refuses the host's addresses as they are now: %s", self.plan.desktop_id,
+                        ", ".join(addresses))
 
     def _confinement(self) -> landlock.Confinement | None:
         plan, rootless_plan = self.plan, self.host.rootless
@@ -426,6 +440,8 @@ class Sandbox:
         """End every process of the sandbox: the init is killed, and the kernel kills the rest of its pid
         namespace and reaps it before the init's own exit shows on its pidfd. The uid stays the desktop's
         (SandboxHost.user_for)."""
+        if self.slirp is not None:
+            await self.host.addresses.unfollow(self)  # no new rules for it from here on
         if self._server is not None:
             self._server.close()
         if self._channel is not None:

@@ -81,7 +81,7 @@ class Server:
             assert self.entering is not None
             ours, theirs = protocol.socket_pair()
             try:
-                await self.host.send_enter(self.entering, [self._init_pidfd(), theirs.fileno()])
+                await self.host.ask_zygote(self.entering, [self._init_pidfd(), theirs.fileno()])
             except BaseException:
                 ours.close()
                 raise

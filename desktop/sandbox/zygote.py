@@ -21,6 +21,7 @@ socket; the sandboxes notice on their own sockets.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import os
@@ -71,8 +72,33 @@ def main(argv: list[str]) -> int:
                     _create(message, fds, (server.fileno(), wake_r, wake_w))
                 case protocol.Enter():
                     entry.enter(message, fds, (server.fileno(), wake_r, wake_w))
+                case protocol.Firewall():
+                    _firewall(message, fds, (server.fileno(), wake_r, wake_w))
             for fd in fds:
                 os.close(fd)
+
+
+def _firewall(request: protocol.Firewall, fds: list[int], ours: tuple[int, ...]) -> None:
+    """Fork a child that enters the user and network namespaces of a sandbox's init (`fds`: [its pidfd, the
+    answer's socket]) and applies the rules there; the zygote goes on at once and closes `fds`."""
+    if os.fork() != 0:
+        return
+    status = 1
+    answer = socket.socket(fileno=os.dup(fds[1]))
+    try:
+        signal.set_wakeup_fd(-1)
+        for fd in ours:
+            os.close(fd)
+        linux.setns(fds[0], linux.CLONE_NEWUSER | linux.CLONE_NEWNET)
+        init.apply_firewall(request.script)
+        protocol.send(answer, protocol.Result({}))
+        status = 0
+    except BaseException as exc:  # the server learns why; nothing else may run in this forked copy
+        errno = exc.errno if isinstance(exc, OSError) and exc.errno else 0
+        with contextlib.suppress(OSError):
+            protocol.send(answer, protocol.Failed(-1, errno, "firewall", f"{type(exc).__name__}: {exc}"))
+    finally:
+        os._exit(status)
 
 
 def _create(request: protocol.Create, fds: list[int], ours: tuple[int, ...]) -> None:

@@ -131,6 +131,8 @@ class Remote:
     host_address: str
     """The host's end of the pair: one of the host's own addresses."""
     ports: tuple[int, ...]
+    host_link: str = ""
+    """The host's end's interface."""
 
 
 @contextlib.contextmanager
@@ -151,10 +153,26 @@ def remote_host(ports: tuple[int, ...]) -> Iterator[Remote]:
         with contextlib.ExitStack() as stack:
             for port in ports:
                 stack.enter_context(Listener("0.0.0.0", port, f"remote-{port}", f"/run/netns/{name}"))
-            yield Remote(name, remote, host, ports)
+            yield Remote(name, remote, host, ports, link)
     finally:
         subprocess.run(["ip", "-force", "-batch", "-"], text=True, timeout=30, capture_output=True,
                        input=f"link del {link}\nnetns del {name}\n")
+
+
+@contextlib.contextmanager
+def host_address_added(remote: Remote) -> Iterator[str]:
+    """One more address of the host's own, on the host's end of the remote's pair, as a host gains one (a new
+    interface, a VPN): 10.250.k.1/32 of a /30 no route here covers; removed on exit, whatever happened."""
+    taken = {IPv4Network(route.split()[0]) for route in nethost.overlapping_routes(IPv4Network("10.250.0.0/16"))}
+    third = int(remote.host_address.split(".")[2])
+    k = next(k for k in [*range(third + 1, 250), *range(third)] if IPv4Network(f"10.250.{k}.0/30") not in taken)
+    address = f"10.250.{k}.1"
+    subprocess.run(["ip", "addr", "add", f"{address}/32", "dev", remote.host_link], check=True, timeout=30)
+    try:
+        yield address
+    finally:
+        subprocess.run(["ip", "addr", "del", f"{address}/32", "dev", remote.host_link], timeout=30,
+                       capture_output=True)
 
 
 def leftovers(table: str, netns_prefix: str, link_prefix: str) -> list[str]:

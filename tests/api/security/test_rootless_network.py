@@ -4,13 +4,15 @@ A real server runs as an unprivileged user made for the test (tests/support/root
 `/dev/net/tun` given the mode most distributions give it (0666, for the module only) so that slirp4netns can
 make the desktop's TAP device. From code run in the desktop through its own process API: a "remote" host (a
 namespace of the test's own on a veth pair, tests/support/netns.py) is reached through slirp4netns, as the
-server; the host's own addresses (the veth's host end, where the test listens too, made before the desktop)
-and its loopback (the server's port) are not. Marked `rootless`; about 15 s."""
+server; the host's own addresses (the veth's host end, where the test listens too, made before the desktop),
+one the host gains after the desktop started, and its loopback (the server's port) are not. Marked `rootless`;
+about 20 s."""
 
 from __future__ import annotations
 
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,8 +65,8 @@ def server(tun_for_users: None) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def desktop(server: ServerProcess, remote: netns.Remote) -> Iterator[tuple[httpx.Client, dict[str, Any]]]:
-    """A desktop made once the remote exists: its rules hold the host's addresses of that moment (the veth's host
-    end among them; docs/security.md "Without root" says what an address added later means)."""
+    """A desktop made once the remote exists: its first rules hold the host's addresses of that moment (the veth's
+    host end among them)."""
     with server.client(timeout=60) as api:
         made = api.post("/v1/desktops", json={"width": 320, "height": 240})
         assert made.status_code == 201, made.text
@@ -97,3 +99,19 @@ def test_the_hosts_own_addresses_and_its_loopback_are_not(server: ServerProcess,
                          f"127.0.0.1:{server_port}")
     assert on_host.accepted == 0
     assert not any(verdict.startswith("ok:") for verdict in found), found
+
+
+def test_an_address_the_host_gains_later_is_refused_once_it_has_it(desktop: tuple[httpx.Client, dict[str, Any]],
+                                                                   remote: netns.Remote) -> None:
+    """The server follows the host's addresses and gives each desktop new rules (desktop/sandbox/slirp.py
+    `HostAddresses`): an address added after the desktop started is refused a moment later, and the remote host
+    is reached as before."""
+    api, made = desktop
+    with netns.host_address_added(remote) as later, netns.Listener(later, 0, "later") as on_it:
+        verdicts: list[str] = []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not (len(verdicts) >= 2 and not any(
+                verdict.startswith("ok:") for verdict in verdicts[-2:])):
+            verdicts += probe_in(api, made["id"], f"{later}:{on_it.port}")
+    assert len(verdicts) >= 2 and not any(verdict.startswith("ok:") for verdict in verdicts[-2:]), verdicts
+    assert probe_in(api, made["id"], f"{remote.address}:{REMOTE_PORT}") == [f"ok:remote-{REMOTE_PORT}"]
