@@ -18,7 +18,17 @@ STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dic
     "message", "asctime", "color_message"}  # uvicorn's ANSI-coloured copy of the message
 
 
+SECRET_MARK = re.compile(r"token=|bearer|authorization", re.IGNORECASE)
+"""What one of the secret patterns above needs in its text, matched as they match (a case-insensitive regex: a
+lowered copy would miss what they catch, such as a dotless i): a message without it has nothing to redact."""
+
+
 def redact(text: str) -> str:
+    # Every message passes here, an access line per request among them: the two substitutions cost ~25 us of CPU
+    # a request on the server's cold caches (bench/http_servers.py; docs/benchmarks.md "Where the floor goes"),
+    # the search for their marks a fraction of that.
+    if SECRET_MARK.search(text) is None:
+        return text
     return SECRET_HEADER.sub(r"\1[redacted]", SECRET.sub(r"\1[redacted]", text))
 
 

@@ -147,3 +147,16 @@ def test_tokens_are_redacted_from_any_log_message() -> None:
     assert redact("headers: Authorization: Bearer abc.DEF-123") == "headers: Authorization: Bearer [redacted]"
     assert redact("nothing secret here") == "nothing secret here"
 
+
+
+def test_the_look_for_secret_marks_passes_no_message_the_patterns_would_change() -> None:
+    """`redact` skips the substitutions for a message without their marks; the marks are matched as the patterns
+    match them, case and Unicode case folding included (a dotless i, the Kelvin sign), so nothing slips past."""
+    from api.server.logs import SECRET, SECRET_HEADER, redact
+
+    texts = ["ACCESS_TOKEN=abc&x=1", "to\u212aen=kelvin", "auth: beaRER\tq.w-e", "author\u0131zation: Basic eA==",
+             "AUTHOR\u0130ZATION: Token t", "Proxy-Authorization: Digest d", "token = spaced", "bearer", "tokens",
+             "GET /v1/desktops/dsk_1/screenshot 200 3.1 ms desktop=dsk_1", "authorization", "x-token=1; bearer y"]
+    for text in texts:
+        assert redact(text) == SECRET_HEADER.sub(r"\1[redacted]", SECRET.sub(r"\1[redacted]", text)), text
+    assert "kelvin" not in redact("to\u212aen=kelvin") and "eA==" not in redact("author\u0131zation: Basic eA==")
