@@ -60,6 +60,21 @@ def summary(name: str, samples: list[float], baseline: float | None = None, agai
     return median
 
 
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], what: str, timeout: float = 20,
+                  log: Path | None = None) -> None:
+    """Until `url` answers 200; SystemExit naming `what` once its process ended or `timeout` passed first (with the
+    end of its `log`, when it has one)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = f":\n{log.read_text()[-2000:]}" if log is not None else ""
+            raise SystemExit(f"{what} did not start (exit {proc.poll()}){tail}")
+        time.sleep(0.05)
+
+
 def bounded(fn: Callable[[], object], count: int, deadline: float) -> list[float]:
     """`timed`, stopped early at `deadline` (monotonic)."""
     samples: list[float] = []

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import bench_desktop, summary, timed
+from bench.common import bench_desktop, summary, timed, wait_for_http
 from tests.conftest import free_port
 
 REFERENCE = (Path(__file__).resolve().parent.parent / "tests" / "sdk" / "node_modules" / "@sandbox-agent"
@@ -44,16 +44,7 @@ def reference_server() -> Iterator[str]:
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the reference server did not start (exit {proc.poll()})")
-            time.sleep(0.05)
+        wait_for_http(url + "/v1/health", proc, "the reference server")
         yield url
     finally:
         proc.terminate()

@@ -27,7 +27,6 @@ import contextlib
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +34,7 @@ import httpx
 from starlette.types import Receive, Scope, Send
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import cpu_seconds, percentile, timed
+from bench.common import cpu_seconds, percentile, timed, wait_for_http
 from bench.http_floor import REFERENCE, reference_server
 from tests.conftest import free_port, launch_server
 
@@ -135,16 +134,7 @@ def child_server(kind: str) -> Iterator[tuple[str, int]]:
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the {kind} server did not start (exit {proc.poll()})")
-            time.sleep(0.05)
+        wait_for_http(url + "/v1/health", proc, f"the {kind} server")
         yield url, proc.pid
     finally:
         proc.terminate()

@@ -44,7 +44,7 @@ from Xlib import X
 from Xlib import display as xdisplay
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import bench_desktop, cpu_seconds
+from bench.common import bench_desktop, cpu_seconds, wait_for_http
 from bench.http_floor import reference_server
 from bench.scene import close_scene, open_scene
 from tests.conftest import free_port
@@ -137,14 +137,7 @@ def cua_server(python: Path, display: str, log: Path) -> Iterator[tuple[str, int
                                 env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(url + "/status", timeout=1).status_code == 200:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"cua's server did not start (exit {proc.poll()}):\n{log.read_text()[-2000:]}")
-            time.sleep(0.1)
+        wait_for_http(url + "/status", proc, "cua's server", timeout=60, log=log)
         yield url, proc.pid
     finally:
         proc.terminate()
@@ -222,12 +215,12 @@ def ours(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
         expect(response.status_code == 200, f"GET {path} -> {response.status_code} {response.text[:200]}")
         return response
 
-    def post(path: str, body: dict[str, int]) -> dict[str, Any]:
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = http.post(url + path, json=body)
         expect(response.status_code == 200, f"POST {path} -> {response.status_code} {response.text[:200]}")
         return response.json()
 
-    def message(op: str, body: dict[str, int] | None = None) -> dict[str, Any]:
+    def message(op: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         ws.send(json.dumps({"id": 1, "op": op, **({"body": body} if body is not None else {})}))
         answer = json.loads(ws.recv())
         expect(answer["status"] == 200, f"{op} -> {answer}")
