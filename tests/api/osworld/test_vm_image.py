@@ -126,9 +126,11 @@ def test_vlcs_http_interface_inside_a_desktop_on_its_vlc_port(desktops: list[dic
 
     def answered() -> httpx.Response | None:
         try:
-            return httpx.get(status, auth=("", "password"), timeout=5)
+            response = httpx.get(status, auth=("", "password"), timeout=5)
         except httpx.HTTPError:
             return None
+        # VLC's web server listens before its Lua interface has added its pages: until then a page is its 404.
+        return None if response.status_code == 404 else response
 
     response = wait_for(answered, "VLC's HTTP interface through the vlcPort", 60)
     assert response.status_code == 200 and b"<state>" in response.content, response.text[:200]
