@@ -21,6 +21,7 @@ import pytest
 from starlette.routing import Mount, Route, WebSocketRoute
 
 from api.app import create_app
+from api.server import stack_dump
 from api.server.config import ServerConfig
 from tests.support.xprobe import Probe
 
@@ -82,6 +83,16 @@ class ServerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def stacks(self, timeout: float = 3, lines: int = 400) -> str:
+        """The end of the log once the server has logged what each of its threads and tasks is doing (its
+        SIGUSR1 dump, api/server/stack_dump.py): what a request that never answered was waiting on."""
+        before = self.log().count(stack_dump.MARK)
+        self.proc.send_signal(stack_dump.SIGNAL)
+        deadline = time.monotonic() + timeout
+        while self.log().count(stack_dump.MARK) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "\n".join(self.log().splitlines()[-lines:])
 
     def stop(self, timeout: float = 10) -> int:
         if self.proc.poll() is None:
@@ -147,6 +158,17 @@ def wait_healthy(server: ServerProcess, timeout: float = 20) -> None:
         time.sleep(0.05)
     server.stop()
     raise RuntimeError(f"server did not become healthy in {timeout} s:\n{server.log()}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test of a module's server (`srv`) reports what the server was doing: a request that timed out
+    shows where it waited (docs/operations.md, "What is it doing?")."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    server = getattr(item, "funcargs", {}).get("srv")
+    if report.when == "call" and report.failed and isinstance(server, ServerProcess) and server.proc.poll() is None:
+        report.sections.append(("server log and stacks (api/server/stack_dump.py)", server.stacks()))
 
 
 @pytest.fixture(scope="session")

@@ -247,6 +247,8 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
     import uvicorn
 
+    from api.server import stack_dump
+
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -255,6 +257,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
+            stack_dump.install(asyncio.get_running_loop())  # `kill -USR1`: what every task waits on, in the log
             for listener in getattr(self, "servers", []):  # absent when the start failed
                 for sock in listener.sockets:
                     limit_unsent(sock)

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -160,3 +161,26 @@ def test_the_look_for_secret_marks_passes_no_message_the_patterns_would_change()
     for text in texts:
         assert redact(text) == SECRET_HEADER.sub(r"\1[redacted]", SECRET.sub(r"\1[redacted]", text)), text
     assert "kelvin" not in redact("to\u212aen=kelvin") and "eA==" not in redact("author\u0131zation: Basic eA==")
+
+
+def test_sigusr1_logs_where_each_request_and_thread_waits(srv: ServerProcess, api: httpx.Client) -> None:
+    """The dump a failed test attaches (tests/conftest.py): a request in flight shows in its handler, the desktop's
+    X thread by its name (docs/operations.md, "What is it doing?")."""
+    assert api.get("/v1/desktop/screenshot").status_code == 200  # the desktop's X thread is running
+
+    def dump_in_request() -> str | None:
+        log = srv.stacks()
+        dump = log[log.rindex("stack dump"):]
+        return dump if "in run_process" in dump else None
+
+    with httpx.Client(base_url=srv.url, headers=api.headers, timeout=30) as other:
+        waiting = threading.Thread(target=other.post, args=("/v1/processes/run",),
+                                   kwargs={"json": {"command": "sleep", "args": ["3"]}})
+        waiting.start()
+        try:  # each dump is a new one: the request shows in one taken while the sleep runs
+            dump = wait_for(dump_in_request, "a dump showing the request's handler")
+        finally:
+            waiting.join(10)
+    assert "--- thread x-" in dump, dump
+    assert re.search(r"--- \d+ threads, \d+ tasks$", dump.rstrip()), dump
+    assert api.get("/v1/health").status_code == 200  # the server goes on
