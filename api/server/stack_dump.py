@@ -12,8 +12,10 @@ never gets to it is itself the answer: something blocks the loop thread (then `p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
+import os
 import signal
 import sys
 import threading
@@ -25,6 +27,7 @@ from typing import Any
 SIGNAL = signal.SIGUSR1
 MARK = "stack dump"
 """The first words of the dump's log message (tests/conftest.py waits for them)."""
+MAX_PROCESSES = 400
 TASK_FRAMES = 30
 """Frames shown per task: a coroutine's chain of awaits, innermost last."""
 
@@ -57,8 +60,34 @@ def describe() -> str:
     for task in tasks:
         out.write(f"--- task {task.get_name()} ({task.get_coro()!r})\n")
         out.writelines(traceback.format_list(traceback.StackSummary.extract(awaiting(task.get_coro()))))
+    out.write(watched(asyncio.get_running_loop()))
+    out.write(descendants(os.getpid()))
     out.write(f"--- {len(names)} threads, {len(tasks)} tasks")
     return out.getvalue()
+
+
+def watched(loop: asyncio.AbstractEventLoop) -> str:
+    """The descriptors the loop waits on, what each is and what it calls, beside those the kernel's epoll set
+    holds: a descriptor closed while still registered leaves the loop believing it watches the next file to get
+    that number, which then never wakes its waiter."""
+    selector = getattr(loop, "_selector", None)
+    keys = selector.get_map() if selector is not None else {}
+    lines = []
+    for fd, key in sorted(keys.items()):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError as exc:
+            target = f"({exc.strerror})"
+        lines.append(f"  {fd} -> {target} {key.events:#x} {key.data!r}\n")
+    epoll = getattr(selector, "_selector", None)
+    try:
+        with open(f"/proc/self/fdinfo/{epoll.fileno()}") as info:  # type: ignore[union-attr]
+            kernel = sorted(int(line.split()[1]) for line in info if line.startswith("tfd:"))
+    except (AttributeError, OSError, ValueError) as exc:
+        kernel_text = f"unknown ({exc})"
+    else:
+        kernel_text = " ".join(map(str, kernel))
+    return f"--- the loop's descriptors ({len(keys)}; in the kernel's epoll set: {kernel_text})\n{''.join(lines)}"
 
 
 def awaiting(coroutine: Any) -> Iterator[tuple[FrameType, int]]:
@@ -72,3 +101,34 @@ def awaiting(coroutine: Any) -> Iterator[tuple[FrameType, int]]:
         yield frame, frame.f_lineno
         coroutine = getattr(coroutine, "cr_await", None) or getattr(coroutine, "ag_await", None) \
             or getattr(coroutine, "gi_yieldfrom", None)
+
+
+def descendants(root: int) -> str:
+    """The server's descendant processes (its zygote, every sandbox's init, serving and call processes, the
+    desktops' programs), each with its state and the kernel function it sleeps in."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            # "pid (comm) state ppid ...": the command's name may hold spaces and parentheses
+            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{entry}/stat") as stat:
+                parents.setdefault(int(stat.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    lines: list[str] = []
+    stack = [(child, 1) for child in sorted(parents.get(root, []), reverse=True)]
+    while stack and len(lines) < MAX_PROCESSES:
+        pid, depth = stack.pop()
+        lines.append(f"{'  ' * depth}{pid} {_process(pid)}\n")
+        stack.extend((child, depth + 1) for child in sorted(parents.get(pid, []), reverse=True))
+    return f"--- processes under {root}\n{''.join(lines)}"
+
+
+def _process(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{pid}/wchan") as wchan:
+            sleeping_in = wchan.read() or "-"
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()[:160]
+    except OSError:
+        return "(gone)"
+    return f"{state} {sleeping_in} {command}"
