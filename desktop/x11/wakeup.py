@@ -12,11 +12,15 @@ import contextlib
 import math
 import os
 import select
+import threading
 
 
 class Wakeup:
     def __init__(self) -> None:
         self._fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._closing = threading.Lock()
+        """`wake` comes from other threads, also after the owner closed it (a watcher whose connection was lost is
+        still told to stop): the number, once closed, may be another file's, into which a write would go."""
         self._poller = select.poll()
         self._poller.register(self._fd, select.POLLIN)
 
@@ -26,8 +30,9 @@ class Wakeup:
 
     def wake(self) -> None:
         """From any thread: end the current sleep, or the next one at once."""
-        with contextlib.suppress(BlockingIOError, OSError):  # a full counter already means "wake up"; closed: ended
-            os.eventfd_write(self._fd, 1)
+        with self._closing, contextlib.suppress(BlockingIOError):  # a full counter already means "wake up"
+            if self._fd >= 0:  # closed: the thread has ended
+                os.eventfd_write(self._fd, 1)
 
     def clear(self) -> None:
         """Forget the wake-ups so far (the thread is about to look at everything anyway)."""
@@ -40,4 +45,7 @@ class Wakeup:
         self._poller.poll(None if timeout is None else math.ceil(max(0.0, timeout) * 1000))
 
     def close(self) -> None:
-        os.close(self._fd)
+        with self._closing:
+            fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
