@@ -7,7 +7,7 @@ by `STATES`. Names are the enums' own nicks (`push-button`, `check-box`), which 
 tools print too (docs/accessibility.md).
 
 Why a cap on calls in flight: replies come back in the order asked, so thousands queued at once only
-delay the first answers; and with dbus-fast's own writer (on versions `dbus_writer` does not patch) a
+delay the first answers; and with dbus-fast's own writer (on versions `dbus_connection` does not patch) a
 full socket closes the connection (docs/accessibility.md "Speed").
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
 
-from desktop.accessibility import dbus_writer
+from desktop.accessibility import dbus_connection
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -148,9 +148,7 @@ class AtspiBus:
 
     @classmethod
     async def connect(cls, address: str) -> AtspiBus:
-        bus = await MessageBus(bus_address=address).connect()
-        dbus_writer.install(bus)
-        return cls(bus)
+        return cls(await dbus_connection.connect(address))
 
     @property
     def connected(self) -> bool:
@@ -186,9 +184,8 @@ class AtspiBus:
             self._peers[name] = None
             if isinstance(answer, list) and answer and answer[0]:
                 with contextlib.suppress(Exception):  # no direct connection: the daemon's way still works
-                    peer = await asyncio.wait_for(MessageBus(bus_address=str(answer[0])).connect(), PEER_CONNECT_S)
-                    dbus_writer.install(peer)
-                    self._peers[name] = peer
+                    self._peers[name] = await asyncio.wait_for(dbus_connection.connect(str(answer[0])),
+                                                               PEER_CONNECT_S)
 
     def _route(self, destination: str | None) -> tuple[MessageBus, str | None]:
         """The connection a call goes over, and the destination it names there (none on a direct one)."""
@@ -262,7 +259,7 @@ async def accessibility_bus_address(session_address: str, timeout_s: float = 5.0
     The name is owned by the launcher the desktop supervises; it is never D-Bus activated here, so a
     second launcher cannot appear beside it: the call is made only once the name has an owner.
     """
-    bus = await MessageBus(bus_address=session_address).connect()
+    bus = await dbus_connection.connect(session_address)
     try:
         session = AtspiBus(bus)
         async with asyncio.timeout(timeout_s):

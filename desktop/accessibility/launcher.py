@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 
 from dbus_fast import Variant
-from dbus_fast.aio import MessageBus
 
+from desktop.accessibility import dbus_connection
 from desktop.accessibility.atspi import DBUS, PROPERTIES, AtspiBus
 from desktop.core.dependencies import find_helper
 
@@ -30,7 +30,7 @@ def find_launcher() -> str | None:
 async def switch_on(session_address: str, timeout_s: float) -> bool:
     """Wait until the launcher owns its name on the session bus, then set `IsEnabled`. False if the
     name has no owner within `timeout_s` (the launcher failed to start)."""
-    bus = await MessageBus(bus_address=session_address).connect()
+    bus = await dbus_connection.connect(session_address)
     try:
         session = AtspiBus(bus)
         owned = asyncio.get_running_loop().create_future()

@@ -1,5 +1,5 @@
-"""A writer for dbus-fast's asyncio connection that sends many calls in one write, and waits on a full
-socket instead of dying.
+"""dbus-fast's asyncio connection as this project opens it (`connect`): a writer that sends many calls in one
+write and waits on a full socket instead of dying, and descriptors let go of once.
 
 dbus-fast 5.2 writes every message with its own `send()` as soon as it is queued: a tree of a few
 hundred objects is a few hundred syscalls, each waking the bus daemon (measured ~80 us apiece on 2
@@ -12,6 +12,11 @@ It replaces a private attribute (`MessageBus._writer`) and reuses the private `_
 it installs only on the dbus-fast versions it was written and tested against; on any other version
 the connection keeps the library's own writer (slower, and the callers' cap on calls in flight keeps
 the socket from filling).
+
+A connection that has ended (an app quit, and its direct connection with it) is closed, and the loop's reader of
+its descriptor taken off, once (`_finalize_once`, installed before any connection is made: `install_fixes`): the
+library took it off again later, from whatever file had the number by then. A message sent on an ended
+connection fails at once, its reply too, and is written nowhere (this writer's `_refuse`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import array
 import asyncio
 import importlib.metadata
 import logging
+import os
 import socket
 from typing import Any
 
@@ -42,6 +48,9 @@ class BatchingWriter(_MessageWriter):
         self._sent_futures: list[asyncio.Future[Any] | None] = []
 
     def schedule_write(self, msg: Any = None, future: asyncio.Future[Any] | None = None) -> None:
+        if self.bus._disconnected:  # the socket is closed, its number maybe another file's: fail, write nothing
+            _refuse(self.bus, msg, future)
+            return
         if msg is not None:
             self.buffer_message(msg, future)
         if not self._flush_scheduled and self.buf is None:
@@ -50,7 +59,19 @@ class BatchingWriter(_MessageWriter):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        if self.bus._disconnected:  # ended since the flush was scheduled: what was queued fails
+            self._refuse_queued()
+            return
         self.write_callback(remove_writer=False)
+
+    def _refuse_queued(self) -> None:
+        for future in self._sent_futures:
+            _refuse(self.bus, None, future)
+        self._sent_futures = []
+        while self.messages:
+            _message, _fds, future = self.messages.popleft()
+            _refuse(self.bus, None, future)
+        self.buf = None
 
     def write_callback(self, remove_writer: bool = True) -> None:
         sock, fd = self.sock, self.fd
@@ -86,6 +107,7 @@ class BatchingWriter(_MessageWriter):
                         future.set_result(None)
                     else:
                         future.set_exception(exc)
+            self._sent_futures = []
             self.bus._finalize(exc)
 
     def _take_batch(self) -> bool:
@@ -110,12 +132,68 @@ class BatchingWriter(_MessageWriter):
         return True
 
 
-def install(bus: MessageBus) -> bool:
-    """Give a connected bus the batching writer, on the versions it is known to fit; False otherwise."""
+def _refuse(bus: MessageBus, message: Any, future: asyncio.Future[Any] | None) -> None:
+    """A send on an ended connection: its future fails (succeeds after our own disconnect, as the library's writer
+    has it), and so does the reply it waits for, which would otherwise never come."""
+    error = ConnectionError("the D-Bus connection has ended")
+    if future is not None and not future.done():
+        if bus._user_disconnect:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+    handler = bus._method_return_handlers.pop(message.serial, None) if message is not None else None
+    if handler is not None:
+        handler(None, error)
+
+
+def _finalize_once(self: MessageBus, err: Exception | None = None) -> None:
+    """dbus-fast 5.2's asyncio connection takes the loop's reader off its descriptor's number again after the
+    socket was closed: `_finalize` does before it looks whether it ran already (a write failing after the peer
+    closed runs it twice), and `connect` does when it fails, one loop turn after the socket closed (a peer that
+    closes during its Hello: a GTK app's accessibility socket does, every time). By then the number may be
+    another file's, whose reader it takes off: a call into a desktop's sandbox then never saw its answer. So it
+    runs once, and afterwards the connection names a descriptor the loop never watches."""
+    if self._disconnected:
+        return
+    try:
+        _FINALIZE(self, err)
+    finally:
+        self._fd = _never_watched()
+
+
+_FINALIZE = MessageBus._finalize
+_placeholder: list[int] = []
+
+
+def _never_watched() -> int:
+    """A descriptor of this process that no loop ever watches (/dev/null, opened once)."""
+    if not _placeholder:
+        _placeholder.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    return _placeholder[0]
+
+
+def install_fixes() -> bool:
+    """`_finalize_once` for every asyncio connection, on the versions it was written against; False elsewhere."""
     version = importlib.metadata.version("dbus-fast")
     if version not in PATCHED_VERSIONS:
-        logger.info("dbus-fast %s: keeping its own writer (the batching one fits %s)", version,
-                    ", ".join(sorted(PATCHED_VERSIONS)))
+        return False
+    MessageBus._finalize = _finalize_once  # type: ignore[method-assign]
+    return True
+
+
+async def connect(address: str) -> MessageBus:
+    """A connection to the bus at `address`, with the fixes below installed first and the batching writer."""
+    install_fixes()
+    bus = await MessageBus(bus_address=address).connect()
+    install(bus)
+    return bus
+
+
+def install(bus: MessageBus) -> bool:
+    """Give a connected bus the batching writer, on the versions it is known to fit; False otherwise."""
+    if not install_fixes():
+        logger.info("dbus-fast %s: keeping its own writer (the batching one fits %s)",
+                    importlib.metadata.version("dbus-fast"), ", ".join(sorted(PATCHED_VERSIONS)))
         return False
     old = bus._writer
     if old is None or old.messages or old.buf is not None:
