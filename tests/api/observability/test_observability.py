@@ -182,5 +182,8 @@ def test_sigusr1_logs_where_each_request_and_thread_waits(srv: ServerProcess, ap
         finally:
             waiting.join(10)
     assert "--- thread x-" in dump, dump
+    descriptors = dump[dump.index("--- the loop's descriptors"):dump.index("--- processes under")]
+    assert "_accept_connection" in descriptors and "in the kernel's epoll set: " in descriptors, descriptors
+    assert re.search(r"^ +\d+ S \S+ sleep 3$", dump, re.MULTILINE), dump  # the run's child, sleeping
     assert re.search(r"--- \d+ threads, \d+ tasks$", dump.rstrip()), dump
     assert api.get("/v1/health").status_code == 200  # the server goes on
