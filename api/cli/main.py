@@ -279,11 +279,20 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicor
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
                             access_log=False, timeout_graceful_shutdown=4, timeout_keep_alive=KEEP_ALIVE_S,
                             loop="asyncio", http="httptools",
-                            ws=ws_reading.protocol())  # fewer stops of reading (api/cli/ws_reading.py)
+                            ws=ws_reading.protocol(),  # fewer stops of reading (api/cli/ws_reading.py)
+                            ws_per_message_deflate=WS_DEFLATE)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)
     parser_refusals.install()  # what the HTTP parser refuses is a problem document too (api/cli/parser_refusals.py)
     return config
 
+
+WS_DEFLATE = False
+"""WebSocket messages go as HTTP answers go, uncompressed. Offered permessage-deflate by a client (websockets and
+most browsers offer it), uvicorn deflated every message: a command socket's move and click answers, its
+screenshots (a PNG deflated again, a JPEG that does not deflate at all), the live view's video; and inflated each
+message the client sent. That was 50-100 us of the server's CPU on a move or click, 0.75-1.5 ms on a screenshot
+(`bench/before_after.py`; docs/benchmarks.md, "Command WebSocket"), and as much again in the
+client."""
 
 KEEP_ALIVE_S = 75
 """How long an idle kept-alive HTTP connection stays open (uvicorn's default is 5 s). httpx, and so this project's

@@ -281,3 +281,13 @@ def test_messages_run_directly_are_counted_as_requests(srv: ServerProcess, api: 
     total = "sandbox_desktop_http_requests_total"
     assert value(after, total, status="200", **move) - value(before, total, status="200", **move) == 5
     assert value(after, total, status="422", **click) - value(before, total, status="422", **click) == 1
+
+
+def test_messages_go_uncompressed_though_the_client_offers_deflate(srv: ServerProcess) -> None:
+    """websockets' client offers permessage-deflate, as browsers do; the server answers as HTTP does, uncompressed
+    (api/cli/main.py WS_DEFLATE): a deflated move or screenshot cost CPU on both ends for nothing."""
+    with socket(srv) as ws:
+        assert ws.request is not None and "permessage-deflate" in ws.request.headers["Sec-WebSocket-Extensions"]
+        assert ws.response is not None and "Sec-WebSocket-Extensions" not in ws.response.headers
+        assert ws.protocol.extensions == []
+        assert ask(ws, op="mouse.move", body={"x": 10, "y": 10})["status"] == 200
