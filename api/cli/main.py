@@ -247,6 +247,7 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
 
     import uvicorn
 
+    from api.cli import stalled_peers, uvicorn_pin
     from api.server import stack_dump
 
     class Server(uvicorn.Server):
@@ -254,6 +255,15 @@ def serve(app: Starlette, host: str, port: int, log_level: str) -> None:
             super().handle_exit(sig, frame)
             # A Python signal handler may run in the middle of a loop callback: hand over safely.
             asyncio.get_event_loop().call_soon_threadsafe(app.state.services.processes.end_follows)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            stalls = asyncio.create_task(stalled_peers.abort_stalled(self.server_state.connections)) \
+                if uvicorn_pin.pinned() else None  # peers that read nothing do not hold the exit (its docstring)
+            try:
+                await super().shutdown(sockets)
+            finally:
+                if stalls is not None:
+                    stalls.cancel()
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
