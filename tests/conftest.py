@@ -191,6 +191,10 @@ def running_server(tmp: Path, *extra: str, desktop: dict[str, Any] | None = None
                 body = api.post("/v1/desktop/start", json=desktop).json()
                 assert body.get("state") == "active", body
         yield server
+    except Exception as exc:  # what the server was doing, in the failure's report (as for a module's server)
+        if server.proc.poll() is None:
+            exc.add_note(f"server log and stacks (api/server/stack_dump.py):\n{server.stacks()}")
+        raise
     finally:
         server.stop()
 
