@@ -84,15 +84,17 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stacks(self, timeout: float = 3, lines: int = 400) -> str:
-        """The end of the log once the server has logged what each of its threads and tasks is doing (its
-        SIGUSR1 dump, api/server/stack_dump.py): what a request that never answered was waiting on."""
+    def stacks(self, timeout: float = 3, lines: int = 150) -> str:
+        """The log's last `lines` before what the server logged of each of its threads and tasks (its SIGUSR1
+        dump, api/server/stack_dump.py), and the whole dump: what a request that never answered was waiting on."""
         before = self.log().count(stack_dump.MARK)
         self.proc.send_signal(stack_dump.SIGNAL)
         deadline = time.monotonic() + timeout
         while self.log().count(stack_dump.MARK) == before and time.monotonic() < deadline:
             time.sleep(0.05)
-        return "\n".join(self.log().splitlines()[-lines:])
+        log = self.log().splitlines()
+        dumps = [i for i, line in enumerate(log) if line.endswith(stack_dump.MARK)]
+        return "\n".join(log[max(0, (dumps[-1] if dumps else len(log)) - lines):])
 
     def stop(self, timeout: float = 10) -> int:
         if self.proc.poll() is None:
