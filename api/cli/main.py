@@ -300,9 +300,9 @@ WS_DEFLATE = False
 """WebSocket messages go as HTTP answers go, uncompressed. Offered permessage-deflate by a client (websockets and
 most browsers offer it), uvicorn deflated every message: a command socket's move and click answers, its
 screenshots (a PNG deflated again, a JPEG that does not deflate at all), the live view's video; and inflated each
-message the client sent. That was 50-100 us of the server's CPU on a move or click, 0.75-1.5 ms on a screenshot
-(`bench/before_after.py`; docs/benchmarks.md, "Command WebSocket"), and as much again in the
-client."""
+message the client sent. That was 60-70 us of the server's CPU on a move or click and 360-450 us on a screenshot
+(`bench/before_after.py`; docs/benchmarks.md, "Uncompressed messages"), and the client's inflating and deflating
+besides."""
 
 KEEP_ALIVE_S = 75
 """How long an idle kept-alive HTTP connection stays open (uvicorn's default is 5 s). httpx, and so this project's

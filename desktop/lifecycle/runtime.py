@@ -10,7 +10,6 @@ the same locks; kept in one class, every state change stays in `_set_state` and 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import os
@@ -75,19 +74,6 @@ logger = logging.getLogger("sandbox_desktop.runtime")
 X_DRAIN_S = 2.0
 """How long a pause waits for what the X thread was given before it to be answered; past that it freezes anyway
 (an X server that answers nothing)."""
-
-
-def _nothing(display: object) -> None:
-    """An X thread job that does nothing: answered once every job queued before it is."""
-
-
-async def _drain(x: XThread | None) -> None:
-    """Until what `x` was given so far is answered (at most X_DRAIN_S). A status checks the state before it asks
-    X for its windows; one that looked just before a pause must be answered before the X server is frozen, which
-    answers nothing until the thaw (a page's status poll hung until the resume)."""
-    if x is not None:
-        with contextlib.suppress(DesktopError, TimeoutError):
-            await asyncio.wait_for(x.call(_nothing), X_DRAIN_S)
 
 
 class Desktop:
@@ -300,7 +286,10 @@ class Desktop:
                 return
             self.require_active()
             self._set_state(paused=reason)  # actions are refused from now on, while the processes are being stopped
-            await _drain(self.x)  # and what X was asked before is answered while it still can
+            # What X was asked before (a status that looked at the state just before) is answered while it still
+            # can: a frozen X server answers nothing until the thaw (a page's status poll hung until the resume).
+            if self.x is not None:
+                await self.x.drain(X_DRAIN_S)
             # The supervisor waits for exits only (no WUNTRACED): a stopped child is not mistaken for a crash.
             if self.sandbox is None or not await self.sandbox.freeze():
                 await asyncio.to_thread(reaper.stop_marked, self._marker)

@@ -41,7 +41,7 @@ from Xlib import error as xerror
 from Xlib.ext import randr as xrandr
 from Xlib.protocol import display as xprotocol
 
-from desktop.core.errors import DesktopInactive
+from desktop.core.errors import DesktopError, DesktopInactive
 from desktop.x11 import mapping, on_loop
 from desktop.x11 import raw as xraw
 from desktop.x11.reconnect import ReconnectOnce, not_answering
@@ -162,6 +162,12 @@ class XThread:
             self._thread.start()
         return future
 
+    async def drain(self, timeout: float) -> None:
+        """Until every job given so far (on the thread, or borrowed by the loop) is answered, for at most `timeout`
+        seconds."""
+        with contextlib.suppress(DesktopError, TimeoutError):  # stopped, or its X server gone: nothing to wait for
+            await asyncio.wait_for(self.submit(_nothing), timeout)
+
     def raw(self, job: Callable[..., xraw.RawJob[T]], *args: Any) -> asyncio.Future[T]:
         """Start the raw job `job(display, *args)` at once; the future of its result.
 
@@ -231,6 +237,10 @@ class XThread:
         self._queued += 1
         self._jobs.put(_Stop(done))
         await done
+
+
+def _nothing(display: xdisplay.Display) -> None:
+    """A job that does nothing: answered once every job before it is (`drain`)."""
 
 
 def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
