@@ -26,7 +26,7 @@ from desktop.core.errors import DesktopInactive, InputFailed
 from desktop.events import action_log as logged
 from desktop.events.action_log import MAX_TEXT_CHARS, ActionLog, LoggedAction, chord_name, keysym_text
 from desktop.input import key_events, typing_steps
-from desktop.input.keymap import MAPPING_SETTLE_S, Keymap, Stroke
+from desktop.input.keymap import Keymap, Stroke
 from desktop.input.keys import invalid_key, text_keysyms
 from desktop.x11 import raw as xraw
 from desktop.x11.session import Session
@@ -175,6 +175,8 @@ class Keyboard:
     def _keymap_for(self, display: Display) -> Keymap:
         keymap = self._keymap
         if keymap is None or keymap.display is not display:  # first use, or a new connection
+            if keymap is not None:
+                keymap.close()
             keymap = self._keymap = Keymap(display)
             self._held.clear()
         return keymap.current()
@@ -192,7 +194,7 @@ class Keyboard:
         """Strokes for every keysym (binding spares first), or the seconds to wait before binding."""
         keymap = self._keymap_for(display)
         now = time.monotonic()
-        wait = keymap.bind(keysyms, now, self.hold) or keymap.settling(keysyms, now, MAPPING_SETTLE_S)
+        wait = keymap.bind(keysyms, now, self.hold) or keymap.settling(keysyms, now)
         if wait > 0:
             return keymap, wait
         strokes = [keymap.stroke(k) for k in keysyms]
@@ -233,7 +235,7 @@ class Keyboard:
         if keymap is None or keymap.display is not display or not xraw.quiet(display) or keymap.changed():
             return None
         strokes = [keymap.stroke(k) for k in keysyms]
-        if not all(strokes) or keymap.settling(keysyms, time.monotonic(), MAPPING_SETTLE_S):
+        if not all(strokes) or not keymap.settled(keysyms):
             return None
         return keymap, cast(list[Stroke], strokes)
 
@@ -276,6 +278,8 @@ class Keyboard:
         if self._keymap is not None and self._keymap.display is display:
             self._keymap.restore_all()
             key_events.send(display)
+        if self._keymap is not None:
+            self._keymap.close()
         self._keymap = None
 
     def _restore_idle(self, display: Display) -> float | None:

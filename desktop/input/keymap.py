@@ -16,10 +16,9 @@ from Xlib import X
 from Xlib.display import Display
 
 from desktop.core.errors import InputFailed
+from desktop.input.settling import Settling
 from desktop.x11 import mapping
 
-MAPPING_SETTLE_S = 0.1
-"""A keycode just bound is not typed until this long after the change (`Keymap.settling`)."""
 ISO_LEVEL3_SHIFT = 0xFE03
 CAPS_LOCK = 0xFFE5
 # Core-map columns of group 1 and the modifiers that select them: plain, Shift, level 3 (AltGr),
@@ -55,8 +54,8 @@ class Keymap:
         self._layout: dict[int, Stroke] = {}
         self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> keycode, least recent first
         self._used: dict[int, float] = {}  # keycode -> monotonic time of its last key event
-        self._bound_at: dict[int, float] = {}
-        """keycode -> when we bound it (monotonic): clients read a changed mapping on their own time."""
+        self._settling = Settling(display)
+        """When each new binding may be typed: clients read a changed mapping on their own time."""
         self.seen = 0
         """The connection's count of mapping changes when the mapping was last read (desktop/x11/mapping.py)."""
         self.refresh()
@@ -158,20 +157,23 @@ class Keymap:
             free += victims
         for keysym, keycode in zip(missing, free, strict=False):
             # Same keysym in both columns: Shift and Caps Lock cannot change what the key types.
+            self._settling.changing()
             self.display.change_keyboard_mapping(keycode, [(keysym, keysym)])
             self._bound[keysym] = keycode
             self._used[keycode] = now
-            self._bound_at[keycode] = now
+            self._settling.bound(keycode, now)
         return 0.0
 
-    def settling(self, keysyms: list[int], now: float, settle: float) -> float:
-        """Seconds left until the bindings of `keysyms` are `settle` old (0.0 when they are, or need none).
+    def settling(self, keysyms: list[int], now: float) -> float:
+        """Seconds left until the bindings of `keysyms` may be typed (0.0 when they may, or need none): until the
+        app with the focus has read the new mapping, or a fixed pause (desktop/input/settling.py). Chromium looks
+        up a key that arrives before it has the new mapping in the old one, where the keycode has no keysym, and
+        drops it (tests/api/input/test_keyboard_chromium.py). May ask the server for the focus."""
+        return self._settling.left([self._bound[k] for k in dict.fromkeys(keysyms) if k in self._bound], now)
 
-        Clients learn of a change from a MappingNotify and fetch the new mapping when they get to it; Chromium
-        looks up a key that arrives before then in the old mapping, where the keycode has no keysym, and drops it
-        (tests/api/input/test_keyboard_chromium.py). So a new binding is used only after this pause."""
-        bound = [self._bound_at.get(self._bound[k], float("-inf")) for k in keysyms if k in self._bound]
-        return max([0.0, *(at + settle - now for at in bound)])
+    def settled(self, keysyms: list[int]) -> bool:
+        """Whether every binding of `keysyms` was found ready to type already; asks the server nothing."""
+        return self._settling.settled([self._bound[k] for k in keysyms if k in self._bound])
 
     def use(self, keycode: int, now: float) -> None:
         """Record a key event on `keycode` (an LRU touch for bound keycodes)."""
@@ -192,6 +194,7 @@ class Keymap:
                 self._unbind(keysym)
             else:
                 due.append(left)
+        self._settling.close_if_idle()
         return min(due) if due else None
 
     def restore_all(self) -> None:
@@ -199,9 +202,15 @@ class Keymap:
         for keysym in list(self._bound):
             self._unbind(keysym)
         self.pinned.clear()
+        self._settling.close_if_idle()
+
+    def close(self) -> None:
+        """Stop watching for mapping reads (the keymap's connection is done with)."""
+        self._settling.close()
 
     def _unbind(self, keysym: int) -> None:
         keycode = self._bound[keysym]
+        self._settling.changing(binding=False)
         self.display.change_keyboard_mapping(keycode, [(X.NoSymbol, X.NoSymbol)])
         self._forget(keysym)
 
@@ -209,3 +218,4 @@ class Keymap:
         keycode = self._bound.pop(keysym)
         self._used.pop(keycode, None)
         self.pinned.discard(keycode)
+        self._settling.unbound(keycode)

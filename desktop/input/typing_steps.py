@@ -15,7 +15,7 @@ from Xlib import X
 from Xlib.display import Display
 
 from desktop.input import key_events
-from desktop.input.keymap import MAPPING_SETTLE_S, Keymap
+from desktop.input.keymap import Keymap
 from desktop.x11 import raw as xraw
 
 
@@ -84,11 +84,11 @@ def type_some(display: Display, keymap: Keymap, job: Typing, hold: float) -> flo
     if stop == start:
         keymap.bind(job.keysyms[start:start + 1], now, hold)  # raises: no spare keycode at all
     keysyms = job.keysyms[start:stop]
-    wait = keymap.bind(keysyms, now, hold) or keymap.settling(keysyms, now, MAPPING_SETTLE_S)
+    wait = keymap.bind(keysyms, now, hold) or keymap.settling(keysyms, now)
     if wait > 0:  # type what is mapped already while the LRU victims age or clients read the new mapping
         ready = start
         while ready < stop and keymap.stroke(job.keysyms[ready]) is not None \
-                and not keymap.settling(job.keysyms[ready:ready + 1], now, MAPPING_SETTLE_S):
+                and not keymap.settling(job.keysyms[ready:ready + 1], now):
             ready += 1
         if ready == start:
             return wait
