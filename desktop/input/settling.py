@@ -125,16 +125,15 @@ class Settling:
         if base not in (0, self.own_base):
             if base not in self._pids:  # a client new since the last look, or one whose base was given again
                 self._pids = client_pids(self.display)
-            app = self._pids.get(base, -base)  # a connection known by its base only: one app of its own
+                self._pids.setdefault(base, -base)  # no process told (no X-Resource, TCP): an app of its own
+            app = self._pids[base]
         self._focus = (now, app)
         return app
 
     def _clients_of(self, app: int) -> list[int]:
         """The connections (resource-id bases) of `app`: every one of its process's (an app may read the mapping on
         one connection and own its windows on another, as Chromium does), or the one base it stands for."""
-        if app < 0:
-            return [-app]
-        return [base for base, pid in self._pids.items() if pid == app]
+        return [-app] if app < 0 else [base for base, pid in self._pids.items() if pid == app]
 
     def close_if_idle(self) -> None:
         """Stop recording once nothing waits to settle or may be rebound (no binding is left)."""
