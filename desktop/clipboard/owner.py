@@ -25,7 +25,7 @@ from Xlib import error as xerror
 from Xlib.display import Display
 
 from desktop.core.errors import DesktopError, DesktopFailed, DesktopInactive, invalid_action
-from desktop.x11.reconnect import ReconnectOnce, not_answering
+from desktop.x11.reconnect import CONNECTION_LOST, ReconnectOnce, not_answering
 from desktop.x11.selection import (
     PNG,
     Atoms,
@@ -50,7 +50,6 @@ SELECTIONS: dict[ClipboardSelection, tuple[XSelection, ...]] = {
     ClipboardSelection.BOTH: (XSelection.CLIPBOARD, XSelection.PRIMARY),
 }
 """The X selections each of the wire's selections means."""
-_CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
 
 
 class ConnectionLost(Exception):
@@ -259,7 +258,7 @@ class ClipboardThread:
         error: BaseException | None = None
         try:
             self._loop(x)
-        except _CONNECTION_ERRORS as exc:
+        except CONNECTION_LOST as exc:
             logger.info("clipboard connection to %s lost: %s", self.display_name, exc)
             error = ConnectionLost(str(exc))
         except Exception as exc:  # a bug: fail the callers rather than leave them waiting
@@ -290,7 +289,7 @@ class ClipboardThread:
             command, future = self._commands.popleft()
             try:
                 command(x)
-            except _CONNECTION_ERRORS as exc:
+            except CONNECTION_LOST as exc:
                 resolve(future, error=ConnectionLost(str(exc)))
                 raise
             except Exception as exc:

@@ -44,6 +44,7 @@ from desktop.events.event_types import (
     WindowTitleChanged,
 )
 from desktop.windows.query import active_window_id, client_window_ids, describe_windows
+from desktop.x11.reconnect import CONNECTION_LOST
 from desktop.x11.thread import open_display
 from desktop.x11.wakeup import Wakeup
 from sandbox_desktop_wire.enums import ClipboardSelection
@@ -56,7 +57,6 @@ redraw (16-33 ms) or an xterm's output bursts, short enough that an agent does n
 CHANGED_EVERY_S = 0.05
 """At most one `screen.changed` per this period while drawing goes on (the first of a burst at once)."""
 _GONE = (xerror.BadWindow, xerror.BadDrawable, xerror.BadMatch, xerror.BadValue)
-_CONNECTION_ERRORS = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
 _TITLE_ATOMS = ("WM_NAME", "_NET_WM_NAME")
 DRAIN_ROUNDS = 1000
 """Bound on handle-and-describe rounds of one wake-up (each round's replies may bring more events)."""
@@ -331,7 +331,7 @@ class WatchThread(threading.Thread):
             finally:
                 with contextlib.suppress(Exception):
                     d.close()
-        except _CONNECTION_ERRORS as exc:
+        except CONNECTION_LOST as exc:
             if not self._stopping:
                 logger.info("event watcher on %s lost its connection: %s", self.display_name, exc)
                 self.error = exc

@@ -28,6 +28,7 @@ from Xlib import error as xerror
 from Xlib.display import Display
 from Xlib.ext import record
 
+from desktop.x11.reconnect import CONNECTION_LOST
 from desktop.x11.thread import open_display
 
 logger = logging.getLogger("sandbox_desktop.keyboard")
@@ -87,7 +88,7 @@ class MappingReads:
                 reads.close()
                 return None
             return reads
-        except (xerror.DisplayError, xerror.XError, OSError) as exc:
+        except (*CONNECTION_LOST, xerror.XError) as exc:
             logger.debug("no recording of mapping reads on %s: %s", display_name, exc)
             for display in (stream, control):
                 if display is not None:
@@ -112,7 +113,7 @@ class MappingReads:
             self._control.record_disable_context(self._context)
             self._control.record_free_context(self._context)
             self._control.sync()
-        except (xerror.DisplayError, xerror.XError, OSError):
+        except (*CONNECTION_LOST, xerror.XError):
             pass  # the server went: the stream ends by itself
         self._ended.wait(START_TIMEOUT_S)
         self._control.close()
@@ -126,7 +127,7 @@ class MappingReads:
     def _run(self) -> None:
         try:
             self._stream.record_enable_context(self._context, self._received)
-        except (xerror.DisplayError, xerror.XError, OSError) as exc:
+        except (*CONNECTION_LOST, xerror.XError) as exc:
             logger.debug("mapping reads: the recording ended: %s", exc)
         finally:
             self._started.set()  # a waiting `open` sees the thread gone rather than waiting out its timeout

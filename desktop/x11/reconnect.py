@@ -14,11 +14,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from Xlib import error as xerror
+
 from desktop.core.errors import DesktopFailed
 
 T = TypeVar("T")
 
 Errors = tuple[type[BaseException], ...]
+
+CONNECTION_LOST = (xerror.ConnectionClosedError, xerror.DisplayError, OSError)
+"""What python-xlib raises when a connection is gone or cannot be made: the server closed it, the display does not
+answer, the socket failed."""
 
 
 def not_answering(display: str) -> Callable[[BaseException], DesktopFailed]:
