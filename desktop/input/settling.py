@@ -3,10 +3,10 @@
 
 The app with the keyboard focus must know the new binding before the key arrives. Where the X server can record
 its clients' requests (desktop/x11/mapping_reads.py), the binding may be typed as soon as that app has read the
-mapping since the change: xterm, Tk, GTK and Chromium all read it at once, in 1-35 ms on an idle machine, and a
-busy one is waited for up to `READ_WAIT_S`. An app that reads the mapping only as it looks a key up would never
-read it first: after letting that wait run out twice it gets the fixed pause, `MAPPING_SETTLE_S`, from then on, as
-every binding does where nothing can be recorded.
+mapping since the change: xterm, Tk, GTK and Chromium all read it at once, in 1-31 ms on an idle machine
+(bench/mapping_reads.py), and a busy one is waited for up to `READ_WAIT_S`. An app that reads the mapping only as
+it looks a key up would never read it first: after letting that wait run out twice it gets the fixed pause,
+`MAPPING_SETTLE_S`, from then on, as every binding does where nothing can be recorded.
 
 Every method runs on the thread that owns the keymap's connection (it asks the server for the focus).
 """

@@ -2,10 +2,10 @@
 may be typed (desktop/input/keymap.py; docs/keyboard.md, "Unicode typing and the spare keycodes").
 
 A client learns of a mapping change from a MappingNotify (or XKB's MapNotify) and reads the new mapping on its own
-time: xterm, Tk, GTK and Chromium ask for it as soon as they handle the notice (1-35 ms on an idle machine). A key
-that reaches an app before it has the new mapping is looked up in the old one, where the spare keycode has no
-keysym: Chromium drops it. A fixed pause covers that only while the app keeps up; a busy one (a page loading, a
-loaded machine) once took longer than 100 ms and lost a character.
+time: xterm, Tk, GTK and Chromium ask for it as soon as they handle the notice (1-31 ms on an idle machine:
+bench/mapping_reads.py). A key that reaches an app before it has the new mapping is looked up in the old one, where
+the spare keycode has no keysym: Chromium drops it. A fixed pause covers that only while the app keeps up; a busy
+one (a page loading, a loaded machine) once took longer than 100 ms and lost a character.
 
 The X server's RECORD extension shows every client's requests as the server runs them, in the order it runs them.
 Recording the mapping changes (core ChangeKeyboardMapping) and the mapping reads (core GetKeyboardMapping, XKB's
@@ -101,9 +101,10 @@ class MappingReads:
 
     def read_after(self, reader: int, changer: int, change: int) -> bool | None:
         """Whether client `reader` has read the mapping since the `change`-th change (1-based) of client `changer`;
-        None while the recording has not reached that change yet."""
+        None while the recording has not reached that change yet, or for a change it never saw (0: made before it
+        started)."""
         made = self.changes_by.get(changer, [])
-        if len(made) < change:
+        if not 1 <= change <= len(made):
             return None
         return self.read_at.get(reader, -1) >= made[change - 1]
 
