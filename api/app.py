@@ -48,6 +48,7 @@ from api.server.metrics import Metrics
 from api.server.registry import DesktopRegistry
 from api.server.scoped_tokens import TokenStore
 from api.server.services import ServerServices
+from desktop.accessibility import peer_socket
 from desktop.core.dependencies import DependencyChecker
 from desktop.core.errors import ApiDisabled, DomainError
 from desktop.files import calls as file_calls
@@ -155,10 +156,11 @@ def create_app(config: ServerConfig) -> Starlette:
     dependencies = DependencyChecker()
     default_state_dir = config.state_dir or options_module.default_state_dir()
     # Each desktop's sandbox (docs/security.md): the zygote, the network hub and the cgroups, opened with the server;
-    # the zygote preloads the file calls a desktop's file API runs in its sandbox (api/server/file_scope.py).
+    # the zygote preloads the file calls a desktop's file API runs in its sandbox (api/server/file_scope.py), and
+    # the connect that reaches an app's own accessibility socket from there (desktop/accessibility/peer_socket.py).
     sandboxes = SandboxHost(config.isolation, config.xauthority or default_state_dir / "xauthority",
                             server_ports=(config.hosts.port,) if config.hosts.port else (), shared=config.shared,
-                            hidden=(default_state_dir,), preload=(file_calls.__name__,),
+                            hidden=(default_state_dir,), preload=(file_calls.__name__, peer_socket.__name__),
                             uids=config.sandbox_uids)
 
     # The live view's TURN relay (docs/streaming-turn.md): servers run elsewhere, or coturn run by the lifespan.

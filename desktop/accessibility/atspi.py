@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from dbus_fast import Message, MessageType
@@ -47,6 +47,9 @@ APPLICATION = "org.a11y.atspi.Application"
 EVENT_PREFIX = "org.a11y.atspi.Event."
 PROPERTIES = "org.freedesktop.DBus.Properties"
 DBUS = "org.freedesktop.DBus"
+
+PeerConnector = Callable[[str], Awaitable[MessageBus | None]]
+"""A connection to an application's own socket at a D-Bus address; None where it cannot be made that way."""
 
 SCREEN_COORDS = 0
 """`AtspiCoordType.SCREEN`: extents relative to the screen's top-left corner."""
@@ -135,8 +138,11 @@ class AtspiBus:
     """One asyncio connection to a desktop's accessibility bus (on the server's event loop: dbus-fast
     reads the socket with the loop's reader callbacks, so no thread owns it)."""
 
-    def __init__(self, bus: MessageBus) -> None:
+    def __init__(self, bus: MessageBus, peers: PeerConnector = dbus_connection.connect) -> None:
         self._bus = bus
+        self._connect_peer = peers
+        """How an application's own socket is connected, by its address: from this process, or (a sandboxed
+        desktop's apps let in only their own uid) from inside the desktop's sandbox (service.py)."""
         self.applications: dict[str, Any] = {}
         """What reading learnt of each application (desktop/accessibility/reading.py), by its unique name."""
         self._peers: dict[str, MessageBus | None] = {}
@@ -147,8 +153,8 @@ class AtspiBus:
         about half as much (docs/accessibility.md "Speed"). Signals still come through the daemon."""
 
     @classmethod
-    async def connect(cls, address: str) -> AtspiBus:
-        return cls(await dbus_connection.connect(address))
+    async def connect(cls, address: str, peers: PeerConnector = dbus_connection.connect) -> AtspiBus:
+        return cls(await dbus_connection.connect(address), peers)
 
     @property
     def connected(self) -> bool:
@@ -184,8 +190,7 @@ class AtspiBus:
             self._peers[name] = None
             if isinstance(answer, list) and answer and answer[0]:
                 with contextlib.suppress(Exception):  # no direct connection: the daemon's way still works
-                    self._peers[name] = await asyncio.wait_for(dbus_connection.connect(str(answer[0])),
-                                                               PEER_CONNECT_S)
+                    self._peers[name] = await asyncio.wait_for(self._connect_peer(str(answer[0])), PEER_CONNECT_S)
 
     def _route(self, destination: str | None) -> tuple[MessageBus, str | None]:
         """The connection a call goes over, and the destination it names there (none on a direct one)."""

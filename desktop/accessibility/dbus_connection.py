@@ -13,6 +13,10 @@ it installs only on the dbus-fast versions it was written and tested against; on
 the connection keeps the library's own writer (slower, and the callers' cap on calls in flight keeps
 the socket from filling).
 
+`connect_socket` speaks over a socket connected elsewhere (an app's own accessibility socket, connected inside
+its desktop's sandbox: peer_socket.py). It hands the socket to dbus-fast's `connect` through the private
+`_create_socket_for_transport`, so it too works only on the versions above, and answers None on others.
+
 A connection that has ended (an app quit, and its direct connection with it) is closed, and the loop's reader of
 its descriptor taken off, once (`_finalize_once`, installed before any connection is made: `install_fixes`): the
 library took it off again later, from whatever file had the number by then. A message sent on an ended
@@ -31,6 +35,7 @@ from typing import Any
 
 from dbus_fast.aio import MessageBus
 from dbus_fast.aio.message_bus import _MessageWriter
+from dbus_fast.auth import AuthExternal
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -187,6 +192,40 @@ async def connect(address: str) -> MessageBus:
     bus = await MessageBus(bus_address=address).connect()
     install(bus)
     return bus
+
+
+async def connect_socket(sock: socket.socket, uid: int) -> MessageBus | None:
+    """A connection over `sock`, already connected elsewhere (an app's own socket, connected in its desktop's
+    sandbox: desktop/accessibility/peer_socket.py), authenticated as `uid`, the uid that connected it. None on a
+    dbus-fast other than the one this was written against (its connect creates the socket it connects); `sock`
+    is the connection's, closed with it or here."""
+    if not install_fixes():
+        sock.close()
+        return None
+    bus = await _AdoptingBus(sock, uid).connect()
+    install(bus)
+    return bus
+
+
+class _Connected(socket.socket):
+    """A socket connected before dbus-fast's `connect` asks the loop to connect it: that connect has nothing to do."""
+
+    def connect(self, address: Any) -> None:
+        del address
+
+
+class _AdoptingBus(MessageBus):
+    """A bus whose transport is a socket it is given (dbus-fast 5.2 makes one in `_create_socket_for_transport`,
+    then connects it and authenticates: the rest of its `connect` runs as written)."""
+
+    def __init__(self, sock: socket.socket, uid: int) -> None:
+        super().__init__(bus_address="unix:path=/", auth=AuthExternal(uid))
+        self._given = _Connected(sock.family, sock.type, fileno=sock.detach())
+
+    def _create_socket_for_transport(  # type: ignore[override]  # a staticmethod there; this one has a socket
+            self, transport: str, options: dict[str, str]) -> tuple[socket.socket, Any, str]:
+        del transport, options
+        return self._given, self._given.makefile("rwb"), ""
 
 
 def install(bus: MessageBus) -> bool:

@@ -11,14 +11,21 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterable
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dbus_fast.aio import MessageBus
+
+from desktop.accessibility import dbus_connection, peer_socket
 from desktop.accessibility.acting import Actor, ActOutcome, perform
 from desktop.accessibility.atspi import (
     ROOT_PATH,
     AtspiBus,
     AtspiError,
+    PeerConnector,
     accessibility_bus_address,
 )
 from desktop.accessibility.errors import AccessibilityUnavailable, ElementAmbiguous, ElementNotFound
@@ -51,10 +58,14 @@ from desktop.core.errors import WindowNotFound
 from desktop.events.bus import EventBus
 from desktop.input.keyboard import Keyboard
 from desktop.input.mouse import Mouse
+from desktop.sandbox.channel import SandboxGone
 from desktop.screen.marks import MAX_MARKS, MarkBox
 from desktop.windows.query import list_windows
 from desktop.x11.session import Session
 from sandbox_desktop_wire.accessibility import ElementAction
+
+if TYPE_CHECKING:
+    from desktop.sandbox.sandbox import Sandbox
 
 logger = logging.getLogger("sandbox_desktop.accessibility")
 
@@ -88,11 +99,48 @@ async def reading() -> AsyncIterator[None]:
                                        f"{READ_TIMEOUT_S:.0f} s") from None
 
 
+def in_sandbox(sandbox: Sandbox) -> PeerConnector:
+    """Connections to the apps' own sockets, made in the desktop's sandbox as its user: the apps let in no other
+    uid (desktop/accessibility/peer_socket.py). None when the sandbox cannot make one; the bus daemon's way
+    still works then. What comes back passed through a process of the sandbox's uid: it is checked to be a
+    uid and one connected unix stream socket, and speaks D-Bus with the server as the sandbox's bus daemon does."""
+    async def connect(address: str) -> MessageBus | None:
+        try:
+            value, fds = await sandbox.call(peer_socket.ENTRY, {"address": address})
+        except (OSError, SandboxGone):
+            return None
+        uid = value.get("uid")
+        sock = unix_stream(fds[0]) if len(fds) == 1 else None
+        if sock is None or not isinstance(uid, int) or isinstance(uid, bool) or uid < 0:
+            for fd in fds if sock is None else ():
+                os.close(fd)
+            if sock is not None:
+                sock.close()
+            return None
+        return await dbus_connection.connect_socket(sock, uid)
+    return connect
+
+
+def unix_stream(fd: int) -> socket.socket | None:
+    """`fd` as a socket if it is a unix stream socket; None (and `fd` still open) if it is anything else."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:  # not a socket at all
+        return None
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+        sock.detach()
+        return None
+    return sock
+
+
 class Accessibility:
     """The accessibility tree of one desktop's applications, and actions on its elements."""
 
-    def __init__(self, mouse: Mouse, keyboard: Keyboard, events: EventBus) -> None:
+    def __init__(self, mouse: Mouse, keyboard: Keyboard, events: EventBus,
+                 sandbox: Callable[[], Sandbox | None] = lambda: None) -> None:
         self._mouse = mouse
+        self._sandbox = sandbox
+        """The desktop's running sandbox, where its apps' own accessibility sockets are connected from."""
         self._keyboard = keyboard
         self._bus: AtspiBus | None = None
         self._session_address: str | None = None
@@ -125,7 +173,9 @@ class Accessibility:
                 return self._bus
             self._disconnect()
             try:
-                bus = await AtspiBus.connect(await accessibility_bus_address(address))
+                sandbox = self._sandbox()
+                peers = in_sandbox(sandbox) if sandbox is not None else dbus_connection.connect
+                bus = await AtspiBus.connect(await accessibility_bus_address(address), peers)
             except (AtspiError, OSError, TimeoutError) as exc:
                 raise AccessibilityUnavailable(f"the desktop's accessibility bus does not answer: {exc}") from exc
             await self.signals.attach(bus)

@@ -139,7 +139,7 @@ class Desktop:
         self.frames = FrameSource(linger_s=FRAMES_LINGER_S)
         self.events = DesktopEvents(self.processes, lambda: self.layout.home)
         self.effects = EffectObserver(self.events)
-        self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus)
+        self.accessibility = Accessibility(self.mouse, self.keyboard, self.events.bus, self.launcher)
 
     # -- state -------------------------------------------------------------------------------
 
