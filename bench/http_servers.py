@@ -11,12 +11,16 @@ The same kept-alive `GET /v1/health` from one httpx client, in alternating round
   `uvicorn_config`: its settings and its patches of uvicorn);
 - `ours`: this server's `GET /v1/health`, token checked, at `--log-level warning` (as every bench runs it), and
   `ours, access log`: the same at the default `info`, one access line per request;
-- `reference`: the reference server (Rust), from tests/sdk/node_modules, when it is there.
+- `reference`: the reference server (Rust), from tests/sdk/node_modules, when it is there;
+- with `--granian DIR` (granian installed there: `.venv/bin/pip install --target DIR granian==2.8.9`), `granian, bare
+  app` and `ours on granian`: the same bare app and this server served by granian, an HTTP server written in Rust
+  for Python apps (its embedded server, one Rust thread, its Rust task implementation where Python has it), in
+  uvicorn's place.
 
 Prints the median and p90 of each, the server's CPU per request (from /proc) and the ratio to the reference. The
 differences between neighbours are what each layer costs: the app (ours against our uvicorn's bare app),
 uvicorn's protocol (against httptools + task), the parsing and the task (against asyncio).
-Usage: .venv/bin/python bench/http_servers.py [--requests 4000] [--rounds 10]
+Usage: .venv/bin/python bench/http_servers.py [--requests 4000] [--rounds 10] [--granian DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -31,13 +37,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import cpu_seconds, percentile, timed, wait_for_http
 from bench.http_floor import REFERENCE, reference_server
 from tests.conftest import free_port, launch_server
 
+TOKEN_ENV, STATE_ENV, GRANIAN_ENV = "BENCH_TOKEN", "BENCH_STATE_DIR", "BENCH_GRANIAN"
+"""What `--granian`'s child running this server is given: its token, its state directory, where granian is."""
 BODY = b'{"status":"ok"}'
 RESPONSE = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: " + str(len(BODY)).encode()
             + b"\r\n\r\n" + BODY)
@@ -101,7 +109,26 @@ async def bare_app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": BODY})
 
 
+def granian_server(app: ASGIApp, host: str, port: int, interface: str) -> None:
+    """Serve `app` with granian's embedded server (`--granian`: on the path already), until the process is ended."""
+    from granian.server.embed import Server  # installed by hand (the docstring), not a dependency
+
+    task_impl = "rust" if sys.version_info < (3, 12) else "asyncio"  # granian's faster one, where it exists
+    server = Server(app, address=host, port=port, interface=interface, log_enabled=False, task_impl=task_impl)
+    asyncio.run(server.serve())
+
+
 def serve(kind: str, port: int) -> None:
+    if kind == "granian":
+        granian_server(bare_app, "127.0.0.1", port, "asginl")
+        return
+    if kind == "ours-granian":  # this server as `sandbox-desktop server` runs it, on granian instead of uvicorn
+        from api.cli import main as cli
+
+        cli.serve = lambda app, host, port, log_level: granian_server(app, host, port, "asgi")
+        cli.main(["server", "--port", str(port), "--log-level", "warning", "--token", os.environ[TOKEN_ENV],
+                  "--state-dir", os.environ[STATE_ENV]])
+        return
     if kind == "uvicorn":  # as it comes, with httptools: what an app served by uvicorn pays
         import uvicorn
 
@@ -127,11 +154,11 @@ def serve(kind: str, port: int) -> None:
 # -- the bench ------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def child_server(kind: str) -> Iterator[tuple[str, int]]:
+def child_server(kind: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
     """One of the servers above in a child process; yields its URL and pid."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, __file__, "--serve", kind, str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(url + "/v1/health", proc, f"the {kind} server")
@@ -155,8 +182,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=4000, help="timings per server (default 4000)")
     parser.add_argument("--rounds", type=int, default=10, help="alternating blocks (default 10)")
+    parser.add_argument("--granian", type=Path, metavar="DIR", help="also granian's rows, granian installed in DIR")
     parser.add_argument("--serve", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if GRANIAN_ENV in os.environ:
+        sys.path.append(os.environ[GRANIAN_ENV])
     if args.serve:
         serve(args.serve[0], int(args.serve[1]))
         return
@@ -174,6 +204,14 @@ def main() -> None:
                                "--log-level", "info")
         stack.callback(logged.stop)
         servers["ours, access log"] = (logged.url, logged.proc.pid, {"Authorization": f"Bearer {logged.token}"})
+        if args.granian is not None:
+            url, pid = stack.enter_context(child_server("granian", {GRANIAN_ENV: str(args.granian)}))
+            servers["granian, bare app"] = (url, pid, {})
+            token = secrets.token_urlsafe(16)
+            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-http-servers-"))
+            url, pid = stack.enter_context(child_server("ours-granian", {GRANIAN_ENV: str(args.granian),
+                                                                         TOKEN_ENV: token, STATE_ENV: state}))
+            servers["ours on granian"] = (url, pid, {"Authorization": f"Bearer {token}"})
         if REFERENCE.exists():
             reference = stack.enter_context(reference_server())
             servers["reference"] = (reference, reference_pid(reference), {})
