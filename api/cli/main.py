@@ -288,7 +288,7 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicor
     # under /bin/sh instead of being refused, and a tty process's preexec_fn fails (docs/processes.md, Errors).
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", log_config=None,
                             access_log=False, timeout_graceful_shutdown=4, timeout_keep_alive=KEEP_ALIVE_S,
-                            loop="asyncio", http="httptools",
+                            loop="asyncio", http="httptools", server_header=False,  # no software named to clients
                             ws=ws_reading.protocol(),  # fewer stops of reading (api/cli/ws_reading.py)
                             ws_per_message_deflate=WS_DEFLATE)
     response_writes.install()  # a response's head and body in one write (api/cli/response_writes.py)

@@ -14,7 +14,9 @@ from tests.conftest import ServerProcess, assert_problem
 
 
 def test_root_and_health_are_open_without_token(server: ServerProcess) -> None:
-    assert httpx.get(server.url + "/v1/health").json() == {"status": "ok"}
+    health = httpx.get(server.url + "/v1/health")
+    assert health.json() == {"status": "ok"}
+    assert "server" not in health.headers and "date" in health.headers  # no software named; the date HTTP asks
     root = httpx.get(server.url + "/")
     assert root.status_code == 200 and root.json()["name"] == "Sandbox Agent"
 
