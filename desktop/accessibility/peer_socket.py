@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import socket
 from typing import Any
+from urllib.parse import unquote_to_bytes  # a D-Bus address escapes bytes as %XX, as a URL does
 
 ENTRY = f"{__name__}:connect"
 """What the server asks a sandbox to run (`Sandbox.call`)."""
@@ -34,16 +35,10 @@ def unix_target(address: str) -> str | bytes:
             continue
         values = dict(option.partition("=")[::2] for option in options.split(",") if option)
         if "path" in values:
-            return _unescape(values["path"])
+            return os.fsdecode(unquote_to_bytes(values["path"]))
         if "abstract" in values:
-            return b"\0" + _unescape(values["abstract"]).encode()
+            return b"\0" + unquote_to_bytes(values["abstract"])
     raise ValueError(f"no unix path or abstract socket in the D-Bus address {address!r}")
-
-
-def _unescape(value: str) -> str:
-    """A D-Bus address value with its %XX escapes decoded."""
-    parts = value.split("%")
-    return parts[0] + "".join(chr(int(part[:2], 16)) + part[2:] for part in parts[1:])
 
 
 def connect(args: dict[str, Any], fds: list[int]) -> tuple[dict[str, Any], list[int]]:

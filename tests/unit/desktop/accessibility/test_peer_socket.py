@@ -29,6 +29,7 @@ def test_a_dbus_address_gives_its_unix_target() -> None:
     assert unix_target("unix:path=/run/user/1000/at-spi2-AB12/socket") == "/run/user/1000/at-spi2-AB12/socket"
     assert unix_target("unix:abstract=/tmp/dbus-x1,guid=00ff") == b"\0/tmp/dbus-x1"
     assert unix_target("tcp:host=localhost,port=1;unix:path=/a%20b") == "/a b"
+    assert unix_target("unix:path=/run/%c3%a9t%c3%a9") == "/run/été"  # escaped bytes, UTF-8 here
     with pytest.raises(ValueError, match="no unix path"):
         unix_target("tcp:host=localhost,port=1")
 
