@@ -14,7 +14,7 @@ display, and a probe window recording the clicks and keys it receives: tests/sup
 call did: the pointer is where a move sent it, a click or a key (`a`, into the probe given the focus) arrived at
 the probe, the position and size answered are
 the X server's, the window list holds the xterm, the screenshot is a PNG of the screen's size. The checks are
-not timed. Prints the medians, the ours/peer ratios and each server's CPU per call (from /proc).
+not timed. Prints the medians, the ours/peer ratios and each server's CPU per call, and its X server's (from /proc).
 Usage: .venv/bin/python bench/peers.py [--requests 400] [--rounds 8] [--shots 60] [--time-limit 60]
        [--calls "WS move" "WS click"]
 """
@@ -207,6 +207,8 @@ class Side:
     name: str
     pid: int
     calls: dict[str, Call]
+    x_pid: int = 0
+    """Its desktop's X server, whose CPU per call is reported beside the server's (0: it has none)."""
 
 
 def ours(http: httpx.Client, url: str, x: XCheck, ws: Any) -> Side:
@@ -333,33 +335,40 @@ def windows_check(ids: list[int], x: XCheck) -> Verify:
     return lambda: expect(x.xterm in ids, "the window list holds the xterm")
 
 
-def measure(sides: list[Side], row: str, count: int, rounds: int, limit: float) -> dict[str, tuple[float, float]]:
-    """Median seconds and server CPU seconds per call of `row` on each side that has it, in alternating blocks,
-    for at most `count` calls each and `limit` seconds in all."""
+Measured = tuple[float, float, float]
+"""Median seconds, the server's and its X server's CPU seconds per call."""
+
+
+def measure(sides: list[Side], row: str, count: int, rounds: int, limit: float) -> dict[str, Measured]:
+    """Median seconds, server and X server CPU seconds per call of `row` on each side that has it, in alternating
+    blocks, for at most `count` calls each and `limit` seconds in all."""
     having = [side for side in sides if row in side.calls]
     for side in having:
         for _ in range(10):  # warm-up, checked too
             side.calls[row]()()
     samples: dict[str, list[float]] = {side.name: [] for side in having}
     cpu = dict.fromkeys(samples, 0.0)
+    x_cpu = dict.fromkeys(samples, 0.0)
     block, deadline = max(1, count // rounds), time.monotonic() + limit
     for _ in range(rounds):
         if time.monotonic() > deadline:
             break
         for side in having:
             before = cpu_seconds(side.pid) if side.pid else float("nan")
+            x_before = cpu_seconds(side.x_pid) if side.x_pid else float("nan")
             for _ in range(block):
                 start = time.perf_counter()
                 check = side.calls[row]()
                 samples[side.name].append(time.perf_counter() - start)
-                check()
+                check()  # untimed, but its X requests count in the X server's CPU: alike on both desktops
             cpu[side.name] += (cpu_seconds(side.pid) if side.pid else float("nan")) - before
-    return {name: (statistics.median(s), cpu[name] / len(s)) for name, s in samples.items()}
+            x_cpu[side.name] += (cpu_seconds(side.x_pid) if side.x_pid else float("nan")) - x_before
+    return {name: (statistics.median(s), cpu[name] / len(s), x_cpu[name] / len(s)) for name, s in samples.items()}
 
 
-def report(results: dict[str, dict[str, tuple[float, float]]]) -> None:
+def report(results: dict[str, dict[str, Measured]]) -> None:
     print(f"\n{'call':<16} {'ours ms':>8} {'cua ms':>8} {'ours/cua':>9} {'ref ms':>8} {'ours/ref':>9}   "
-          f"CPU per call, server (us): ours / cua / ref")
+          f"CPU per call, server (us): ours / cua / ref; X server: ours / cua")
     for row, found in results.items():
         mine = found["ours"][0]
         cells = [f"{row:<16}", f"{mine * 1e3:8.3f}"]
@@ -369,7 +378,8 @@ def report(results: dict[str, dict[str, tuple[float, float]]]) -> None:
             else:
                 cells += [f"{'-':>8}", f"{'-':>9}"]
         cpu = " / ".join(f"{found[s][1] * 1e6:.0f}" if s in found else "-" for s in ("ours", "cua", "reference"))
-        print(" ".join(cells) + f"   {cpu}")
+        x_cpu = " / ".join(f"{found[s][2] * 1e6:.0f}" if s in found else "-" for s in ("ours", "cua"))
+        print(" ".join(cells) + f"   {cpu}; {x_cpu}")
 
 
 def main() -> None:
@@ -414,6 +424,7 @@ def main() -> None:
                  reference(http, reference_url)]
         for side, pid in zip(sides, (bench.server.proc.pid, cua_pid, reference_pid(reference_url)), strict=True):
             side.pid = pid
+        sides[0].x_pid, sides[1].x_pid = xvfb_pid(bench.display), xvfb_pid(cua_display)
         print(f"ours: display {bench.display}, cua {CUA_VERSION}: display {cua_display}, {WIDTH}x{HEIGHT} each, "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
         results = {}
@@ -423,10 +434,20 @@ def main() -> None:
         for row in args.calls or sides[0].calls:
             count = args.shots if row == "screenshot" else args.requests
             results[row] = measure(sides, row, count, args.rounds, args.time_limit)
-            print(f"{row:<16} " + "  ".join(f"{name} {median * 1e3:.3f} ms" for name, (median, _) in
+            print(f"{row:<16} " + "  ".join(f"{name} {median * 1e3:.3f} ms" for name, (median, _, _) in
                                              results[row].items()), flush=True)
         report(results)
         print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
+
+
+def xvfb_pid(display: str) -> int:
+    """The pid of the Xvfb serving `display` (ours is the server's child, cua's the bench's), 0 if none is found."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if Path(argv[0].decode()).name == "Xvfb" and display.encode() in argv:
+                return int(entry.name)
+    return 0
 
 
 def reference_pid(url: str) -> int:
