@@ -111,13 +111,14 @@ def in_sandbox(sandbox: Sandbox) -> PeerConnector:
             return None
         uid = value.get("uid")
         sock = unix_stream(fds[0]) if len(fds) == 1 else None
-        if sock is None or not isinstance(uid, int) or isinstance(uid, bool) or uid < 0:
-            for fd in fds if sock is None else ():
+        if sock is not None and isinstance(uid, int) and not isinstance(uid, bool) and uid >= 0:
+            return await dbus_connection.connect_socket(sock, uid)
+        if sock is not None:
+            sock.close()
+        else:
+            for fd in fds:
                 os.close(fd)
-            if sock is not None:
-                sock.close()
-            return None
-        return await dbus_connection.connect_socket(sock, uid)
+        return None
     return connect
 
 
