@@ -181,12 +181,16 @@ class Page:
         return data
 
     def errors(self) -> list[str]:
-        """Uncaught exceptions and console errors so far (for failure messages)."""
+        """Uncaught exceptions, console errors and the browser's own error reports so far (for failure messages):
+        a script sees only "Failed to fetch" where the browser's log says which CORS rule or network error it was."""
         found = [e["exceptionDetails"].get("exception", {}).get("description") or e["exceptionDetails"]["text"]
                  for e in self.devtools.events("Runtime.exceptionThrown", self.session)]
         for e in self.devtools.events("Runtime.consoleAPICalled", self.session):
             if e.get("type") == "error":
                 found.append(" ".join(str(a.get("value", a.get("description", ""))) for a in e.get("args", [])))
+        for e in self.devtools.events("Log.entryAdded", self.session):
+            if e["entry"].get("level") == "error":
+                found.append(f"{e['entry'].get('text')} ({e['entry'].get('url', '')})")
         return found
 
 
@@ -241,6 +245,7 @@ class Browser:
         page = Page(self.devtools, target, session)
         page.call("Page.enable")
         page.call("Runtime.enable")
+        page.call("Log.enable")  # the browser's own reports: a CORS refusal, a fetch's network error (net::ERR_...)
         page.call("Emulation.setDeviceMetricsOverride", {"width": VIEWPORT[0], "height": VIEWPORT[1],
                                                         "deviceScaleFactor": 1, "mobile": False})
         if url != "about:blank":

@@ -147,6 +147,13 @@ def run_command(marker: Path) -> str:
                        "body": json.dumps({"command": "touch", "args": [str(marker)]})})
 
 
+def failure(result: Any, page: Page, server: ServerProcess) -> str:
+    """What a page's script got, with what the browser logged (the CORS rule or network error behind a "Failed to
+    fetch"), whether the server still runs, and the end of its log."""
+    running = "running" if server.proc.poll() is None else f"exited with {server.proc.returncode}"
+    return (f"{result}\nbrowser: {page.errors()}\nserver {running}, its log ends:\n{server.log()[-3000:]}")
+
+
 def desktop_state(server: ServerProcess) -> Any:
     with server.client() as api:
         return api.get("/v1/desktop/status").json()["state"]
@@ -206,12 +213,13 @@ def test_an_origin_allowed_with_O_connects(browser: Browser, tmp_path_factory: p
         page = open_page(browser, f"{origin}/attack.html")
         ws_base = server.url.replace("http://", "ws://")
         signalling = page.evaluate(f"tryWs({json.dumps(ws_base + '/v1/desktop/stream/signaling')}, true)")
-        assert signalling["opened"] and signalling["message"].startswith('{"event": "system/init"'), signalling
+        assert signalling["opened"] and signalling["message"].startswith('{"event": "system/init"'), failure(
+            signalling, page, server)
         shell = page.evaluate(f"tryWs({json.dumps(f'{ws_base}/v1/processes/{terminal}/terminal/ws')}, false)")
-        assert shell == {"opened": True}, shell
+        assert shell == {"opened": True}, failure(shell, page, server)
         marker = tmp_path / "ran-from-an-allowed-origin"
         ran = page.evaluate(f"tryFetch({json.dumps(server.url + '/v1/processes/run')}, {run_command(marker)})")
-        assert ran.get("status") == 200, ran
+        assert ran.get("status") == 200, failure(ran, page, server)
         wait_for(marker.exists, "the command run from the allowed page")
         assert httpx.get(server.url + "/v1/health", timeout=10).status_code == 200
     finally:
