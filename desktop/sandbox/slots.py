@@ -1,10 +1,17 @@
 """A server's desktop network slots: made ahead in a pool, handed to desktops, cut off and removed.
 
 A slot is what a desktop's network is before it has rules: a named network namespace whose `eth0` is one end
-of a veth pair, the other end (`sdn<block>-<n>`) in the host's namespace with a /31 of the server's block,
+of a veth pair, the other end (`sdn<block>-<n>`) in the host's namespace, the pair a /31 of the server's block,
 IPv6 off on both ends, and the slot's chains in the server's table (nftscript.slot_script), its link listed so
 the table drops all it sends until a desktop's rules exist. Making one takes two `ip` runs (~10-20 ms on a
 2-core VM), so `SlotPool` keeps `size` ready, made in the background as desktops take them.
+
+The host's end of the /31 is not an address on the link but two routes on it: a local one (the host answers
+to the gateway as to its own address: ARP, the input chain) and the desktop's /32. An address added or
+removed is a change of the host's network to every program watching it: Chromium fails the requests it is
+connecting at that moment with ERR_NETWORK_CHANGED, to every site, so a browser on the server's machine lost
+fetches each time a desktop was made or closed (docs/sandbox-network.md, "How it is built"). Links and
+routes coming and going are no such change; both routes go with the link.
 
 Slot numbers never repeat within a server, so a link or a log prefix always names one slot; addresses do,
 but only once the kernel has destroyed the link that had one.
@@ -143,7 +150,8 @@ class SlotPool:
             await nethost.nft(nftscript.slot_script(self.names.table, number, slot.link, str(desktop), self.log_group))
             await nethost.ip_batch([f"netns add {slot.netns}",
                                     f"link add {slot.link} type veth peer name eth0 netns {slot.netns}",
-                                    f"addr add {host}/31 dev {slot.link}", f"link set {slot.link} up"])
+                                    f"link set {slot.link} up", f"route add local {host} dev {slot.link} table local",
+                                    f"route add {desktop} dev {slot.link} src {host}"])
             nethost.write_sysctl(f"net/ipv6/conf/{slot.link}/disable_ipv6", "1")
             await nethost.ip_batch(["link set lo up", f"addr add {desktop}/31 dev eth0", "link set eth0 up",
                                     f"route add default via {host}"], netns=slot.netns)
