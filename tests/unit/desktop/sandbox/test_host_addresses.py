@@ -1,6 +1,7 @@
-"""Desktops' networks come and go without changing the host's addresses (docs/sandbox-network.md, "The host's
-addresses"): a browser on the server's machine fails the requests it is connecting whenever an address is added
-or removed (Chromium: ERR_NETWORK_CHANGED, to every site), so a desktop made or closed must not be one.
+"""Desktops' networks come and go without changing the host's addresses (docs/sandbox-network.md, "How it is
+built"): a browser on the server's machine fails the requests it is connecting whenever an address is added or
+removed (Chromium: ERR_NETWORK_CHANGED, to every site), so a desktop made or closed must not be one; and the
+live view binds a socket on every address of the host for each viewer, so a desktop's gateway must not be one.
 
 The test listens to the kernel's own announcements (rtnetlink's link and address groups) while a hub makes and
 closes desktops' networks, and counts the address changes on the hub's links or in its block. Other tests may
@@ -21,6 +22,7 @@ import pytest
 
 from desktop.sandbox import nethost
 from desktop.sandbox.network import NetworkHub, NetworkRules
+from streaming.coturn import host_addresses
 from tests.support.netns import missing_tools, probe
 
 pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tools() or "")
@@ -87,21 +89,23 @@ def listening() -> Iterator[socket.socket]:
 def test_making_and_closing_desktops_networks_changes_no_address_of_the_host() -> None:
     seen = Announcements()
 
-    async def scenario() -> tuple[NetworkHub, list[str]]:
+    async def scenario() -> tuple[NetworkHub, list[str], list[str]]:
         hub = await NetworkHub.open([], pool_size=1)
         try:
             # More desktops than the pool holds: slots made on demand as well as pooled ones, then all closed.
             networks = await asyncio.gather(*(hub.create(f"addr{i}", NetworkRules()) for i in range(3)))
             # The gateway still answers as the host does, and the rules refuse what is sent to it.
             reached = await asyncio.to_thread(probe, networks[0].netns_path, f"{networks[0].gateway}:9")
+            # The addresses the live view binds a UDP socket on and offers to each viewer: none of the gateways.
+            candidates = [a for a in host_addresses() if ":" not in a and IPv4Address(a) in hub.block]
             for network in networks:
                 await network.close()
         finally:
             await hub.close()
-        return hub, reached
+        return hub, reached, candidates
 
     with listening() as sock:
-        hub, reached = asyncio.run(asyncio.wait_for(scenario(), 60))
+        hub, reached, candidates = asyncio.run(asyncio.wait_for(scenario(), 60))
         read_announcements(sock, seen)
     ours = {index for index, name in seen.links.items() if name.startswith(f"sdn{hub.names.block}-")}
     assert len(ours) >= 3, f"the hub's links were not seen coming and going: {seen.links}"
@@ -110,4 +114,5 @@ def test_making_and_closing_desktops_networks_changes_no_address_of_the_host() -
                                         and IPv4Address(change[2]) in hub.block)]
     assert changed == [], f"making and closing desktops changed the host's addresses: {changed}"
     assert reached == ["unreachable"], reached
+    assert candidates == [], f"each live view would bind a socket on each desktop's gateway: {candidates}"
     assert not any(name.startswith(f"sdn{hub.names.block}-") for name in nethost._listdir("/sys/class/net"))
