@@ -39,7 +39,7 @@ MODES = ("quiet", "addresses", "links", "desktops")
 class Answer(http.server.BaseHTTPRequestHandler):
     """HTTP/1.0, so every fetch opens a connection: a change fails what is connecting, not what is connected."""
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.send_header("Access-Control-Allow-Origin", "*")
@@ -137,7 +137,7 @@ def measure(browser: Browser, mode: str, fetches: int, seconds: float) -> None:
     stop.set()
     if worker is not None:
         worker.join(60)
-    reasons = collections.Counter(m[1] for text in page.errors() if (m := re.search(r"net::(ERR_\w+)", text)))
+    reasons = collections.Counter(m[1] for text in page.browser_log() if (m := re.search(r"net::(ERR_\w+)", text)))
     made = f", {done[0]} {churn[0]} meanwhile" if churn is not None and done else ""
     print(f"{mode:>10}: {len(failed)} of {fetches} fetches failed in {took:.1f} s{made}"
           f"{' (' + ', '.join(f'{n} {r}' for r, n in reasons.items()) + ')' if reasons else ''}", flush=True)

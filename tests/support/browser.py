@@ -181,17 +181,19 @@ class Page:
         return data
 
     def errors(self) -> list[str]:
-        """Uncaught exceptions, console errors and the browser's own error reports so far (for failure messages):
-        a script sees only "Failed to fetch" where the browser's log says which CORS rule or network error it was."""
+        """Uncaught exceptions and console errors so far (for failure messages)."""
         found = [e["exceptionDetails"].get("exception", {}).get("description") or e["exceptionDetails"]["text"]
                  for e in self.devtools.events("Runtime.exceptionThrown", self.session)]
         for e in self.devtools.events("Runtime.consoleAPICalled", self.session):
             if e.get("type") == "error":
                 found.append(" ".join(str(a.get("value", a.get("description", ""))) for a in e.get("args", [])))
-        for e in self.devtools.events("Log.entryAdded", self.session):
-            if e["entry"].get("level") == "error":
-                found.append(f"{e['entry'].get('text')} ({e['entry'].get('url', '')})")
         return found
+
+    def browser_log(self) -> list[str]:
+        """The browser's own error reports so far: a script sees only "Failed to fetch" where this says which CORS
+        rule or network error (net::ERR_...) it was. Not errors of the page: a missing favicon is one too."""
+        return [f"{e['entry'].get('text')} ({e['entry'].get('url', '')})"
+                for e in self.devtools.events("Log.entryAdded", self.session) if e["entry"].get("level") == "error"]
 
 
 class Browser:

@@ -151,7 +151,8 @@ def failure(result: Any, page: Page, server: ServerProcess) -> str:
     """What a page's script got, with what the browser logged (the CORS rule or network error behind a "Failed to
     fetch"), whether the server still runs, and the end of its log."""
     running = "running" if server.proc.poll() is None else f"exited with {server.proc.returncode}"
-    return (f"{result}\nbrowser: {page.errors()}\nserver {running}, its log ends:\n{server.log()[-3000:]}")
+    return (f"{result}\nbrowser: {page.errors() + page.browser_log()}\nserver {running}, its log ends:\n"
+            f"{server.log()[-3000:]}")
 
 
 def desktop_state(server: ServerProcess) -> Any:
