@@ -6,12 +6,13 @@ IPv6 off on both ends, and the slot's chains in the server's table (nftscript.sl
 the table drops all it sends until a desktop's rules exist. Making one takes two `ip` runs (~10-20 ms on a
 2-core VM), so `SlotPool` keeps `size` ready, made in the background as desktops take them.
 
-The host's end of the /31 is not an address on the link but two routes on it: a local one (the host answers
-to the gateway as to its own address: ARP, the input chain) and the desktop's /32. An address added or
-removed is a change of the host's network to every program watching it: Chromium fails the requests it is
-connecting at that moment with ERR_NETWORK_CHANGED, to every site, so a browser on the server's machine lost
-fetches each time a desktop was made or closed (docs/sandbox-network.md, "How it is built"). Links and
-routes coming and going are no such change; both routes go with the link.
+The host's end of the /31 is not an address on the link but two routes on it: a local one (the host takes what
+is sent to the gateway as sent to itself: the input chain, the rules) and the desktop's /32; each end has the
+other's MAC address as a permanent neighbour (`link_addresses`). An address added or removed is a change of the
+host's network to every program watching it: Chromium fails the requests it is connecting at that moment with
+ERR_NETWORK_CHANGED, to every site, so a browser on the server's machine lost fetches each time a desktop was
+made or closed (docs/sandbox-network.md, "How it is built"). Links, routes and neighbours coming and going are no
+such change; all of them go with the link.
 
 Slot numbers never repeat within a server, so a link or a log prefix always names one slot; addresses do,
 but only once the kernel has destroyed the link that had one.
@@ -148,12 +149,16 @@ class SlotPool:
         self._slots[number] = slot
         try:
             await nethost.nft(nftscript.slot_script(self.names.table, number, slot.link, str(desktop), self.log_group))
+            host_mac, desktop_mac = link_addresses(self.names.block, index)
             await nethost.ip_batch([f"netns add {slot.netns}",
-                                    f"link add {slot.link} type veth peer name eth0 netns {slot.netns}",
+                                    f"link add {slot.link} address {host_mac} type veth peer name eth0 "
+                                    f"address {desktop_mac} netns {slot.netns}",
                                     f"link set {slot.link} up", f"route add local {host} dev {slot.link} table local",
-                                    f"route add {desktop} dev {slot.link} src {host}"])
+                                    f"route add {desktop} dev {slot.link} src {host}",
+                                    f"neigh replace {desktop} lladdr {desktop_mac} dev {slot.link} nud permanent"])
             nethost.write_sysctl(f"net/ipv6/conf/{slot.link}/disable_ipv6", "1")
             await nethost.ip_batch(["link set lo up", f"addr add {desktop}/31 dev eth0", "link set eth0 up",
+                                    f"neigh replace {host} lladdr {host_mac} dev eth0 nud permanent",
                                     f"route add default via {host}"], netns=slot.netns)
             await nethost.in_namespace(slot.netns_path, lambda: nethost.write_sysctl(
                 "net/ipv6/conf/eth0/disable_ipv6", "1"))
@@ -183,6 +188,15 @@ class SlotPool:
             for s in slots:
                 self._slots.pop(s.number, None)
                 self._free.append(s.index)
+
+
+def link_addresses(block: int, index: int) -> tuple[str, str]:
+    """The MAC addresses of a slot's two ends (host, desktop): locally administered, unique per server block and
+    slot. Each end knows the other's (a permanent neighbour entry), so no ARP crosses the pair: a host whose
+    `arp_ignore` is 1 or 2 (kube-proxy's IPVS mode sets 1, and a pod's namespace inherits it) answers ARP only for
+    addresses on the asking link, and the gateway is none."""
+    stem = f"02:{block >> 8 & 0xFF:02x}:{block & 0xFF:02x}:{index & 0xFF:02x}:{index >> 8 & 0xFF:02x}"
+    return f"{stem}:00", f"{stem}:01"
 
 
 def _cut(slots: Sequence[Slot]) -> None:

@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, ip_address
+from pathlib import Path
 
 import pytest
 
@@ -94,7 +96,11 @@ def test_making_and_closing_desktops_networks_changes_no_address_of_the_host() -
         try:
             # More desktops than the pool holds: slots made on demand as well as pooled ones, then all closed.
             networks = await asyncio.gather(*(hub.create(f"addr{i}", NetworkRules()) for i in range(3)))
-            # The gateway still answers as the host does, and the rules refuse what is sent to it.
+            # The gateway still answers as the host does, and the rules refuse what is sent to it; also where the
+            # host answers ARP only for addresses on the asking link (`arp_ignore`, which kube-proxy sets).
+            link = subprocess.run(["ip", "-o", "route", "get", networks[0].address], capture_output=True, text=True,
+                                  check=True).stdout.split(" dev ")[1].split()[0]
+            Path(f"/proc/sys/net/ipv4/conf/{link}/arp_ignore").write_text("2")
             reached = await asyncio.to_thread(probe, networks[0].netns_path, f"{networks[0].gateway}:9")
             # The addresses the live view binds a UDP socket on and offers to each viewer: none of the gateways.
             candidates = [a for a in host_addresses() if ":" not in a and IPv4Address(a) in hub.block]
