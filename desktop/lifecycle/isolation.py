@@ -23,7 +23,8 @@ from desktop.sandbox.limits import Limits, Usage
 from desktop.sandbox.netrules import EgressMode
 from desktop.sandbox.network import DesktopNetwork, NetworkRules
 from desktop.sandbox.rootless import Mode, server_home
-from desktop.sandbox.sandbox import Sandbox, SandboxPlan
+from desktop.sandbox.sandbox import Sandbox
+from desktop.sandbox.view import SandboxPlan
 
 logger = logging.getLogger("sandbox_desktop.sandbox")
 

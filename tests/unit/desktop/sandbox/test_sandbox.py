@@ -19,7 +19,8 @@ import pytest
 from desktop.sandbox.host import Isolation, SandboxHost
 from desktop.sandbox.layers import Layer
 from desktop.sandbox.process import SandboxedProcess
-from desktop.sandbox.sandbox import Sandbox, SandboxPlan
+from desktop.sandbox.sandbox import Sandbox
+from desktop.sandbox.view import SandboxPlan
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes with their own uids need root")
 
