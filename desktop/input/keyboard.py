@@ -140,8 +140,8 @@ class Keyboard:
         self.schedule_restore(session)
 
     def schedule_restore(self, session: Session) -> None:
-        """Push back the idle timer that unbinds spare keycodes (started if none runs); call after
-        `keysym_to_keycode`. One task sleeps through a run of actions: none is made or cancelled per action."""
+        """Push back the idle timer that unbinds spare keycodes (started if none runs); call after binding
+        one. One task sleeps through a run of actions: none is made or cancelled per action."""
         self._x = session.x
         self._restore_at = time.monotonic() + self.idle_restore
         if self._restorer is None or self._restorer.done():
@@ -162,15 +162,11 @@ class Keyboard:
 
     # -- input thread ---------------------------------------------------------------------------
 
-    def keysym_to_keycode(self, display: Display, keysym: int) -> int:
-        """The keycode that sends `keysym` now, binding a spare one if needed (input thread only)."""
-        keymap = self._keymap_for(display)
-        now = time.monotonic()
-        keymap.bind([keysym], now, hold=0.0)  # one key at human speed: the LRU victim is long processed
-        stroke = keymap.stroke(keysym)
-        assert stroke is not None
-        keymap.use(stroke.keycode, now)
-        return stroke.keycode
+    def keycode_of(self, display: Display, keysym: int) -> int | None:
+        """The keycode that sends `keysym` now, None if no key does (input thread only). Binding one is the key
+        and typing paths' work, which wait for apps to read the new mapping (desktop/input/settling.py)."""
+        stroke = self._keymap_for(display).stroke(keysym)
+        return None if stroke is None else stroke.keycode
 
     def _keymap_for(self, display: Display) -> Keymap:
         keymap = self._keymap
