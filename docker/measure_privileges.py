@@ -52,7 +52,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "docker" / "seccomp" / "sandbox-desktop.json"
 
-MINIMAL = ("SETUID", "SETGID", "SETPCAP", "SYS_ADMIN", "NET_ADMIN", "KILL", "CHOWN", "DAC_OVERRIDE",
+MINIMAL = ("SETUID", "SETGID", "SETPCAP", "SYS_ADMIN", "SYS_CHROOT", "NET_ADMIN", "KILL", "CHOWN", "DAC_OVERRIDE",
            "DAC_READ_SEARCH", "FOWNER")
 """The smallest capability set with which every check passes (the `minimal` condition; `minimal-X` drops X)."""
 CONTAINER_DEFAULT = ("CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",

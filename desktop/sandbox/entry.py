@@ -41,6 +41,9 @@ def enter(message: protocol.Enter, fds: list[int], zygotes: tuple[int, ...]) -> 
         channel = high(channel)
         try:
             linux.setns(fds[0], message.namespaces)
+        except PermissionError as exc:  # a container's bounding set without one of the two: say which to add
+            raise PermissionError(exc.errno, "entering the sandbox's namespaces (setns) was refused: the server "
+                                  "needs CAP_SYS_ADMIN and CAP_SYS_CHROOT (docs/kubernetes.md)") from None
         finally:
             os.close(fds[0])
         if os.fork() == 0:

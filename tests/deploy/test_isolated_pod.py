@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -122,3 +123,17 @@ def test_what_the_server_writes_is_a_volume() -> None:
     mounted = {m["mountPath"] for m in container()["volumeMounts"]}
     assert {"/run", "/tmp", "/root", "/var/lib/sandbox-desktop", "/dev/shm"} <= mounted
     assert env("HOME") == "/root"
+
+
+@pytest.mark.parametrize("name", ["minimal", "pod"])
+def test_a_server_with_the_measured_set_isolates_desktops(name: str) -> None:
+    """The measured set, run: a real server as root with only those capabilities (`minimal`), and as the overlay
+    runs it (`pod`: a pod's user namespace, its uid range, the seccomp profile, a read-only root) creates an
+    isolated desktop, runs a command in it, pauses, resumes and deletes it. A new need (one more capability, a
+    system call) fails here, where the overlay's own checks above only compare lists."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or shutil.which("unshare") is None:
+        pytest.skip("needs root, setpriv and unshare (util-linux)")
+    condition = next(c for c in measure().conditions() if c.name == name)
+    result = measure().run_condition(condition)
+    assert result.get("isolated") is True and all(ok for ok, _ in result.get("steps", {}).values()) \
+        and len(result.get("steps", {})) == len(measure().STEPS), measure().line(condition, result)
