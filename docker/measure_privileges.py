@@ -305,7 +305,7 @@ def prepare(condition: Condition, scratch: Path) -> Path:
         mount("--make-rprivate", "/")
         mount("-t", "proc", "-o", "nosuid,nodev,noexec", "proc", "/proc")  # of the pod's pid namespace
         for path in ("/tmp", "/run"):  # emptyDir volumes
-            mount("-t", "tmpfs", "-o", "mode=1777" if path == "/tmp" else "mode=755", "tmpfs", path)
+            _cover(path, "mode=1777" if path == "/tmp" else "mode=755")
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         if condition.ro_root:
             mount("-o", "remount,bind,ro", "/")
@@ -325,6 +325,20 @@ def prepare(condition: Condition, scratch: Path) -> Path:
             mount("-o", "remount,bind,ro", path) if _is_mountpoint(path) else None
     state.mkdir(parents=True, exist_ok=True)
     return state
+
+
+def _cover(path: str, options: str) -> None:
+    """An empty tmpfs over `path`, as a pod's emptyDir volume is, through which this repository and its Python's
+    prefix (a virtual environment) stay where they are: in an image they are outside it, and a checkout in /tmp
+    would otherwise leave the server nothing to import."""
+    under = [p for p in (REPO, Path(sys.prefix)) if Path(path) in p.parents]
+    keep = [p for p in dict.fromkeys(under) if not any(q in p.parents for q in under)]
+    held = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep]
+    _mount("tmpfs", path, "tmpfs", 0, options)
+    for kept, fd in zip(keep, held, strict=True):
+        os.makedirs(kept, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", str(kept), None, MS_BIND | MS_REC)
+        os.close(fd)
 
 
 def cgroup_mounts() -> list[str]:
