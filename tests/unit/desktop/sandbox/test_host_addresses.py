@@ -32,6 +32,7 @@ pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=missing_tool
 RTMGRP_LINK, RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR = 0x1, 0x10, 0x100
 RTM_NEWLINK, RTM_DELLINK, RTM_NEWADDR, RTM_DELADDR = 16, 17, 20, 21
 IFLA_IFNAME, IFA_ADDRESS, IFA_LOCAL = 3, 1, 2
+SO_RCVBUFFORCE = 33  # not in Python's socket module
 
 
 @dataclass
@@ -82,7 +83,8 @@ def read_announcements(sock: socket.socket, into: Announcements) -> None:
 def listening() -> Iterator[socket.socket]:
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
     with contextlib.closing(sock):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        # Beyond rmem_max (root may): every link of the machine is announced meanwhile, other tests' included.
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
         sock.bind((0, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR))
         sock.setblocking(False)
         yield sock
