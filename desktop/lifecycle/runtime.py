@@ -104,9 +104,9 @@ class Desktop:
         """When it last started running (created, started or resumed): the clock of `autoPauseSeconds`."""
         self.paused_at: float | None = None
         self.home_template = home_template
+        """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.vm_image: VmImage | None = None
         """Dressed as OSWorld's VM image from its next start (docs/osworld.md "What tasks assume"), or not."""
-        """A directory copied into HOME when the desktop starts and when it is reset (docs/desktops.md)."""
         self.default_state_dir = state_dir or default_state_dir()
         # A registry shared with other desktops (the server's) is shut down by its owner, not here.
         self._owns_processes = processes is None
