@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import struct
 import subprocess
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from desktop.sandbox import nethost
 from desktop.sandbox.network import NetworkHub, NetworkRules
 from streaming.coturn import host_addresses
 from tests.support.netns import missing_tools, probe
@@ -123,4 +123,4 @@ def test_making_and_closing_desktops_networks_changes_no_address_of_the_host() -
     assert changed == [], f"making and closing desktops changed the host's addresses: {changed}"
     assert reached == ["unreachable"], reached
     assert candidates == [], f"each live view would bind a socket on each desktop's gateway: {candidates}"
-    assert not any(name.startswith(f"sdn{hub.names.block}-") for name in nethost._listdir("/sys/class/net"))
+    assert not any(name.startswith(f"sdn{hub.names.block}-") for name in os.listdir("/sys/class/net"))
