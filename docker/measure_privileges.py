@@ -229,12 +229,17 @@ def _image_view() -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     python = Path(os.path.realpath(sys.executable))
     for closed in [p for p in reversed(python.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001][:1]:
-        keep = [p for p in python.parents if p.parent == closed] or [python]
-        held = os.open(keep[0], os.O_PATH | os.O_CLOEXEC)
-        _mount("tmpfs", str(closed), "tmpfs", 0, "mode=755")
-        os.makedirs(keep[0], exist_ok=True)
-        _mount(f"/proc/self/fd/{held}", str(keep[0]), None, MS_BIND | MS_REC)
-        os.close(held)
+        _tmpfs_keeping(str(closed), "mode=755", [p for p in python.parents if p.parent == closed][:1] or [python])
+
+
+def _tmpfs_keeping(path: str, options: str, keep: list[Path]) -> None:
+    """An empty tmpfs over `path`, with each of `keep` (within it) bound back at its own place."""
+    held = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep]
+    _mount("tmpfs", path, "tmpfs", 0, options)
+    for kept, fd in zip(keep, held, strict=True):
+        os.makedirs(kept, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", str(kept), None, MS_BIND | MS_REC)
+        os.close(fd)
 
 
 def pod_process(command: list[str]) -> subprocess.Popen[str]:
@@ -332,13 +337,7 @@ def _cover(path: str, options: str) -> None:
     prefix (a virtual environment) stay where they are: in an image they are outside it, and a checkout in /tmp
     would otherwise leave the server nothing to import."""
     under = [p for p in (REPO, Path(sys.prefix)) if Path(path) in p.parents]
-    keep = [p for p in dict.fromkeys(under) if not any(q in p.parents for q in under)]
-    held = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep]
-    _mount("tmpfs", path, "tmpfs", 0, options)
-    for kept, fd in zip(keep, held, strict=True):
-        os.makedirs(kept, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", str(kept), None, MS_BIND | MS_REC)
-        os.close(fd)
+    _tmpfs_keeping(path, options, [p for p in dict.fromkeys(under) if not any(q in p.parents for q in under)])
 
 
 def cgroup_mounts() -> list[str]:
