@@ -5,13 +5,12 @@ host's network is changed in one of these ways, and the bench counts the fetches
 - `quiet`: nothing changes (the yardstick);
 - `addresses`: an address added to a link and removed, over and over (what making and closing a desktop did
   when the host's end of its link had an address);
-- `links`: a veth pair made with IPv6 off, a local route and a /32 route on it, and deleted, over and over
-  (what a desktop's network is made of now);
-- `desktops`: a real `NetworkHub` making and closing desktops' networks, over and over.
+- `desktops`: a real `NetworkHub` making and closing desktops' networks, over and over (desktop/sandbox/slots.py:
+  links and routes, no address).
 
 Each mode runs `--fetches` fetches; the changes run until they end (at most `--seconds` s). Needs root, `ip`,
-`nft` and Chromium; it changes only links named sdbench*, addresses of 10.254.0.0/16 and its own hub's.
-Usage: sudo .venv/bin/python bench/host_network_changes.py [--fetches 3000] [--modes quiet,addresses,links]
+`nft` and Chromium; it changes only links named sdbench0/1, addresses of 10.254.0.0/16 and its own hub's.
+Usage: sudo .venv/bin/python bench/host_network_changes.py [--fetches 3000] [--modes quiet,addresses,desktops]
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from desktop.sandbox.network import NetworkHub, NetworkRules
 from tests.support.browser import Browser, chromium_path
 
-MODES = ("quiet", "addresses", "links", "desktops")
+MODES = ("quiet", "addresses", "desktops")
 
 
 class Answer(http.server.BaseHTTPRequestHandler):
@@ -78,20 +77,6 @@ def churn_addresses(stop: threading.Event) -> int:
     return changes
 
 
-def churn_links(stop: threading.Event) -> int:
-    changes = 0
-    while not stop.is_set():
-        n = changes % 250
-        ip(f"link add sdbench{n} type veth peer name sdbenchp{n}")
-        for link in (f"sdbench{n}", f"sdbenchp{n}"):
-            Path(f"/proc/sys/net/ipv6/conf/{link}/disable_ipv6").write_text("1")
-        ip(f"link set sdbench{n} up", f"link set sdbenchp{n} up",
-           f"route add local 10.254.{n}.0 dev sdbench{n} table local",
-           f"route add 10.254.{n}.1 dev sdbench{n} src 10.254.{n}.0", f"link del sdbench{n}")
-        changes += 1
-    return changes
-
-
 def churn_desktops(stop: threading.Event) -> int:
     async def run() -> int:
         hub = await NetworkHub.open([], pool_size=1)
@@ -108,7 +93,7 @@ def churn_desktops(stop: threading.Event) -> int:
 
 
 CHURNS: dict[str, tuple[str, Callable[[threading.Event], int]] | None] = {
-    "quiet": None, "addresses": ("address changes", churn_addresses), "links": ("veth pairs", churn_links),
+    "quiet": None, "addresses": ("address changes", churn_addresses),
     "desktops": ("desktops' networks", churn_desktops)}
 
 
@@ -147,7 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fetches", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="at most this long per mode")
-    parser.add_argument("--modes", default="quiet,addresses,links,desktops")
+    parser.add_argument("--modes", default="quiet,addresses,desktops")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if unknown := [m for m in modes if m not in MODES]:
