@@ -195,7 +195,7 @@ def link_addresses(block: int, index: int) -> tuple[str, str]:
     slot. Each end knows the other's (a permanent neighbour entry), so no ARP crosses the pair: a host whose
     `arp_ignore` is 1 or 2 (kube-proxy's IPVS mode sets 1, and a pod's namespace inherits it) answers ARP only for
     addresses on the asking link, and the gateway is none."""
-    stem = f"02:{block >> 8 & 0xFF:02x}:{block & 0xFF:02x}:{index & 0xFF:02x}:{index >> 8 & 0xFF:02x}"
+    stem = f"02:{block >> 8 & 0xFF:02x}:{block & 0xFF:02x}:{index:02x}:00"  # a block has 256 slots: one byte
     return f"{stem}:00", f"{stem}:01"
 
 
